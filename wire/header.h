@@ -1,0 +1,68 @@
+// Header: the 12-byte DNS message header (RFC 1035 §4.1.1), with flag accessors.
+//
+//                                   1  1  1  1  1  1
+//     0  1  2  3  4  5  6  7  8  9  0  1  2  3  4  5
+//   +--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+
+//   |QR|   Opcode  |AA|TC|RD|RA| Z|AD|CD|   RCODE   |   flags (RFC 1035, RFC 4035 AD/CD)
+//   +--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+
+#pragma once
+
+#include <cstdint>
+
+#include "wire/reader.h"
+#include "wire/result.h"
+#include "wire/types.h"
+
+namespace hg::wire {
+
+inline constexpr std::size_t kHeaderSize = 12;
+
+namespace flag {
+inline constexpr uint16_t QR = 0x8000;
+inline constexpr uint16_t AA = 0x0400;
+inline constexpr uint16_t TC = 0x0200;
+inline constexpr uint16_t RD = 0x0100;
+inline constexpr uint16_t RA = 0x0080;
+inline constexpr uint16_t Z = 0x0040;
+inline constexpr uint16_t AD = 0x0020;
+inline constexpr uint16_t CD = 0x0010;
+}  // namespace flag
+
+struct Header {
+  uint16_t id = 0;
+  uint16_t flags = 0;
+  uint16_t qdcount = 0;
+  uint16_t ancount = 0;
+  uint16_t nscount = 0;
+  uint16_t arcount = 0;
+
+  bool has(uint16_t f) const noexcept { return (flags & f) != 0; }
+  void set(uint16_t f, bool on) noexcept {
+    flags = static_cast<uint16_t>(on ? (flags | f) : (flags & ~f));
+  }
+  bool qr() const noexcept { return has(flag::QR); }
+  bool aa() const noexcept { return has(flag::AA); }
+  bool tc() const noexcept { return has(flag::TC); }
+  bool rd() const noexcept { return has(flag::RD); }
+  bool ra() const noexcept { return has(flag::RA); }
+  bool ad() const noexcept { return has(flag::AD); }
+  bool cd() const noexcept { return has(flag::CD); }
+  Opcode opcode() const noexcept { return static_cast<Opcode>((flags >> 11) & 0xF); }
+  void set_opcode(Opcode o) noexcept {
+    flags = static_cast<uint16_t>((flags & ~0x7800) | ((static_cast<unsigned>(o) & 0xF) << 11));
+  }
+  /// The low 4 bits of the RCODE; the full code also needs the OPT record's high bits.
+  uint8_t rcode_low() const noexcept { return static_cast<uint8_t>(flags & 0xF); }
+  void set_rcode_low(uint8_t r) noexcept {
+    flags = static_cast<uint16_t>((flags & ~0xF) | (r & 0xF));
+  }
+
+  /// Reads 12 bytes; Error{ShortHeader, size} when fewer remain.
+  static Result<Header> read(WireReader& r) noexcept;
+  /// Writes 12 bytes at p (the caller guarantees room).
+  void write_unchecked(uint8_t* p) const noexcept;
+
+  friend bool operator==(const Header&, const Header&) = default;
+};
+
+}  // namespace hg::wire

@@ -48,11 +48,11 @@ struct EdnsOption {
 
 /// A parsed OPT record: a view into the packet it came from.
 struct Edns {
-  uint16_t udp_size = 0;        ///< as sent (not yet raised to 512)
-  uint8_t ext_rcode_high = 0;   ///< upper 8 bits of the 12-bit RCODE
+  uint16_t udp_size = 0;       ///< as sent (not yet raised to 512)
+  uint8_t ext_rcode_high = 0;  ///< upper 8 bits of the 12-bit RCODE
   uint8_t version = 0;
-  uint16_t flags = 0;           ///< DO and the Z bits
-  std::size_t record_offset = 0;  ///< where the OPT record starts in the packet
+  uint16_t flags = 0;                     ///< DO and the Z bits
+  std::size_t record_offset = 0;          ///< where the OPT record starts in the packet
   std::span<const uint8_t> options_wire;  ///< the whole RDATA
 
   bool dnssec_ok() const noexcept { return (flags & kEdnsDoBit) != 0; }

@@ -22,21 +22,21 @@
 namespace hg::wire {
 
 struct Question {
-  Name name;               ///< as sent, letter case preserved
+  Name name;  ///< as sent, letter case preserved
   RRType type = RRType::A;
   uint16_t klass = 1;
-  uint16_t offset = 0;     ///< where the question starts (the qname)
-  uint16_t end = 0;        ///< one past the QCLASS field
+  uint16_t offset = 0;  ///< where the question starts (the qname)
+  uint16_t end = 0;     ///< one past the QCLASS field
 };
 
 struct RecordView {
-  uint16_t offset;         ///< start of the owner name
-  uint16_t ttl_offset;     ///< the 4-byte TTL field
-  uint16_t rdata_offset;   ///< first RDATA byte
+  uint16_t offset;        ///< start of the owner name
+  uint16_t ttl_offset;    ///< the 4-byte TTL field
+  uint16_t rdata_offset;  ///< first RDATA byte
   uint16_t rdlength;
   RRType type;
   uint16_t klass;
-  uint32_t ttl;            ///< as on the wire (RFC 2181 §8 handling is the cache's job)
+  uint32_t ttl;  ///< as on the wire (RFC 2181 §8 handling is the cache's job)
   Section section;
 
   /// One past the record's last byte.

@@ -49,8 +49,8 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                         // NOLINT: implicit by design
-  Result(Error e) : v_(e) {}                                        // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error e) : v_(e) {}                 // NOLINT: implicit by design
   Result(ParseError code, std::size_t offset) : v_(Error{code, offset}) {}
 
   bool has_value() const noexcept { return v_.index() == 0; }

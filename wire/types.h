@@ -40,7 +40,8 @@ enum class RRType : uint16_t {
 
 enum class RRClass : uint16_t { IN = 1, CH = 3, HS = 4, NONE = 254, ANY = 255 };
 
-enum class Opcode : uint8_t { Query = 0, IQuery = 1, Status = 2, Notify = 4, Update = 5 };
+// STATUS (2) is spelled ServerStatus so that it does not shadow hg::wire::Status.
+enum class Opcode : uint8_t { Query = 0, IQuery = 1, ServerStatus = 2, Notify = 4, Update = 5 };
 
 /// Response codes, including the EDNS extended range (12 bits; RFC 6891 §6.1.3).
 enum class RCode : uint16_t {
@@ -61,10 +62,10 @@ enum class RCode : uint16_t {
 
 enum class Section : uint8_t { Answer = 0, Authority = 1, Additional = 2 };
 
-std::string to_string(RRType t);    ///< "A", "AAAA", or "TYPE65534"
-std::string to_string(RRClass c);   ///< "IN", or "CLASS42"
-std::string to_string(RCode r);     ///< "NOERROR", "NXDOMAIN", or "RCODE23"
-std::string to_string(Opcode o);    ///< "QUERY", or "OPCODE9"
+std::string to_string(RRType t);        ///< "A", "AAAA", or "TYPE65534"
+std::string to_string(RRClass c);       ///< "IN", or "CLASS42"
+std::string to_string(RCode r);         ///< "NOERROR", "NXDOMAIN", or "RCODE23"
+std::string to_string(Opcode o);        ///< "QUERY", or "OPCODE9"
 std::string_view to_string(Section s);  ///< "ANSWER", "AUTHORITY", "ADDITIONAL"
 
 /// Parses "AAAA" or "TYPE28" (case-insensitive); nullopt when unknown.

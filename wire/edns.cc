@@ -1,0 +1,82 @@
+#include "wire/edns.h"
+
+namespace hg::wire {
+
+Status validate_edns_options(std::span<const uint8_t> rdata, std::size_t base_offset) noexcept {
+  std::size_t i = 0;
+  while (i < rdata.size()) {
+    if (rdata.size() - i < 4) return Error{ParseError::BadOpt, base_offset + i};
+    std::size_t len = static_cast<std::size_t>((rdata[i + 2] << 8) | rdata[i + 3]);
+    if (rdata.size() - i - 4 < len) return Error{ParseError::BadOpt, base_offset + i};
+    i += 4 + len;
+  }
+  return {};
+}
+
+Result<ExtendedError> parse_extended_error(std::span<const uint8_t> data) noexcept {
+  if (data.size() < 2) return Error{ParseError::BadOpt, 0};
+  auto code = static_cast<uint16_t>((data[0] << 8) | data[1]);
+  // RFC 8914 §2: EXTRA-TEXT is UTF-8 and "SHOULD NOT" be NUL-terminated; tolerate one.
+  auto text = data.subspan(2);
+  if (!text.empty() && text.back() == 0) text = text.first(text.size() - 1);
+  return ExtendedError{code, {reinterpret_cast<const char*>(text.data()), text.size()}};
+}
+
+std::string_view ede_purpose(uint16_t info_code) noexcept {
+  switch (info_code) {
+    case 0:
+      return "Other";
+    case 1:
+      return "Unsupported DNSKEY Algorithm";
+    case 2:
+      return "Unsupported DS Digest Type";
+    case 3:
+      return "Stale Answer";
+    case 4:
+      return "Forged Answer";
+    case 5:
+      return "DNSSEC Indeterminate";
+    case 6:
+      return "DNSSEC Bogus";
+    case 7:
+      return "Signature Expired";
+    case 8:
+      return "Signature Not Yet Valid";
+    case 9:
+      return "DNSKEY Missing";
+    case 10:
+      return "RRSIGs Missing";
+    case 11:
+      return "No Zone Key Bit Set";
+    case 12:
+      return "NSEC Missing";
+    case 13:
+      return "Cached Error";
+    case 14:
+      return "Not Ready";
+    case 15:
+      return "Blocked";
+    case 16:
+      return "Censored";
+    case 17:
+      return "Filtered";
+    case 18:
+      return "Prohibited";
+    case 19:
+      return "Stale NXDOMAIN Answer";
+    case 20:
+      return "Not Authoritative";
+    case 21:
+      return "Not Supported";
+    case 22:
+      return "No Reachable Authority";
+    case 23:
+      return "Network Error";
+    case 24:
+      return "Invalid Data";
+    default:
+      return "";
+  }
+}
+
+}  // namespace hg::wire

@@ -1,0 +1,997 @@
+// Config parsing: one table of keys drives the command line (CLI11), the TOML file (toml++)
+// and the error messages, so a flag and its file key can never drift apart.
+//
+// Every value arrives as text (a TOML integer is turned into its decimal text) and goes
+// through the same setter, which either stores it or explains what is allowed. CLI11 and
+// toml++ only split the input; they never convert values, so their own wording never
+// reaches the user and both sources produce the same messages.
+#include "resolver/config.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/un.h>
+
+#include <toml++/toml.h>
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#ifndef HG_VERSION
+#define HG_VERSION "unknown"
+#endif
+
+namespace hg::resolver {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// RFC 2181 §8: a TTL is an unsigned 32-bit number whose top bit must be zero.
+constexpr int64_t kMaxTtl = 2147483647;
+constexpr uint64_t kMinCacheSize = uint64_t{64} << 10;
+constexpr uint64_t kMaxCacheSize = uint64_t{1} << 40;
+constexpr int64_t kMaxTimeoutMs = 60000;
+constexpr unsigned kMaxThreads = 256;
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  out.append(s);
+  out += '"';
+  return out;
+}
+
+bool ieq(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// A decimal number made of digits only (no sign, no spaces), at most 1e15.
+std::optional<uint64_t> parse_digits(std::string_view s) {
+  if (s.empty() || s.size() > 15) return std::nullopt;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Splits "123abc" into the leading digits and the rest.
+std::pair<std::string_view, std::string_view> split_number(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+    ++i;
+  return {s.substr(0, i), s.substr(i)};
+}
+
+std::optional<in6_addr> parse_v6_with_scope(std::string_view text, uint32_t& scope) {
+  scope = 0;
+  std::string addr(text);
+  auto pct = addr.find('%');
+  if (pct != std::string::npos) {
+    std::string zone = addr.substr(pct + 1);
+    addr.resize(pct);
+    if (zone.empty()) return std::nullopt;
+    if (auto n = parse_digits(zone)) {
+      if (*n > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+      scope = static_cast<uint32_t>(*n);
+    } else {
+      scope = if_nametoindex(zone.c_str());
+      if (scope == 0) return std::nullopt;
+    }
+  }
+  in6_addr a{};
+  if (inet_pton(AF_INET6, addr.c_str(), &a) != 1) return std::nullopt;
+  return a;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// RFC 1035 §2.3.4 limits in presentation form: labels 1..63 octets, the name at most 253
+// characters without the trailing dot (255 octets in wire form).
+std::optional<std::string> zone_syntax_error(std::string_view zone) {
+  if (zone == ".") return std::nullopt;
+  std::string_view z = zone;
+  if (!z.empty() && z.back() == '.') z.remove_suffix(1);
+  if (z.empty()) return "the zone is empty";
+  if (z.size() > 253) return "the zone is longer than 253 characters";
+  std::size_t start = 0;
+  while (start <= z.size()) {
+    std::size_t dot = z.find('.', start);
+    if (dot == std::string_view::npos) dot = z.size();
+    std::size_t len = dot - start;
+    if (len == 0) return "the zone has an empty label";
+    if (len > 63) return "a label is longer than 63 characters";
+    for (char c : z.substr(start, len)) {
+      if (c <= ' ' || c == '=' || c == '\\' || static_cast<unsigned char>(c) >= 0x7f) {
+        return "the zone contains a character that is not allowed";
+      }
+    }
+    start = dot + 1;
+  }
+  return std::nullopt;
+}
+
+// --- the table of keys -----------------------------------------------------------------------
+
+enum class Kind { Scalar, List, Flag };
+
+// Returns nullopt when the value was stored, else what is allowed (for the error line).
+using Setter = std::optional<std::string> (*)(Config&, std::string_view, const ParseOptions&);
+using Clearer = void (*)(Config&);
+
+struct Key {
+  std::string_view name;
+  Kind kind;
+  std::string_view type_name;
+  std::string_view help;
+  Setter set;
+  Clearer clear = nullptr;
+};
+
+constexpr std::string_view kTtlAllowed =
+    "expected seconds from 0 to 2147483647 (RFC 2181 §8), optionally with a unit s, m, h or "
+    "d, e.g. 3600 or 1h";
+constexpr std::string_view kTimeoutAllowed =
+    "expected milliseconds from 1 to 60000, optionally with a unit ms or s, e.g. 1800 or 2s";
+constexpr std::string_view kListenAllowed =
+    "expected a numeric IPv4 address or a bracketed IPv6 address with a port, e.g. "
+    "127.0.0.1:53 or [::1]:53";
+
+std::optional<std::string> set_ttl(seconds& out, std::string_view v) {
+  auto s = parse_seconds(v);
+  if (!s || s->count() > kMaxTtl) return std::string(kTtlAllowed);
+  out = *s;
+  return std::nullopt;
+}
+
+std::optional<std::string> set_timeout(milliseconds& out, std::string_view v) {
+  auto ms = parse_millis(v);
+  if (!ms || ms->count() < 1 || ms->count() > kMaxTimeoutMs) return std::string(kTimeoutAllowed);
+  out = *ms;
+  return std::nullopt;
+}
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> k = {
+      {"listen", Kind::List, "ADDR:PORT",
+       "Address to serve DNS on, UDP and TCP; repeatable (default 127.0.0.1:53)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto e = parse_endpoint(v, 53);
+         if (!e) return std::string(kListenAllowed);
+         if (std::find(c.listen.begin(), c.listen.end(), *e) != c.listen.end()) {
+           return "this address is already listed; give each listen address once";
+         }
+         c.listen.push_back(*e);
+         return std::nullopt;
+       },
+       [](Config& c) { c.listen.clear(); }},
+      {"upstream", Kind::List, "ADDR[:PORT]",
+       "Upstream resolver to forward to, port 53 by default; repeatable (default: the "
+       "nameservers of --upstream-file)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto e = parse_endpoint(v, 53);
+         if (!e || e->port() == 0) {
+           return "expected a numeric IPv4 or IPv6 address with an optional port 1-65535 "
+                  "(default 53), e.g. 192.0.2.1, 192.0.2.1:5353, 2001:db8::1 or "
+                  "[2001:db8::1]:5353";
+         }
+         c.upstreams.push_back(*e);
+         c.upstreams_from_file = false;
+         return std::nullopt;
+       },
+       [](Config& c) { c.upstreams.clear(); }},
+      {"upstream-file", Kind::Scalar, "PATH",
+       "resolv.conf-style file whose nameserver lines are the upstreams when no --upstream "
+       "is given; re-read on SIGHUP (default /etc/resolv.conf)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty()) return "expected the path of a resolv.conf-style file";
+         c.upstream_file = std::string(v);
+         return std::nullopt;
+       }},
+      {"cache-size", Kind::Scalar, "BYTES", "Cache size limit (default 64MiB)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto b = parse_bytes(v);
+         if (!b || *b < kMinCacheSize || *b > kMaxCacheSize) {
+           return "expected a size from 64KiB to 1TiB: bytes, or a number with a suffix K, M, "
+                  "G, KiB, MiB or GiB (all powers of 1024), e.g. 64MiB";
+         }
+         c.cache_size = *b;
+         return std::nullopt;
+       }},
+      {"cache-min-ttl", Kind::Scalar, "SECONDS", "Lowest TTL a cached record gets (default 0)",
+       [](Config& c, std::string_view v, const ParseOptions&) {
+         return set_ttl(c.cache_min_ttl, v);
+       }},
+      {"cache-max-ttl", Kind::Scalar, "SECONDS",
+       "Highest TTL a cached record gets (default 604800)",
+       [](Config& c, std::string_view v, const ParseOptions&) {
+         return set_ttl(c.cache_max_ttl, v);
+       }},
+      {"negative-max-ttl", Kind::Scalar, "SECONDS",
+       "Highest TTL of a cached NXDOMAIN/NODATA answer (default 3600)",
+       [](Config& c, std::string_view v, const ParseOptions&) {
+         return set_ttl(c.negative_max_ttl, v);
+       }},
+      {"stale-max", Kind::Scalar, "SECONDS",
+       "How long after expiry an answer may still be served stale, 0 to disable (default "
+       "86400)",
+       [](Config& c, std::string_view v, const ParseOptions&) { return set_ttl(c.stale_max, v); }},
+      {"stale-ttl", Kind::Scalar, "SECONDS", "TTL given to stale answers (default 30)",
+       [](Config& c, std::string_view v, const ParseOptions&) { return set_ttl(c.stale_ttl, v); }},
+      {"client-timeout", Kind::Scalar, "MS",
+       "Answer from stale data when upstream has not answered after this long (default 1800)",
+       [](Config& c, std::string_view v, const ParseOptions&) {
+         return set_timeout(c.client_timeout, v);
+       }},
+      {"upstream-timeout", Kind::Scalar, "MS",
+       "Answer SERVFAIL when upstream has not answered after this long and nothing stale is "
+       "cached (default 3000)",
+       [](Config& c, std::string_view v, const ParseOptions&) {
+         return set_timeout(c.upstream_timeout, v);
+       }},
+      {"allow", Kind::List, "CIDR",
+       "Client addresses to serve, others get REFUSED; repeatable (default 127.0.0.0/8 and "
+       "::1/128)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto cidr = Cidr::parse(v);
+         if (!cidr) return cidr.error();
+         c.allow.push_back(cidr.value());
+         return std::nullopt;
+       },
+       [](Config& c) { c.allow.clear(); }},
+      {"ttl-cap", Kind::List, "ZONE=SECONDS",
+       "Cache records at or below ZONE with TTL at most SECONDS; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions& o) -> std::optional<std::string> {
+         constexpr std::string_view kAllowed =
+             "expected ZONE=SECONDS with SECONDS from 0 to 2147483647, e.g. "
+             "shop.example.com=60";
+         auto eq = v.rfind('=');
+         if (eq == std::string_view::npos) return std::string(kAllowed);
+         std::string_view zone = v.substr(0, eq);
+         auto secs = parse_seconds(v.substr(eq + 1));
+         if (!secs || secs->count() > kMaxTtl) return std::string(kAllowed);
+         if (auto why = zone_syntax_error(zone)) {
+           return *why + "; " + std::string(kAllowed);
+         }
+         if (o.validate_zone) {
+           if (auto why = o.validate_zone(zone)) return *why + "; " + std::string(kAllowed);
+         }
+         for (const TtlCap& t : c.ttl_caps) {
+           if (ieq(t.zone, zone)) return "this zone already has a cap; give each zone once";
+         }
+         c.ttl_caps.push_back(TtlCap{std::string(zone), *secs});
+         return std::nullopt;
+       },
+       [](Config& c) { c.ttl_caps.clear(); }},
+      {"threads", Kind::Scalar, "N", "Event-loop threads (default 1)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto n = parse_digits(v);
+         if (!n || *n < 1 || *n > kMaxThreads) return "expected a whole number from 1 to 256";
+         c.threads = static_cast<unsigned>(*n);
+         return std::nullopt;
+       }},
+      {"log-queries", Kind::Flag, "", "Log every query to stderr",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         c.log_queries = v == "true";
+         return std::nullopt;
+       }},
+      {"control", Kind::Scalar, "PATH", "Unix socket for hourglass-ctl (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.size() >= sizeof(sockaddr_un{}.sun_path)) {
+           return "expected a filesystem path of 1 to 107 bytes";
+         }
+         c.control_path = std::string(v);
+         return std::nullopt;
+       }},
+      {"metrics", Kind::Scalar, "ADDR:PORT",
+       "Serve Prometheus metrics over HTTP on this address (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto e = parse_endpoint(v, std::nullopt);
+         if (!e) return std::string(kListenAllowed);
+         c.metrics = *e;
+         return std::nullopt;
+       }},
+  };
+  return k;
+}
+
+const Key* find_key(std::string_view name) {
+  for (const Key& k : keys()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// Where a value came from, for the error line.
+std::string name_value(std::string_view source_file, std::string_view key, std::string_view value) {
+  if (source_file.empty()) return "--" + std::string(key) + " " + quote(value);
+  return std::string(source_file) + ": " + std::string(key) + " = " + quote(value);
+}
+
+// --- TOML -----------------------------------------------------------------------------------
+
+// The text of a scalar TOML value, or nullopt for tables, arrays, floats, dates.
+std::optional<std::string> toml_scalar_text(const toml::node& n) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  return std::nullopt;
+}
+
+std::string toml_display(const toml::node& n) {
+  if (auto t = toml_scalar_text(n)) return *t;
+  std::ostringstream os;
+  if (auto b = n.as_boolean()) {
+    os << (b->get() ? "true" : "false");
+  } else if (auto f = n.as_floating_point()) {
+    os << f->get();
+  } else if (n.is_array()) {
+    os << "[...]";
+  } else {
+    os << "{...}";
+  }
+  return os.str();
+}
+
+// The values a TOML key provides, as text, or an error line.
+Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& n,
+                                              const std::string& path) {
+  std::vector<std::string> out;
+  auto bad = [&](std::string_view what) {
+    return Checked<std::vector<std::string>>::failure(name_value(path, key.name, toml_display(n)) +
+                                                      ": " + std::string(what));
+  };
+  switch (key.kind) {
+    case Kind::Flag:
+      if (auto b = n.as_boolean()) {
+        out.push_back(b->get() ? "true" : "false");
+        return out;
+      }
+      return bad("expected true or false");
+    case Kind::Scalar:
+      if (auto t = toml_scalar_text(n)) {
+        out.push_back(*t);
+        return out;
+      }
+      return bad("expected a string or an integer");
+    case Kind::List:
+      if (auto t = toml_scalar_text(n)) {
+        out.push_back(*t);
+        return out;
+      }
+      if (auto arr = n.as_array()) {
+        for (const toml::node& e : *arr) {
+          auto t = toml_scalar_text(e);
+          if (!t) return bad("expected an array of strings, e.g. [\"127.0.0.1:53\"]");
+          out.push_back(*t);
+        }
+        return out;
+      }
+      // ttl-cap may also be a table: [ttl-cap] "shop.example.com" = 60
+      if (auto tbl = n.as_table(); tbl && key.name == "ttl-cap") {
+        for (auto&& [zone, secs] : *tbl) {
+          auto t = toml_scalar_text(secs);
+          if (!t) return bad("expected a table of ZONE = SECONDS, e.g. \"example.com\" = 60");
+          out.push_back(std::string(zone.str()) + "=" + *t);
+        }
+        return out;
+      }
+      return bad("expected a string or an array of strings");
+  }
+  return out;
+}
+
+std::optional<std::string> apply_toml(Config& c, const std::string& path,
+                                      const ParseOptions& options, bool& file_upstream) {
+  toml::table tbl;
+  try {
+    tbl = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    std::string msg = "--config " + quote(path) + ": ";
+    if (where.line > 0) {
+      msg +=
+          "line " + std::to_string(where.line) + ", column " + std::to_string(where.column) + ": ";
+    }
+    std::string desc(e.description());
+    std::replace(desc.begin(), desc.end(), '\n', ' ');
+    return msg + desc + "; expected a TOML file of key = value lines, e.g. cache-size = \"64MiB\"";
+  }
+  for (auto&& [k, node] : tbl) {
+    std::string_view name = k.str();
+    const Key* key = find_key(name);
+    if (key == nullptr) {
+      std::string msg = path + ": unknown key " + quote(name) + "; the keys are the flag names " +
+                        "without the dashes, e.g. cache-size";
+      std::string dashed(name);
+      std::replace(dashed.begin(), dashed.end(), '_', '-');
+      if (dashed != name && find_key(dashed) != nullptr) msg += " (did you mean " + dashed + "?)";
+      return msg;
+    }
+    auto values = toml_values(*key, node, path);
+    if (!values) return values.error();
+    if (key->clear) key->clear(c);
+    for (const std::string& v : values.value()) {
+      if (auto allowed = key->set(c, v, options)) {
+        return name_value(path, key->name, v) + ": " + *allowed;
+      }
+    }
+    if (key->name == "upstream") file_upstream = true;
+  }
+  return std::nullopt;
+}
+
+std::string render_help(CLI::App& app) {
+  return app.help();
+}
+
+}  // namespace
+
+// --- Endpoint --------------------------------------------------------------------------------
+
+Endpoint::Endpoint() {
+  std::memset(&addr_, 0, sizeof addr_);
+  addr_.v4.sin_family = AF_INET;
+}
+
+std::optional<Endpoint> Endpoint::from_sockaddr(const sockaddr* sa, socklen_t len) noexcept {
+  Endpoint e;
+  if (sa == nullptr) return std::nullopt;
+  if (sa->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    std::memcpy(&e.addr_.v4, sa, sizeof(sockaddr_in));
+    return e;
+  }
+  if (sa->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    std::memcpy(&e.addr_.v6, sa, sizeof(sockaddr_in6));
+    return e;
+  }
+  return std::nullopt;
+}
+
+uint16_t Endpoint::port() const noexcept {
+  return ntohs(family() == AF_INET6 ? addr_.v6.sin6_port : addr_.v4.sin_port);
+}
+
+void Endpoint::set_port(uint16_t port) noexcept {
+  if (family() == AF_INET6) {
+    addr_.v6.sin6_port = htons(port);
+  } else {
+    addr_.v4.sin_port = htons(port);
+  }
+}
+
+socklen_t Endpoint::sockaddr_len() const noexcept {
+  return family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+namespace {
+// The IPv4 address of an AF_INET endpoint or of an IPv4-mapped AF_INET6 one.
+std::optional<uint32_t> v4_of(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) {
+    sockaddr_in in;
+    std::memcpy(&in, sa, sizeof in);
+    return ntohl(in.sin_addr.s_addr);
+  }
+  if (sa->sa_family == AF_INET6) {
+    sockaddr_in6 in6;
+    std::memcpy(&in6, sa, sizeof in6);
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+      uint32_t v;
+      std::memcpy(&v, in6.sin6_addr.s6_addr + 12, 4);
+      return ntohl(v);
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+bool Endpoint::is_unspecified() const noexcept {
+  if (family() == AF_INET) return addr_.v4.sin_addr.s_addr == htonl(INADDR_ANY);
+  return IN6_IS_ADDR_UNSPECIFIED(&addr_.v6.sin6_addr);
+}
+
+bool Endpoint::is_loopback() const noexcept {
+  if (auto v4 = v4_of(&addr_.sa)) return (*v4 >> 24) == 127;
+  return IN6_IS_ADDR_LOOPBACK(&addr_.v6.sin6_addr);
+}
+
+bool Endpoint::same_ip(const Endpoint& other) const noexcept {
+  auto a = v4_of(&addr_.sa);
+  auto b = v4_of(&other.addr_.sa);
+  if (a || b) return a == b;
+  return std::memcmp(&addr_.v6.sin6_addr, &other.addr_.v6.sin6_addr, sizeof(in6_addr)) == 0 &&
+         addr_.v6.sin6_scope_id == other.addr_.v6.sin6_scope_id;
+}
+
+std::string Endpoint::ip_string() const {
+  char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 2] = {};
+  if (family() == AF_INET) {
+    inet_ntop(AF_INET, &addr_.v4.sin_addr, buf, sizeof buf);
+    return buf;
+  }
+  inet_ntop(AF_INET6, &addr_.v6.sin6_addr, buf, sizeof buf);
+  std::string s = buf;
+  if (addr_.v6.sin6_scope_id != 0) {
+    char name[IF_NAMESIZE] = {};
+    s += '%';
+    s += if_indextoname(addr_.v6.sin6_scope_id, name) != nullptr
+             ? std::string(name)
+             : std::to_string(addr_.v6.sin6_scope_id);
+  }
+  return s;
+}
+
+std::string Endpoint::to_string() const {
+  if (family() == AF_INET) return ip_string() + ":" + std::to_string(port());
+  return "[" + ip_string() + "]:" + std::to_string(port());
+}
+
+bool operator==(const Endpoint& a, const Endpoint& b) noexcept {
+  if (a.family() != b.family() || a.port() != b.port()) return false;
+  if (a.family() == AF_INET) return a.addr_.v4.sin_addr.s_addr == b.addr_.v4.sin_addr.s_addr;
+  return std::memcmp(&a.addr_.v6.sin6_addr, &b.addr_.v6.sin6_addr, sizeof(in6_addr)) == 0 &&
+         a.addr_.v6.sin6_scope_id == b.addr_.v6.sin6_scope_id;
+}
+
+std::optional<Endpoint> parse_endpoint(std::string_view text,
+                                       std::optional<uint16_t> default_port) {
+  std::string_view host;
+  std::optional<std::string_view> port_text;
+  bool bracketed = false;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = text.substr(1, close - 1);
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port_text = rest.substr(1);
+    }
+    bracketed = true;
+  } else {
+    auto colons = std::count(text.begin(), text.end(), ':');
+    if (colons == 1) {
+      auto c = text.find(':');
+      host = text.substr(0, c);
+      port_text = text.substr(c + 1);
+    } else {
+      host = text;  // no port, or a bare IPv6 address
+    }
+  }
+  uint16_t port = 0;
+  if (port_text) {
+    auto p = parse_digits(*port_text);
+    if (!p || *p > 65535) return std::nullopt;
+    port = static_cast<uint16_t>(*p);
+  } else if (default_port) {
+    port = *default_port;
+  } else {
+    return std::nullopt;
+  }
+
+  Endpoint e;
+  std::string h(host);
+  in_addr a4{};
+  if (!bracketed && h.find(':') == std::string::npos) {
+    if (inet_pton(AF_INET, h.c_str(), &a4) != 1) return std::nullopt;
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr = a4;
+    sin.sin_port = htons(port);
+    return Endpoint::from_sockaddr(reinterpret_cast<const sockaddr*>(&sin), sizeof sin);
+  }
+  uint32_t scope = 0;
+  auto a6 = parse_v6_with_scope(host, scope);
+  if (!a6) return std::nullopt;
+  sockaddr_in6 sin6{};
+  sin6.sin6_family = AF_INET6;
+  sin6.sin6_addr = *a6;
+  sin6.sin6_port = htons(port);
+  sin6.sin6_scope_id = scope;
+  return Endpoint::from_sockaddr(reinterpret_cast<const sockaddr*>(&sin6), sizeof sin6);
+}
+
+// --- Cidr ------------------------------------------------------------------------------------
+
+Checked<Cidr> Cidr::parse(std::string_view text) {
+  auto fail = [&](std::string_view why) {
+    return Checked<Cidr>::failure(std::string(why) +
+                                  "; expected ADDRESS/PREFIX, e.g. 10.0.0.0/8 or 2001:db8::/32");
+  };
+  std::string addr(text);
+  std::optional<uint64_t> prefix;
+  if (auto slash = addr.find('/'); slash != std::string::npos) {
+    prefix = parse_digits(std::string_view(addr).substr(slash + 1));
+    if (!prefix) return fail("the prefix length is not a number");
+    addr.resize(slash);
+  }
+  Cidr c;
+  unsigned bits = 0;
+  if (inet_pton(AF_INET, addr.c_str(), c.bytes_.data()) == 1) {
+    c.family_ = AF_INET;
+    bits = 32;
+  } else if (inet_pton(AF_INET6, addr.c_str(), c.bytes_.data()) == 1) {
+    c.family_ = AF_INET6;
+    bits = 128;
+  } else {
+    return fail("not a numeric IPv4 or IPv6 address");
+  }
+  if (prefix && *prefix > bits) return fail("the prefix length is larger than the address");
+  c.prefix_ = prefix ? static_cast<unsigned>(*prefix) : bits;
+  for (unsigned i = c.prefix_; i < bits; ++i) {
+    if (c.bytes_[i / 8] & (0x80u >> (i % 8))) {
+      Cidr net = c;
+      for (unsigned j = c.prefix_; j < bits; ++j) {
+        net.bytes_[j / 8] = static_cast<uint8_t>(net.bytes_[j / 8] & ~(0x80u >> (j % 8)));
+      }
+      return fail("the address has bits set beyond the prefix (did you mean " + net.to_string() +
+                  "?)");
+    }
+  }
+  return c;
+}
+
+bool Cidr::contains(const sockaddr* sa) const noexcept {
+  if (sa == nullptr) return false;
+  uint8_t addr[16];
+  if (family_ == AF_INET) {
+    auto v4 = v4_of(sa);
+    if (!v4) return false;
+    uint32_t n = htonl(*v4);
+    std::memcpy(addr, &n, 4);
+  } else {
+    if (sa->sa_family != AF_INET6) return false;
+    sockaddr_in6 in6;
+    std::memcpy(&in6, sa, sizeof in6);
+    std::memcpy(addr, in6.sin6_addr.s6_addr, 16);
+  }
+  unsigned full = prefix_ / 8;
+  if (std::memcmp(addr, bytes_.data(), full) != 0) return false;
+  unsigned rest = prefix_ % 8;
+  if (rest == 0) return true;
+  auto mask = static_cast<uint8_t>(0xffu << (8 - rest));
+  return (addr[full] & mask) == (bytes_[full] & mask);
+}
+
+std::string Cidr::to_string() const {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family_, bytes_.data(), buf, sizeof buf);
+  return std::string(buf) + "/" + std::to_string(prefix_);
+}
+
+// --- resolv.conf -----------------------------------------------------------------------------
+
+ResolvConf parse_resolv_conf(std::string_view text) {
+  ResolvConf rc;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    line = trim(line);
+    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+    auto sp = line.find_first_of(" \t");
+    if (line.substr(0, sp) != "nameserver") continue;
+    std::string_view rest =
+        sp == std::string_view::npos ? std::string_view{} : trim(line.substr(sp));
+    std::string_view addr = rest.substr(0, rest.find_first_of(" \t#;"));
+    auto e = parse_endpoint(addr, 53);
+    if (!e || e->port() == 0) {
+      rc.warnings.push_back("line " + std::to_string(line_no) + ": nameserver " + quote(addr) +
+                            " is not a numeric IPv4 or IPv6 address; ignored");
+      continue;
+    }
+    rc.nameservers.push_back(*e);
+  }
+  return rc;
+}
+
+Checked<ResolvConf> read_resolv_conf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Checked<ResolvConf>::failure("cannot read " + quote(path) + " (" + std::strerror(errno) +
+                                        ")");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ResolvConf rc = parse_resolv_conf(ss.str());
+  for (auto& w : rc.warnings)
+    w = path + ": " + w;
+  return rc;
+}
+
+// --- value syntax ----------------------------------------------------------------------------
+
+std::optional<uint64_t> parse_bytes(std::string_view text) {
+  auto [num, suffix] = split_number(text);
+  auto n = parse_digits(num);
+  if (!n) return std::nullopt;
+  uint64_t mult = 0;
+  if (suffix.empty() || ieq(suffix, "B")) {
+    mult = 1;
+  } else if (ieq(suffix, "K") || ieq(suffix, "KiB")) {
+    mult = uint64_t{1} << 10;
+  } else if (ieq(suffix, "M") || ieq(suffix, "MiB")) {
+    mult = uint64_t{1} << 20;
+  } else if (ieq(suffix, "G") || ieq(suffix, "GiB")) {
+    mult = uint64_t{1} << 30;
+  } else {
+    return std::nullopt;
+  }
+  uint64_t out = 0;
+  if (__builtin_mul_overflow(*n, mult, &out)) return std::nullopt;
+  return out;
+}
+
+std::optional<seconds> parse_seconds(std::string_view text) {
+  auto [num, unit] = split_number(text);
+  auto n = parse_digits(num);
+  if (!n) return std::nullopt;
+  uint64_t mult = 0;
+  if (unit.empty() || unit == "s") {
+    mult = 1;
+  } else if (unit == "m") {
+    mult = 60;
+  } else if (unit == "h") {
+    mult = 3600;
+  } else if (unit == "d") {
+    mult = 86400;
+  } else {
+    return std::nullopt;
+  }
+  return seconds{static_cast<int64_t>(*n * mult)};  // n <= 1e15: no overflow
+}
+
+std::optional<milliseconds> parse_millis(std::string_view text) {
+  auto [num, unit] = split_number(text);
+  auto n = parse_digits(num);
+  if (!n) return std::nullopt;
+  if (unit.empty() || unit == "ms") return milliseconds{static_cast<int64_t>(*n)};
+  if (unit == "s") return milliseconds{static_cast<int64_t>(*n * 1000)};
+  return std::nullopt;
+}
+
+// --- forwarding loops ------------------------------------------------------------------------
+
+std::optional<ForwardingLoop> find_forwarding_loop(std::span<const Endpoint> listen,
+                                                   std::span<const Endpoint> upstreams,
+                                                   std::span<const Endpoint> local_addresses) {
+  auto is_local = [&](const Endpoint& e) {
+    if (e.is_loopback() || e.is_unspecified()) return true;
+    return std::any_of(local_addresses.begin(), local_addresses.end(),
+                       [&](const Endpoint& l) { return l.same_ip(e); });
+  };
+  auto is_v4 = [](const Endpoint& e) {
+    return e.family() == AF_INET ||
+           (e.family() == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&e.v6().sin6_addr));
+  };
+  for (const Endpoint& u : upstreams) {
+    for (const Endpoint& l : listen) {
+      if (u.port() != l.port()) continue;
+      bool loop = false;
+      if (l.is_unspecified()) {
+        // 0.0.0.0 receives on every local IPv4 address; :: on every address of both
+        // families (Linux dual-stack default, net.ipv6.bindv6only=0).
+        loop = is_local(u) && (l.family() == AF_INET6 || is_v4(u));
+      } else if (u.is_unspecified()) {
+        // Sending to 0.0.0.0 or :: reaches this host.
+        loop = is_local(l);
+      } else {
+        loop = u.same_ip(l);
+      }
+      if (loop) return ForwardingLoop{u, l};
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<Endpoint> local_interface_addresses() {
+  std::vector<Endpoint> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    socklen_t len = i->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (auto e = Endpoint::from_sockaddr(i->ifa_addr, len)) {
+      e->set_port(0);
+      out.push_back(*e);
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+std::string describe(const ForwardingLoop& loop, std::string_view upstream_source) {
+  return "forwarding loop: upstream " + loop.upstream.to_string() + " (from " +
+         std::string(upstream_source) + ") is our own listen address " + loop.listen.to_string() +
+         ", so every query would come back to us; point --upstream-file at the real servers "
+         "(e.g. /run/systemd/resolve/resolv.conf or a file with the network's nameservers) "
+         "or give --upstream ADDR[:PORT]";
+}
+
+// --- Config ----------------------------------------------------------------------------------
+
+std::vector<Endpoint> Config::default_listen() {
+  return {*parse_endpoint("127.0.0.1:53", 53)};
+}
+
+std::vector<Cidr> Config::default_allow() {
+  return {Cidr::parse("127.0.0.0/8").value(), Cidr::parse("::1/128").value()};
+}
+
+namespace {
+
+struct Cli {
+  CLI::App app{
+      "hourglass: a caching DNS forwarder that serves stale answers when upstream "
+      "fails",
+      "hourglassd"};
+  std::string config_path;
+  bool check_config = false;
+  std::map<std::string, std::string, std::less<>> scalars;
+  std::map<std::string, std::vector<std::string>, std::less<>> lists;
+  std::map<std::string, bool, std::less<>> flags;
+  std::map<std::string, CLI::Option*, std::less<>> options;
+
+  Cli() {
+    app.set_version_flag("--version", std::string("hourglass ") + HG_VERSION);
+    app.add_option("--config", config_path,
+                   "TOML file with the same keys as these flags (without the dashes); flags "
+                   "given here override it")
+        ->type_name("PATH");
+    for (const Key& k : keys()) {
+      std::string flag = "--" + std::string(k.name);
+      std::string help(k.help);
+      CLI::Option* o = nullptr;
+      switch (k.kind) {
+        case Kind::Scalar:
+          o = app.add_option(flag, scalars[std::string(k.name)], help)
+                  ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+          break;
+        case Kind::List:
+          o = app.add_option(flag, lists[std::string(k.name)], help)->allow_extra_args(false);
+          break;
+        case Kind::Flag:
+          o = app.add_flag(flag, flags[std::string(k.name)], help);
+          break;
+      }
+      o->type_name(std::string(k.type_name));
+      options[std::string(k.name)] = o;
+    }
+    app.add_flag("--check-config", check_config,
+                 "Check the configuration (flags, file, upstreams, forwarding loop), print it "
+                 "and exit");
+  }
+};
+
+}  // namespace
+
+std::string config_help() {
+  Cli cli;
+  return render_help(cli.app);
+}
+
+std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
+                                              const ParseOptions& options) {
+  Cli cli;
+  try {
+    cli.app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::string help = render_help(cli.app);
+    while (!help.empty() && help.back() == '\n')
+      help.pop_back();
+    return ConfigExit{0, help};
+  } catch (const CLI::CallForVersion& e) {
+    return ConfigExit{0, e.what()};
+  } catch (const CLI::ParseError& e) {
+    return ConfigExit{2, std::string(e.what()) + "; run with --help for the flags"};
+  }
+
+  Config c;
+  c.check_config = cli.check_config;
+  bool file_upstream = false;
+  if (!cli.config_path.empty()) {
+    c.config_file = cli.config_path;
+    if (auto err = apply_toml(c, cli.config_path, options, file_upstream)) {
+      return ConfigExit{2, *err};
+    }
+  } else if (cli.options.size() > 0 && cli.app.get_option("--config")->count() > 0) {
+    return ConfigExit{2, "--config \"\": expected the path of a TOML file"};
+  }
+
+  // The command line replaces whatever the file said, list keys included.
+  for (const Key& k : keys()) {
+    CLI::Option* o = cli.options[std::string(k.name)];
+    if (o->count() == 0) continue;
+    if (k.kind == Kind::Flag) {
+      k.set(c, cli.flags[std::string(k.name)] ? "true" : "false", options);
+      continue;
+    }
+    std::vector<std::string> values;
+    if (k.kind == Kind::Scalar) {
+      values.push_back(cli.scalars[std::string(k.name)]);
+    } else {
+      values = cli.lists[std::string(k.name)];
+    }
+    if (k.clear) k.clear(c);
+    for (const std::string& v : values) {
+      if (auto allowed = k.set(c, v, options)) {
+        return ConfigExit{2, name_value("", k.name, v) + ": " + *allowed};
+      }
+    }
+  }
+  // An explicit --upstream-file beats upstreams from the config file.
+  if (cli.options["upstream-file"]->count() > 0 && cli.options["upstream"]->count() == 0 &&
+      file_upstream) {
+    c.upstreams.clear();
+  }
+
+  // Relations between values.
+  auto where = [&](std::string_view key, std::string value) {
+    bool from_cli = cli.options[std::string(key)]->count() > 0;
+    if (from_cli || c.config_file.empty()) return "--" + std::string(key) + " " + value;
+    return std::string(key) + " = " + value + " (" + c.config_file + ")";
+  };
+  if (c.cache_min_ttl > c.cache_max_ttl) {
+    return ConfigExit{2, where("cache-min-ttl", std::to_string(c.cache_min_ttl.count())) +
+                             " is above " +
+                             where("cache-max-ttl", std::to_string(c.cache_max_ttl.count())) +
+                             ": the minimum TTL must not exceed the maximum"};
+  }
+  if (c.client_timeout > c.upstream_timeout) {
+    return ConfigExit{2, where("client-timeout", std::to_string(c.client_timeout.count())) +
+                             " is above " +
+                             where("upstream-timeout", std::to_string(c.upstream_timeout.count())) +
+                             ": stale data must be served before the SERVFAIL deadline"};
+  }
+  if (c.listen.empty()) {
+    return ConfigExit{2, "listen = []: expected at least one address to serve DNS on"};
+  }
+
+  std::string upstream_source = "--upstream";
+  if (c.upstreams.empty()) {
+    auto rc = read_resolv_conf(c.upstream_file);
+    if (!rc) {
+      return ConfigExit{2, "--upstream-file " + quote(c.upstream_file) + ": " + rc.error() +
+                               "; give --upstream ADDR[:PORT] or a readable resolv.conf-style "
+                               "file with nameserver lines"};
+    }
+    if (rc->nameservers.empty()) {
+      return ConfigExit{2, "--upstream-file " + quote(c.upstream_file) +
+                               ": has no usable nameserver lines; give --upstream ADDR[:PORT] "
+                               "or a file with lines like \"nameserver 192.0.2.1\""};
+    }
+    c.upstreams = std::move(rc->nameservers);
+    c.upstreams_from_file = true;
+    c.warnings.insert(c.warnings.end(), rc->warnings.begin(), rc->warnings.end());
+    upstream_source = c.upstream_file;
+  } else if (file_upstream && cli.options["upstream"]->count() == 0) {
+    upstream_source = c.config_file;
+  }
+
+  std::vector<Endpoint> locals =
+      options.local_addresses ? *options.local_addresses : local_interface_addresses();
+  if (auto loop = find_forwarding_loop(c.listen, c.upstreams, locals)) {
+    return ConfigExit{2, describe(*loop, upstream_source)};
+  }
+  return c;
+}
+
+}  // namespace hg::resolver

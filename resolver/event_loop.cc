@@ -1,0 +1,274 @@
+// EventLoop implementation: epoll for fds, a lazily pruned binary min-heap for timers, and an
+// eventfd that other threads write to after queueing a task.
+#include "resolver/event_loop.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+namespace hg::resolver {
+namespace {
+
+// epoll_event.data carries (generation << 32 | fd), so an event collected for a watch that
+// was removed — and whose fd number was reused — in the same iteration is recognised as stale.
+constexpr uint64_t kWakeToken = ~uint64_t{0};
+
+uint64_t token(int fd, uint32_t generation) {
+  return (uint64_t{generation} << 32) | static_cast<uint32_t>(fd);
+}
+
+uint32_t epoll_mask(Interest interest) {
+  uint32_t m = EPOLLRDHUP;
+  if (interest == Interest::Read || interest == Interest::ReadWrite) m |= EPOLLIN;
+  if (interest == Interest::Write || interest == Interest::ReadWrite) m |= EPOLLOUT;
+  return m;
+}
+
+MonoTime system_now() {
+  return std::chrono::floor<Millis>(std::chrono::steady_clock::now());
+}
+
+}  // namespace
+
+EventLoop::EventLoop() : EventLoop(Options{}) {}
+
+EventLoop::EventLoop(Options options) : options_(std::move(options)) {
+  if (!options_.clock) options_.clock = system_now;
+  if (options_.max_events < 1) options_.max_events = 1;
+  events_.resize(static_cast<std::size_t>(options_.max_events));
+
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    int err = errno;
+    close(epoll_fd_);
+    throw std::system_error(err, std::generic_category(), "eventfd");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeToken;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    int err = errno;
+    close(wake_fd_);
+    close(epoll_fd_);
+    throw std::system_error(err, std::generic_category(), "epoll_ctl(eventfd)");
+  }
+  now_ = options_.clock();
+}
+
+EventLoop::~EventLoop() {
+  close(wake_fd_);
+  close(epoll_fd_);
+}
+
+// --- fd watches ------------------------------------------------------------------------------
+
+bool EventLoop::add_fd(int fd, Interest interest, FdCallback callback) {
+  if (fd < 0) {
+    errno = EBADF;
+    return false;
+  }
+  auto idx = static_cast<std::size_t>(fd);
+  if (idx < watches_.size() && watches_[idx]) {
+    errno = EEXIST;
+    return false;
+  }
+  uint32_t generation = next_generation_++;
+  if (generation == 0) generation = next_generation_++;  // wrapped: 0 is never used
+  epoll_event ev{};
+  ev.events = epoll_mask(interest);
+  ev.data.u64 = token(fd, generation);
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+  if (idx >= watches_.size()) watches_.resize(idx + 1);
+  watches_[idx] = std::make_unique<Watch>(Watch{std::move(callback), generation});
+  return true;
+}
+
+bool EventLoop::modify_fd(int fd, Interest interest) {
+  if (!watching(fd)) {
+    errno = ENOENT;
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = epoll_mask(interest);
+  ev.data.u64 = token(fd, watches_[static_cast<std::size_t>(fd)]->generation);
+  return epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
+bool EventLoop::remove_fd(int fd) {
+  if (!watching(fd)) return false;
+  // EBADF/ENOENT here only mean the caller closed the fd first; the kernel already dropped it.
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  graveyard_.push_back(std::move(watches_[static_cast<std::size_t>(fd)]));
+  return true;
+}
+
+bool EventLoop::watching(int fd) const noexcept {
+  return fd >= 0 && static_cast<std::size_t>(fd) < watches_.size() &&
+         watches_[static_cast<std::size_t>(fd)] != nullptr;
+}
+
+// --- timers ----------------------------------------------------------------------------------
+
+TimerId EventLoop::add_timer(Millis delay, Callback callback) {
+  return add_timer_at(now_ + std::max(delay, Millis{0}), std::move(callback));
+}
+
+TimerId EventLoop::add_timer_at(MonoTime when, Callback callback) {
+  // Clamping to now_ keeps the heap invariant run_timers() relies on: a timer added during
+  // this iteration is due no earlier than now_, so it sorts after every older due timer.
+  when = std::max(when, now_);
+  uint64_t id = next_timer_id_++;
+  heap_.push_back(HeapEntry{when, id});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
+  timers_.emplace(id, std::move(callback));
+  return TimerId{id};
+}
+
+bool EventLoop::cancel_timer(TimerId id) {
+  if (timers_.erase(id.value) == 0) return false;
+  compact_heap_if_wasteful();
+  return true;
+}
+
+void EventLoop::compact_heap_if_wasteful() {
+  if (heap_.size() < 1024 || heap_.size() < 2 * timers_.size()) return;
+  std::erase_if(heap_, [this](const HeapEntry& e) { return !timers_.contains(e.id); });
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
+}
+
+std::size_t EventLoop::run_timers() {
+  std::size_t ran = 0;
+  // Timers added by the callbacks below get ids >= limit and wait for the next iteration.
+  const uint64_t limit = next_timer_id_;
+  while (!heap_.empty() && heap_.front().when <= now_ && heap_.front().id < limit) {
+    uint64_t id = heap_.front().id;
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+    heap_.pop_back();
+    auto it = timers_.find(id);
+    if (it == timers_.end()) continue;  // cancelled
+    Callback cb = std::move(it->second);
+    timers_.erase(it);
+    cb();
+    ++ran;
+  }
+  return ran;
+}
+
+// --- cross-thread ----------------------------------------------------------------------------
+
+void EventLoop::post(Callback task) {
+  {
+    std::lock_guard lock(posted_mu_);
+    posted_.push_back(std::move(task));
+  }
+  // One eventfd write per batch of posts: the loop clears wake_pending_ before taking the
+  // queue, so a post that misses the batch always sees false and writes again.
+  if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) {
+    uint64_t one = 1;
+    // EAGAIN means the counter is already non-zero: the loop will wake anyway.
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void EventLoop::stop() {
+  stop_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+}
+
+void EventLoop::drain_wake_fd() {
+  uint64_t count = 0;
+  [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+}
+
+std::size_t EventLoop::run_posted() {
+  wake_pending_.store(false, std::memory_order_release);
+  {
+    std::lock_guard lock(posted_mu_);
+    running_posted_.swap(posted_);
+  }
+  std::size_t ran = running_posted_.size();
+  for (auto& task : running_posted_)
+    task();
+  running_posted_.clear();
+  return ran;
+}
+
+// --- running ---------------------------------------------------------------------------------
+
+MonoTime EventLoop::update_now() {
+  now_ = options_.clock();
+  return now_;
+}
+
+int EventLoop::epoll_timeout(Millis max_wait) {
+  // Skip cancelled entries so a dead deadline does not wake us early (harmless, but wasteful).
+  while (!heap_.empty() && !timers_.contains(heap_.front().id)) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+    heap_.pop_back();
+  }
+  long long wait = max_wait.count() < 0 ? -1 : max_wait.count();
+  if (!heap_.empty()) {
+    // The cached now_ may be a whole iteration old; read the clock so a timer is not late.
+    long long until = (heap_.front().when - options_.clock()).count();
+    if (until < 0) until = 0;
+    if (wait < 0 || until < wait) wait = until;
+  }
+  if (wait > 24LL * 3600 * 1000) wait = 24LL * 3600 * 1000;
+  return static_cast<int>(wait);
+}
+
+std::size_t EventLoop::dispatch_fds(int n) {
+  std::size_t ran = 0;
+  bool woken = false;
+  for (int i = 0; i < n; ++i) {
+    const epoll_event& ev = events_[static_cast<std::size_t>(i)];
+    if (ev.data.u64 == kWakeToken) {
+      woken = true;
+      continue;
+    }
+    int fd = static_cast<int>(ev.data.u64 & 0xffffffffu);
+    auto generation = static_cast<uint32_t>(ev.data.u64 >> 32);
+    if (!watching(fd)) continue;  // removed earlier in this iteration
+    Watch* w = watches_[static_cast<std::size_t>(fd)].get();
+    if (w->generation != generation) continue;  // fd number reused by a newer watch
+    FdEvents fe;
+    fe.readable = (ev.events & EPOLLIN) != 0;
+    fe.writable = (ev.events & EPOLLOUT) != 0;
+    fe.error = (ev.events & EPOLLERR) != 0;
+    fe.hangup = (ev.events & (EPOLLHUP | EPOLLRDHUP)) != 0;
+    w->callback(fe);
+    ++ran;
+  }
+  graveyard_.clear();
+  if (woken) {
+    drain_wake_fd();
+    ran += run_posted();
+  }
+  return ran;
+}
+
+std::size_t EventLoop::run_once(Millis max_wait) {
+  int timeout = epoll_timeout(max_wait);
+  int n = epoll_wait(epoll_fd_, events_.data(), options_.max_events, timeout);
+  if (n < 0) n = 0;  // EINTR: a signal; just go round again
+  update_now();
+  std::size_t ran = dispatch_fds(n);
+  ran += run_timers();
+  graveyard_.clear();
+  return ran;
+}
+
+void EventLoop::run() {
+  while (!stop_.load(std::memory_order_acquire))
+    run_once(Millis{-1});
+  stop_.store(false, std::memory_order_release);
+}
+
+}  // namespace hg::resolver

@@ -1,0 +1,170 @@
+// EventLoop: one thread's epoll loop — fd readiness, one-shot timers, and work posted from
+// other threads. It knows nothing of DNS: listeners, the upstream channel and the control
+// socket all sit on top of it.
+//
+// Threading: everything is called on the loop's own thread, except post() and stop(), which
+// any thread may call. Callbacks run on the loop thread, one at a time, and may freely add,
+// modify or remove watches and timers (including their own).
+//
+// Time: now() is the monotonic clock read once per loop iteration (after epoll_wait
+// returns) and cached, so every callback of one iteration sees the same instant and the hot
+// path does not pay for clock_gettime. A test can substitute the clock (Options::clock) and
+// drive the loop with run_once(0ms), so timer logic is tested without sleeping.
+//
+// Must not include anything DNS-related (STYLE C2).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/epoll.h>
+
+namespace hg::resolver {
+
+/// Monotonic milliseconds (CLOCK_MONOTONIC); only differences are meaningful.
+using Millis = std::chrono::milliseconds;
+using MonoTime = std::chrono::time_point<std::chrono::steady_clock, Millis>;
+
+/// Which readiness a watch wants to hear about.
+enum class Interest : uint8_t {
+  None = 0,  ///< registered but silent (errors and hang-ups are still reported)
+  Read = 1,
+  Write = 2,
+  ReadWrite = 3,
+};
+
+/// What epoll reported for one fd in one iteration.
+struct FdEvents {
+  bool readable = false;
+  bool writable = false;
+  bool error = false;   ///< EPOLLERR: a pending socket error (read SO_ERROR or the next recv)
+  bool hangup = false;  ///< EPOLLHUP / EPOLLRDHUP: the peer closed
+};
+
+/// Handle of a timer; 0 is never a valid timer.
+struct TimerId {
+  uint64_t value = 0;
+  explicit operator bool() const noexcept { return value != 0; }
+  friend bool operator==(TimerId, TimerId) = default;
+};
+
+class EventLoop {
+ public:
+  using FdCallback = std::function<void(FdEvents)>;
+  using Callback = std::function<void()>;
+  using ClockFn = std::function<MonoTime()>;
+
+  struct Options {
+    /// Replaces the monotonic clock (tests). Read once per iteration, on the loop thread.
+    ClockFn clock;
+    /// At most this many fd events are taken from epoll per iteration.
+    int max_events = 256;
+  };
+
+  /// Creates the epoll instance and the wake-up eventfd.
+  /// Throws std::system_error if the kernel refuses either (start-up only, never later).
+  EventLoop();
+  explicit EventLoop(Options options);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // --- fd watches (loop thread only) -------------------------------------------------------
+
+  /// Starts watching `fd` (which the caller keeps owning) for `interest`. One watch per fd.
+  /// Returns false with errno set if epoll refuses (EEXIST when `fd` is already watched).
+  [[nodiscard]] bool add_fd(int fd, Interest interest, FdCallback callback);
+  /// Changes the interest of a watched fd. Returns false (errno set) if it is not watched.
+  bool modify_fd(int fd, Interest interest);
+  /// Stops watching `fd`; call before closing it. Events already collected for it in the
+  /// current iteration are discarded, even if the fd number is reused by a new watch.
+  /// Returns false if `fd` was not watched.
+  bool remove_fd(int fd);
+  bool watching(int fd) const noexcept;
+
+  // --- timers (loop thread only) -----------------------------------------------------------
+
+  /// Runs `callback` once, at the first iteration at or after now() + delay. Timers due at
+  /// the same instant run in the order they were added. A timer added by a callback never
+  /// runs in the same iteration, even with delay 0, so a timer cannot starve the fds.
+  TimerId add_timer(Millis delay, Callback callback);
+  /// Same, at an absolute time.
+  TimerId add_timer_at(MonoTime when, Callback callback);
+  /// Cancels a pending timer. Returns false if it already ran or was cancelled.
+  bool cancel_timer(TimerId id);
+  std::size_t pending_timers() const noexcept { return timers_.size(); }
+
+  // --- cross-thread (any thread) -----------------------------------------------------------
+
+  /// Queues `task` to run on the loop thread at its next iteration and wakes the loop.
+  /// Tasks run in the order posted. Safe from any thread, including the loop's own.
+  void post(Callback task);
+  /// Makes run() return after the current iteration. Safe from any thread.
+  void stop();
+
+  // --- running (loop thread) ---------------------------------------------------------------
+
+  /// Runs iterations until stop() is called. The thread that calls run() is the loop thread.
+  void run();
+  /// Runs one iteration: waits at most `max_wait` (negative: until something happens) for
+  /// fds, then dispatches fd events, posted tasks and due timers. Returns the number of
+  /// callbacks run.
+  std::size_t run_once(Millis max_wait);
+  /// The time cached at the start of the current iteration.
+  MonoTime now() const noexcept { return now_; }
+  /// Re-reads the clock (e.g. after a long computation inside a callback).
+  MonoTime update_now();
+
+ private:
+  struct Watch {
+    FdCallback callback;
+    uint32_t generation = 0;
+  };
+  struct HeapEntry {
+    MonoTime when;
+    uint64_t id;  // ids grow monotonically, so they also order timers due at the same time
+    bool operator>(const HeapEntry& o) const noexcept {
+      return when != o.when ? when > o.when : id > o.id;
+    }
+  };
+
+  int epoll_timeout(Millis max_wait);
+  std::size_t dispatch_fds(int n);
+  std::size_t run_posted();
+  std::size_t run_timers();
+  void drain_wake_fd();
+  void compact_heap_if_wasteful();
+
+  Options options_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  MonoTime now_{};
+
+  // Indexed by fd. unique_ptr so a callback keeps a stable Watch while others are added.
+  std::vector<std::unique_ptr<Watch>> watches_;
+  // Watches removed during dispatch, destroyed after it, so a callback may remove itself.
+  std::vector<std::unique_ptr<Watch>> graveyard_;
+  uint32_t next_generation_ = 1;
+  std::vector<epoll_event> events_;
+
+  // Min-heap (std::push_heap with greater<>) of deadlines. Cancelling only erases from
+  // timers_; the heap entry is skipped when it surfaces, and the heap is rebuilt when dead
+  // entries outnumber live ones (a deadline timer per query, usually cancelled).
+  std::vector<HeapEntry> heap_;
+  std::unordered_map<uint64_t, Callback> timers_;
+  uint64_t next_timer_id_ = 1;
+
+  std::mutex posted_mu_;
+  std::vector<Callback> posted_;  // guarded by posted_mu_
+  std::vector<Callback> running_posted_;
+  std::atomic<bool> wake_pending_{false};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace hg::resolver

@@ -1,6 +1,48 @@
 #include "wire/edns.h"
 
+#include "wire/header.h"
+#include "wire/reader.h"
+
 namespace hg::wire {
+
+std::size_t opt_size(const OptSpec& spec) noexcept {
+  std::size_t n = 11;  // root owner 1, type 2, class 2, TTL 4, RDLENGTH 2
+  for (const auto& o : spec.options)
+    n += 4 + o.data.size();
+  if (spec.ede) n += 4 + 2 + spec.ede->extra_text.size();
+  return n;
+}
+
+bool write_opt(WireWriter& w, const OptSpec& spec) noexcept {
+  const std::size_t total = opt_size(spec);
+  if (total > w.room() || total - 11 > 0xFFFF) return false;
+  for (const auto& o : spec.options)
+    if (o.data.size() > 0xFFFF) return false;
+  if (spec.ede && spec.ede->extra_text.size() > 0xFFFF - 2) return false;
+  // Room was checked above, so none of these writes can fail.
+  bool ok =
+      w.u8(0) && w.u16(static_cast<uint16_t>(RRType::OPT)) && w.u16(spec.udp_size) &&
+      w.u32((uint32_t{spec.ext_rcode_high} << 24) | (uint32_t{spec.version} << 16) | spec.flags) &&
+      w.u16(static_cast<uint16_t>(total - 11));
+  for (const auto& o : spec.options)
+    ok = ok && w.u16(o.code) && w.u16(static_cast<uint16_t>(o.data.size())) && w.bytes(o.data);
+  if (spec.ede) {
+    const auto& t = spec.ede->extra_text;
+    ok = ok && w.u16(edns_option::ExtendedError) && w.u16(static_cast<uint16_t>(2 + t.size())) &&
+         w.u16(spec.ede->info_code) &&
+         w.bytes({reinterpret_cast<const uint8_t*>(t.data()), t.size()});
+  }
+  return ok;
+}
+
+bool append_opt(WireWriter& w, const OptSpec& spec) noexcept {
+  if (w.size() < kHeaderSize) return false;
+  const auto h = w.written();
+  const auto arcount = load_u16_unchecked(&h[10]);
+  if (arcount == 0xFFFF || !write_opt(w, spec)) return false;
+  w.patch_u16(10, static_cast<uint16_t>(arcount + 1));
+  return true;
+}
 
 Status validate_edns_options(std::span<const uint8_t> rdata, std::size_t base_offset) noexcept {
   std::size_t i = 0;

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
 #include "wire/result.h"
+#include "wire/writer.h"
 
 namespace hg::wire {
 
@@ -85,6 +87,29 @@ struct ExtendedError {
 };
 /// Parses the data of option 15; BadOpt when shorter than 2 bytes.
 Result<ExtendedError> parse_extended_error(std::span<const uint8_t> data) noexcept;
+
+/// What to put in an OPT record we send (a response's, or an upstream query's).
+/// Views only: the option bytes and EDE text must outlive the write_opt() call.
+struct OptSpec {
+  uint16_t udp_size = kDefaultEdnsPayload;
+  uint8_t ext_rcode_high = 0;  ///< upper 8 bits of a 12-bit RCODE (BADVERS = 16 → 1)
+  uint8_t version = 0;
+  uint16_t flags = 0;                        ///< kEdnsDoBit and the Z bits
+  std::span<const EdnsOption> options = {};  ///< written first, in order, verbatim
+  std::optional<ExtendedError> ede;          ///< appended as option 15 (RFC 8914) after them
+};
+
+/// Octets write_opt() needs for `spec` (11 for a bare OPT record).
+std::size_t opt_size(const OptSpec& spec) noexcept;
+
+/// Writes one OPT record (root owner, TYPE 41, CLASS = payload size, TTL = ext-rcode / version
+/// / flags, RDATA = options). Does not touch ARCOUNT. Returns false and writes nothing when it
+/// does not fit the writer's limit or an option is longer than 65535 octets.
+[[nodiscard]] bool write_opt(WireWriter& w, const OptSpec& spec) noexcept;
+
+/// write_opt() and then ARCOUNT + 1 in the header the writer already holds (its first 12
+/// octets). The usual call for a response: header, question, answers, then append_opt().
+[[nodiscard]] bool append_opt(WireWriter& w, const OptSpec& spec) noexcept;
 
 /// RFC 8914 §5.2 purpose text for an info-code ("Stale Answer"), or "" when unassigned.
 std::string_view ede_purpose(uint16_t info_code) noexcept;

@@ -23,6 +23,12 @@ class WireWriter {
   std::size_t size() const noexcept { return pos_; }
   std::size_t limit() const noexcept { return limit_; }
   std::size_t room() const noexcept { return limit_ - pos_; }
+  /// Changes the limit (capped at the buffer size, never below what is already written), e.g.
+  /// to keep room for an OPT record while writing answers.
+  void set_limit(std::size_t limit) noexcept {
+    limit_ = limit < buf_.size() ? limit : buf_.size();
+    if (limit_ < pos_) limit_ = pos_;
+  }
   std::span<const uint8_t> written() const noexcept { return {buf_.data(), pos_}; }
   std::span<uint8_t> written_mut() noexcept { return {buf_.data(), pos_}; }
 

@@ -270,7 +270,7 @@ Status skip_name(WireReader& r) noexcept {
 }
 
 bool name_equals_at_unchecked(std::span<const uint8_t> packet, std::size_t offset,
-                              std::span<const uint8_t> name_wire) noexcept {
+                              std::span<const uint8_t> name_wire, bool match_case) noexcept {
   std::size_t i = 0;
   std::size_t pos = offset;
   for (int hops = 0; hops <= kMaxPointerHops;) {
@@ -286,7 +286,8 @@ bool name_equals_at_unchecked(std::span<const uint8_t> packet, std::size_t offse
     if (l == 0) return true;
     if (pos + 1 + l > packet.size() || i + 1 + l > name_wire.size()) return false;
     for (std::size_t k = 1; k <= l; ++k) {
-      if (ascii_lower(packet[pos + k]) != ascii_lower(name_wire[i + k])) return false;
+      const uint8_t a = packet[pos + k], b = name_wire[i + k];
+      if (a != b && (match_case || ascii_lower(a) != ascii_lower(b))) return false;
     }
     pos += 1u + l;
     i += 1u + l;

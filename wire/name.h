@@ -92,10 +92,11 @@ Result<Name> read_name(WireReader& r) noexcept;
 /// Like read_name but only validates and skips the name, building nothing.
 Status skip_name(WireReader& r) noexcept;
 
-/// Compares the (possibly compressed) name at `offset` in `packet` with `name`, ignoring case.
-/// The packet is assumed already validated (used by the writer's compression on its own output).
+/// Compares the (possibly compressed) name at `offset` in `packet` with `name`, ignoring case
+/// unless `match_case`. The packet is assumed already validated (used by the writer's
+/// compression on its own output).
 bool name_equals_at_unchecked(std::span<const uint8_t> packet, std::size_t offset,
-                              std::span<const uint8_t> name_wire) noexcept;
+                              std::span<const uint8_t> name_wire, bool match_case = false) noexcept;
 
 struct NameHash {
   std::size_t operator()(const Name& n) const noexcept { return n.hash(); }

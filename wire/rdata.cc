@@ -190,7 +190,7 @@ bool write_rdata_with_length(WireWriter& w, RRType type, const Rdata& rdata) {
 
 std::string ipv6_to_text(const std::array<uint8_t, 16>& a) {
   uint16_t words[8];
-  for (int i = 0; i < 8; ++i)
+  for (std::size_t i = 0; i < 8; ++i)
     words[i] = static_cast<uint16_t>((a[2 * i] << 8) | a[2 * i + 1]);
   // RFC 5952 §4.2: compress the longest run of two or more zero groups, the first on a tie.
   int best = -1, best_len = 0;

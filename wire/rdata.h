@@ -6,7 +6,8 @@
 // RFC 3597 §4 forbids compression in newer types (SRV: RFC 2782; DNAME: RFC 6672 §2.5).
 //
 // Types without a struct here (DS, RRSIG, HINFO, ...) are kept as RdataOpaque, so their bytes
-// round-trip exactly; the printer shows them in RFC 3597 generic form (`\# 3 ABCDEF`, upper case as dig prints it).
+// round-trip exactly; the printer shows them in RFC 3597 generic form (`\# 3 ABCDEF`, upper case as
+// dig prints it).
 //
 // Must not include anything beyond the standard library and wire/.
 #pragma once

@@ -42,7 +42,10 @@ bool WireWriter::name(const Name& n, bool compress) noexcept {
     for (std::size_t i = 0; w[i] != 0 && literal == w.size(); i += w[i] + 1u) {
       const auto suffix = w.subspan(i);
       for (std::size_t t = 0; t < ntargets_; ++t) {
-        if (name_equals_at_unchecked(written(), targets_[t], suffix)) {
+        // Byte-exact, case included: pointing "WWW.Example" at an earlier "www.example"
+        // would change the letter case the reader sees, and RFC 4343 §4.1 asks us to
+        // preserve it (a client's 0x20-randomised question must come back as sent).
+        if (name_equals_at_unchecked(written(), targets_[t], suffix, /*match_case=*/true)) {
           literal = i;
           pointer = targets_[t];
           break;

@@ -3,7 +3,8 @@
 // Every write returns false (and writes nothing) when it would exceed the limit, so a caller
 // can build an answer record by record and, on the first failure, roll back to the last
 // record boundary and set TC=1 (RFC 2181 §9). Names are compressed (RFC 1035 §4.1.4) against
-// names already written, case-insensitively, by pointing at earlier occurrences.
+// names already written, by pointing at earlier occurrences with the same bytes — letter case
+// included, so that compression never changes a name's case (RFC 4343 §4.1).
 #pragma once
 
 #include <cstddef>

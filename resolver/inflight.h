@@ -1,0 +1,126 @@
+// InflightTable: the queries hourglass is resolving right now, by cache key, each with the
+// clients waiting for it. Identical queries (same key) arriving while one is in flight — from
+// any client, over UDP or TCP, on any thread — join it, so exactly one upstream query is
+// sent (DESIGN.md step 6). The table knows nothing of c-ares or sockets: it stores Waiters
+// and hands them back when the query completes, fails, or a waiter's deadline passes.
+//
+// Bounds: at most `max_entries` queries in flight (a flood of unique names cannot grow
+// memory past that) and at most `max_waiters` per query; callers answer SERVFAIL beyond them.
+//
+// Thread-safe: one mutex; every operation is O(waiters of one key) under it.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "resolver/event_loop.h"
+
+namespace hg::resolver {
+
+enum class JoinOutcome : uint8_t {
+  Created,      ///< the caller must start the upstream query
+  Joined,       ///< an upstream query is already running; the waiter will be answered
+  TableFull,    ///< too many queries in flight: answer SERVFAIL now
+  WaitersFull,  ///< too many clients waiting for this key: answer SERVFAIL now
+};
+
+struct InflightSettings {
+  std::size_t max_entries = 4096;
+  std::size_t max_waiters = 256;
+};
+
+/// `W` must have a `MonoTime deadline` member.
+template <class Key, class Hash, class W>
+class InflightTable {
+ public:
+  explicit InflightTable(InflightSettings s = {}) : settings_(s) {}
+
+  /// Adds `w` under `key`; creates the entry (owned by `owner`, the worker that will send the
+  /// upstream query and run its timers) when absent.
+  JoinOutcome join(const Key& key, W&& w, int owner = 0) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) {
+      if (map_.size() >= settings_.max_entries) return JoinOutcome::TableFull;
+      it = map_.emplace(key, Entry{}).first;
+      it->second.owner = owner;
+      it->second.waiters.push_back(std::move(w));
+      return JoinOutcome::Created;
+    }
+    if (it->second.waiters.size() >= settings_.max_waiters) return JoinOutcome::WaitersFull;
+    it->second.waiters.push_back(std::move(w));
+    return JoinOutcome::Joined;
+  }
+
+  /// Creates an entry with no waiter (a prefetch). False when one exists or the table is full.
+  bool start_background(const Key& key, int owner = 0) {
+    std::lock_guard lock(mu_);
+    if (map_.size() >= settings_.max_entries || map_.contains(key)) return false;
+    map_.emplace(key, Entry{}).first->second.owner = owner;
+    return true;
+  }
+
+  bool contains(const Key& key) const {
+    std::lock_guard lock(mu_);
+    return map_.contains(key);
+  }
+
+  /// The upstream query finished (answer or failure): removes the entry and returns every
+  /// waiter still waiting.
+  std::vector<W> complete(const Key& key) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return {};
+    std::vector<W> out = std::move(it->second.waiters);
+    map_.erase(it);
+    return out;
+  }
+
+  /// Removes and returns the waiters whose deadline is at or before `now`; the entry stays
+  /// (the upstream query goes on, and its answer will still be cached). `next` receives the
+  /// earliest remaining deadline, if any.
+  std::vector<W> take_due(const Key& key, MonoTime now, std::optional<MonoTime>& next) {
+    std::lock_guard lock(mu_);
+    next.reset();
+    std::vector<W> due;
+    auto it = map_.find(key);
+    if (it == map_.end()) return due;
+    auto& ws = it->second.waiters;
+    auto keep =
+        std::stable_partition(ws.begin(), ws.end(), [&](const W& w) { return w.deadline > now; });
+    due.assign(std::make_move_iterator(keep), std::make_move_iterator(ws.end()));
+    ws.erase(keep, ws.end());
+    for (const W& w : ws)
+      if (!next || w.deadline < *next) next = w.deadline;
+    return due;
+  }
+
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return map_.size();
+  }
+  std::size_t waiters() const {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (const auto& [k, e] : map_)
+      n += e.waiters.size();
+    return n;
+  }
+
+ private:
+  struct Entry {
+    std::vector<W> waiters;
+    int owner = 0;
+  };
+  InflightSettings settings_;
+  mutable std::mutex mu_;
+  std::unordered_map<Key, Entry, Hash> map_;
+};
+
+}  // namespace hg::resolver

@@ -1,0 +1,39 @@
+// hourglassd: flags → Config → Server::run(). Everything else lives in hg_resolver.
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <variant>
+
+#include "resolver/config.h"
+#include "resolver/server.h"
+#include "wire/name.h"
+
+int main(int argc, char** argv) {
+  using namespace hg::resolver;
+  ParseOptions opts;
+  opts.validate_zone = [](std::string_view zone) -> std::optional<std::string> {
+    if (auto n = hg::wire::Name::from_text(zone); !n) {
+      return std::string("not a domain name (") + std::string(hg::wire::to_string(n.error().code)) +
+             ")";
+    }
+    return std::nullopt;
+  };
+  auto parsed = parse_config(argc, argv, opts);
+  if (auto* exit = std::get_if<ConfigExit>(&parsed)) {
+    std::fputs((exit->message + "\n").c_str(), exit->exit_code == 0 ? stdout : stderr);
+    return exit->exit_code;
+  }
+  Config& config = std::get<Config>(parsed);
+  if (config.check_config) {
+    // Everything that can be checked without binding sockets has been (flags, file, upstream
+    // list, forwarding loop, zone names); a running instance may hold the ports.
+    fmt::print("hourglassd: configuration OK\n");
+    return 0;
+  }
+  auto server = Server::create(config);
+  if (!server) {
+    fmt::print(stderr, "hourglassd: {}\n", server.error());
+    return 1;
+  }
+  return server.value()->run();
+}

@@ -1,0 +1,161 @@
+// Server: the life of a query (DESIGN.md) — receive, admit, look up the cache, coalesce in
+// the in-flight table, forward through c-ares, serve stale, answer on time — over N worker
+// threads that share one cache and one in-flight table.
+//
+//   Worker i:  EventLoop ── UdpListener(s), TcpListener(s)   (SO_REUSEPORT when N > 1)
+//                       └── Upstream (its own c-ares channel)
+//   Shared:    cache::Cache (sharded), Inflight (one mutex), Stats (atomics)
+//
+// QueryEngine is the per-worker part that decides what to answer. It does not own sockets:
+// it is handed packets and a Route to answer on, and an upstream "sender" function, so the
+// request-path fuzz target and unit tests drive it with a fake upstream and no network.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.h"
+#include "resolver/config.h"
+#include "resolver/event_loop.h"
+#include "resolver/inflight.h"
+#include "resolver/query.h"
+#include "resolver/responder.h"
+#include "resolver/tcp_listener.h"
+#include "resolver/udp_listener.h"
+#include "resolver/upstream.h"
+
+namespace hg::resolver {
+
+/// Where an answer goes: a UDP client (its socket and address), a TCP connection, or (tests
+/// and fuzzing) a callback.
+struct Route {
+  UdpPeer udp;                                                    ///< used when udp.fd >= 0
+  std::weak_ptr<TcpConnection> tcp;                               ///< used when set
+  std::function<void(std::span<const uint8_t>)>* sink = nullptr;  ///< tests: receives answers
+  bool is_tcp = false;
+};
+
+/// One client waiting for an in-flight query.
+struct Waiter {
+  MonoTime deadline{};  ///< answer (stale or SERVFAIL) at this time at the latest
+  MonoTime received{};
+  Route route;
+  uint16_t id = 0;
+  uint16_t flags = 0;
+  bool has_edns = false;
+  bool dnssec_ok = false;
+  uint16_t udp_size = 512;
+  uint16_t question_len = 0;
+  std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
+  /// The stale entry this client may be given if the upstream fails or is late.
+  std::shared_ptr<const cache::Entry> stale;
+
+  ClientQuery client() const noexcept;
+};
+
+struct CacheKeyHash {
+  std::size_t operator()(const cache::CacheKey& k) const noexcept {
+    return static_cast<std::size_t>(k.hash);
+  }
+};
+using Inflight = InflightTable<cache::CacheKey, CacheKeyHash, Waiter>;
+
+/// Counters for logs, the control socket and metrics. Relaxed atomics: totals, not ordering.
+struct Stats {
+  std::atomic<uint64_t> queries_udp{0}, queries_tcp{0};
+  std::atomic<uint64_t> hits{0}, stale_answers{0}, misses{0}, coalesced{0}, prefetches{0};
+  std::atomic<uint64_t> upstream_queries{0}, upstream_answers{0}, upstream_failures{0};
+  std::atomic<uint64_t> servfail{0}, deadline_answers{0}, failure_cached_answers{0};
+  std::atomic<uint64_t> refused{0}, formerr{0}, notimp{0}, dropped{0}, overload{0};
+  std::atomic<uint64_t> truncated{0};
+};
+
+/// Everything the workers share.
+struct Shared {
+  explicit Shared(const Config& c);
+  Config config;
+  cache::Cache cache;
+  Inflight inflight;
+  Stats stats;
+  std::atomic<uint64_t> log_suppressed{0};
+  std::atomic<int64_t> last_upstream_log_ms{0};
+};
+
+class QueryEngine {
+ public:
+  /// Sends one upstream query; the callback runs later on this worker's loop thread.
+  using Sender = std::function<void(std::span<const uint8_t> query, Upstream::Callback done)>;
+
+  QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker);
+
+  /// Handles one query from `peer`. Returns the size of an answer written to `out` now
+  /// (cache hits, errors), or 0 when there is nothing to send now (dropped, or the answer
+  /// will go to `route` later). `out` holds at least 512 bytes; answers respect out.size().
+  struct Outcome {
+    std::size_t size = 0;   ///< bytes of `out` to send now
+    bool deferred = false;  ///< the answer will be sent to the route later
+  };
+  Outcome on_query(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                   std::span<uint8_t> out);
+
+ private:
+  bool allowed(const sockaddr* peer) const noexcept;
+  std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                         std::size_t limit, std::optional<EdeSpec> ede);
+  void start_upstream(const cache::CacheKey& key);
+  void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
+                   std::span<const uint8_t> answer);
+  void on_deadline(const cache::CacheKey& key);
+  /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
+  /// SERVFAIL with `ede`.
+  void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
+  void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
+               wire::RCode rcode);
+  void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
+                 MonoTime received);
+  void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
+
+  Shared& shared_;
+  EventLoop& loop_;
+  Sender sender_;
+  int worker_;
+  wire::Message scratch_;
+  wire::Message upstream_msg_;
+  std::vector<uint8_t> buf_;  // answers rendered for waiters
+};
+
+/// The daemon: sockets, threads, signals.
+class Server {
+ public:
+  /// Binds every listen address on every worker and creates the upstream channels.
+  /// Errors are one line saying what failed and how to fix it.
+  static Checked<std::unique_ptr<Server>> create(Config config);
+  ~Server();
+
+  /// Runs until SIGTERM/SIGINT; SIGHUP re-reads the upstream file. Returns the exit code.
+  int run();
+  /// The bound addresses (ports chosen by the kernel when 0 was asked), one per --listen.
+  std::vector<Endpoint> bound() const;
+  Shared& shared() noexcept { return *shared_; }
+
+ private:
+  struct Worker;
+  Server() = default;
+  void on_signal();
+  void reload_upstreams();
+  void begin_shutdown();
+
+  std::unique_ptr<Shared> shared_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int signal_fd_ = -1;
+  bool stopping_ = false;
+};
+
+}  // namespace hg::resolver

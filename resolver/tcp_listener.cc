@@ -1,0 +1,259 @@
+#include "resolver/tcp_listener.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hg::resolver {
+
+namespace {
+constexpr std::size_t kReadChunk = 4096;
+}
+
+Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const Endpoint& addr,
+                                                        bool reuse_port, Settings settings,
+                                                        Handler handler) {
+  using R = Checked<std::unique_ptr<TcpListener>>;
+  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return R::failure("cannot create a TCP socket for " + addr.to_string() + ": " +
+                      std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (addr.family() == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0 || ::listen(fd, 128) != 0) {
+    int err = errno;
+    ::close(fd);
+    std::string hint = err == EACCES       ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+                       : err == EADDRINUSE ? " (another program, or another hourglassd, "
+                                             "already uses it: pick another --listen)"
+                                           : "";
+    return R::failure("cannot listen on TCP " + addr.to_string() + ": " + std::strerror(err) +
+                      hint);
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  auto local = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(addr);
+  std::unique_ptr<TcpListener> l(new TcpListener(loop, fd, local, settings, std::move(handler)));
+  if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_accept(); }))
+    return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(errno));
+  l->accepting_ = true;
+  return l;
+}
+
+TcpListener::TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings,
+                         Handler handler)
+    : loop_(loop),
+      fd_(fd),
+      local_(local),
+      settings_(settings),
+      handler_(std::move(handler)),
+      loop_thread_(std::this_thread::get_id()) {}
+
+TcpListener::~TcpListener() {
+  close_all();
+  pause();
+  ::close(fd_);
+}
+
+void TcpListener::pause() {
+  if (accepting_) loop_.remove_fd(fd_);
+  accepting_ = false;
+}
+
+void TcpListener::close_all() {
+  auto conns = std::move(conns_);
+  conns_.clear();
+  for (auto& [fd, c] : conns)
+    c->close();
+}
+
+void TcpListener::forget(int fd) {
+  conns_.erase(fd);
+}
+
+void TcpListener::on_accept() {
+  loop_thread_ = std::this_thread::get_id();  // run() may be on a different thread than open()
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (conns_.size() >= settings_.max_connections) {
+      ::close(fd);  // over the limit: refuse rather than let one client exhaust us
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto peer = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(Endpoint());
+    auto c = std::make_shared<TcpConnection>(*this, fd, peer);
+    if (!loop_.add_fd(fd, Interest::Read, [w = std::weak_ptr<TcpConnection>(c)](FdEvents ev) {
+          if (auto s = w.lock()) s->on_events(ev);
+        })) {
+      continue;  // the connection's destructor closes fd
+    }
+    c->last_activity_ = loop_.now();
+    c->arm_idle_timer();
+    conns_.emplace(fd, std::move(c));
+  }
+}
+
+TcpConnection::TcpConnection(TcpListener& owner, int fd, Endpoint peer)
+    : owner_(owner), fd_(fd), peer_(peer) {}
+
+TcpConnection::~TcpConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TcpConnection::close() {
+  if (fd_ < 0) return;
+  auto self = shared_from_this();  // keep alive while we unregister
+  owner_.loop_.remove_fd(fd_);
+  if (idle_timer_) owner_.loop_.cancel_timer(idle_timer_);
+  idle_timer_ = {};
+  ::close(fd_);
+  const int fd = fd_;
+  fd_ = -1;
+  owner_.forget(fd);
+}
+
+void TcpConnection::arm_idle_timer() {
+  // RFC 7766 §6.2.3: close idle connections; a connection with queries still being resolved
+  // is not idle.
+  idle_timer_ = owner_.loop_.add_timer(owner_.settings_.idle_timeout, [w = weak_from_this()] {
+    auto self = w.lock();
+    if (!self || self->closed()) return;
+    self->idle_timer_ = {};
+    auto idle_for = self->owner_.loop_.now() - self->last_activity_;
+    if (self->outstanding_ == 0 && idle_for >= self->owner_.settings_.idle_timeout) {
+      self->close();
+    } else {
+      self->arm_idle_timer();
+    }
+  });
+}
+
+void TcpConnection::on_events(FdEvents ev) {
+  if (closed()) return;
+  if (ev.writable) flush();
+  if (closed()) return;
+  if (ev.readable || ev.hangup || ev.error) read_some();
+}
+
+void TcpConnection::read_some() {
+  const auto& s = owner_.settings_;
+  for (int rounds = 0; rounds < 16 && !closed() && !peer_closed_; ++rounds) {
+    if (outstanding_ >= s.max_outstanding || out_.size() - out_sent_ >= s.max_queued_bytes) break;
+    // A message is at most 2 + 65535 bytes; more buffered than that means we are only
+    // waiting for the outstanding limit to clear.
+    if (in_.size() > 2 + 65535) break;
+    const std::size_t old = in_.size();
+    in_.resize(old + kReadChunk);
+    ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, MSG_DONTWAIT);
+    if (n <= 0) {
+      in_.resize(old);
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        peer_closed_ = true;
+      }
+      break;
+    }
+    in_.resize(old + static_cast<std::size_t>(n));
+    last_activity_ = owner_.loop_.now();
+    dispatch_buffered();
+  }
+  finish_or_update();
+}
+
+void TcpConnection::dispatch_buffered() {
+  if (dispatching_) return;  // an immediate answer inside the handler re-enters via flush()
+  dispatching_ = true;
+  const auto& s = owner_.settings_;
+  std::size_t pos = 0;
+  while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding) {
+    const std::size_t len = static_cast<std::size_t>((in_[pos] << 8) | in_[pos + 1]);
+    if (in_.size() - pos - 2 < len) break;
+    ++outstanding_;
+    auto self = shared_from_this();
+    owner_.handler_({in_.data() + pos + 2, len}, self);
+    pos += 2 + len;
+  }
+  in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(pos));
+  dispatching_ = false;
+}
+
+void TcpConnection::finish_or_update() {
+  if (closed()) return;
+  if (peer_closed_ && outstanding_ == 0 && out_sent_ == out_.size()) {
+    close();
+    return;
+  }
+  update_interest();
+}
+
+void TcpConnection::update_interest() {
+  if (closed()) return;
+  const auto& s = owner_.settings_;
+  const bool want_write = out_sent_ < out_.size();
+  const bool want_read = !peer_closed_ && outstanding_ < s.max_outstanding &&
+                         out_.size() - out_sent_ < s.max_queued_bytes;
+  Interest i = want_read ? (want_write ? Interest::ReadWrite : Interest::Read)
+                         : (want_write ? Interest::Write : Interest::None);
+  owner_.loop_.modify_fd(fd_, i);
+}
+
+void TcpConnection::answer(std::span<const uint8_t> message) {
+  if (std::this_thread::get_id() == owner_.loop_thread_) {
+    answer_on_loop(message);
+    return;
+  }
+  owner_.loop_.post(
+      [self = shared_from_this(), copy = std::vector<uint8_t>(message.begin(), message.end())] {
+        self->answer_on_loop(copy);
+      });
+}
+
+void TcpConnection::answer_on_loop(std::span<const uint8_t> message) {
+  if (outstanding_ > 0) --outstanding_;
+  if (closed()) return;
+  if (message.size() > 65535) message = message.first(0);
+  if (!message.empty()) {
+    out_.push_back(static_cast<uint8_t>(message.size() >> 8));
+    out_.push_back(static_cast<uint8_t>(message.size()));
+    out_.insert(out_.end(), message.begin(), message.end());
+  }
+  last_activity_ = owner_.loop_.now();
+  flush();
+}
+
+void TcpConnection::no_answer() {
+  answer({});
+}
+
+void TcpConnection::flush() {
+  while (!closed() && out_sent_ < out_.size()) {
+    ssize_t n =
+        ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      close();
+      return;
+    }
+    out_sent_ += static_cast<std::size_t>(n);
+  }
+  if (out_sent_ == out_.size()) {
+    out_.clear();
+    out_sent_ = 0;
+  }
+  // A finished query may let buffered queries through; then adjust what we wait for.
+  if (!dispatching_) dispatch_buffered();
+  finish_or_update();
+}
+
+}  // namespace hg::resolver

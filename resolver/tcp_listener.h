@@ -1,0 +1,115 @@
+// TcpListener: DNS over TCP (RFC 7766, RFC 1035 §4.2.2) on the event loop.
+//
+// Framing: every message is preceded by its length as a 2-byte big-endian integer.
+//
+//   | len (2) | message (len bytes) | len (2) | message | ...
+//
+// A connection may carry many queries; each is handed to the handler as soon as it is
+// complete, and answers are written as they become ready, in any order (RFC 7766 §6.2.1.1
+// pipelining). Nothing blocks: a client that stalls mid-message only holds its own buffer
+// until the idle timeout closes it. Limits: concurrent connections per listener, queries
+// outstanding per connection (reading pauses at the limit), bytes queued for writing
+// (reading pauses while a slow reader's answers pile up).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "resolver/config.h"
+#include "resolver/event_loop.h"
+
+namespace hg::resolver {
+
+class TcpListener;
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+ public:
+  TcpConnection(TcpListener& owner, int fd, Endpoint peer);
+  ~TcpConnection();
+  TcpConnection(const TcpConnection&) = delete;
+  TcpConnection& operator=(const TcpConnection&) = delete;
+
+  const Endpoint& peer() const noexcept { return peer_; }
+  bool closed() const noexcept { return fd_ < 0; }
+
+  /// Queues one answer (the length prefix is added here) and marks one query answered.
+  /// Any thread: from another thread the bytes are copied and posted to the loop.
+  void answer(std::span<const uint8_t> message);
+  /// Marks one query finished without an answer (dropped).
+  void no_answer();
+
+ private:
+  friend class TcpListener;
+  void on_events(FdEvents ev);
+  void read_some();
+  void dispatch_buffered();
+  void finish_or_update();
+  void flush();
+  void close();
+  void update_interest();
+  void arm_idle_timer();
+  void answer_on_loop(std::span<const uint8_t> message);
+
+  TcpListener& owner_;
+  int fd_;
+  Endpoint peer_;
+  std::vector<uint8_t> in_;
+  std::vector<uint8_t> out_;
+  std::size_t out_sent_ = 0;
+  unsigned outstanding_ = 0;
+  TimerId idle_timer_;
+  MonoTime last_activity_{};
+  bool peer_closed_ = false;
+  bool dispatching_ = false;
+};
+
+class TcpListener {
+ public:
+  struct Settings {
+    std::chrono::milliseconds idle_timeout{10000};
+    unsigned max_connections = 256;
+    unsigned max_outstanding = 64;              ///< per connection
+    std::size_t max_queued_bytes = 256 * 1024;  ///< per connection
+  };
+  /// Called on the loop thread with one complete query. Answer it, now or later, with exactly
+  /// one conn->answer() or conn->no_answer().
+  using Handler =
+      std::function<void(std::span<const uint8_t> query, const std::shared_ptr<TcpConnection>&)>;
+
+  static Checked<std::unique_ptr<TcpListener>> open(EventLoop& loop, const Endpoint& addr,
+                                                    bool reuse_port, Settings settings,
+                                                    Handler handler);
+  ~TcpListener();
+  TcpListener(const TcpListener&) = delete;
+  TcpListener& operator=(const TcpListener&) = delete;
+
+  const Endpoint& local() const noexcept { return local_; }
+  std::size_t connections() const noexcept { return conns_.size(); }
+  /// Stops accepting (shutdown); open connections are closed when their answers are sent.
+  void pause();
+  /// Closes every connection now.
+  void close_all();
+
+ private:
+  friend class TcpConnection;
+  TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings, Handler handler);
+  void on_accept();
+  void forget(int fd);
+
+  EventLoop& loop_;
+  int fd_;
+  Endpoint local_;
+  Settings settings_;
+  Handler handler_;
+  std::thread::id loop_thread_;
+  bool accepting_ = false;
+  std::unordered_map<int, std::shared_ptr<TcpConnection>> conns_;
+};
+
+}  // namespace hg::resolver

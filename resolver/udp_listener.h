@@ -1,0 +1,77 @@
+// UdpListener: one UDP socket on the event loop. Datagrams are read in batches with
+// recvmmsg; the answers the handler produces on the spot (cache hits, errors) go back in one
+// sendmmsg per batch. Answers produced later (after an upstream query) are sent with
+// send_to(), which any thread may call (a UDP send is atomic per datagram).
+//
+// Knows nothing of DNS beyond "a datagram in, maybe a datagram out".
+#pragma once
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "resolver/config.h"
+#include "resolver/event_loop.h"
+
+namespace hg::resolver {
+
+/// Where a UDP answer goes: the socket it arrived on and the client's address.
+struct UdpPeer {
+  int fd = -1;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  const sockaddr* sa() const noexcept { return reinterpret_cast<const sockaddr*>(&addr); }
+};
+
+class UdpListener {
+ public:
+  /// Largest query we read; longer datagrams are dropped (a query is one question and an OPT).
+  static constexpr std::size_t kMaxQuery = 4096;
+  /// Room for one immediate answer (our advertised and maximum UDP answer size).
+  static constexpr std::size_t kMaxAnswer = 1232;
+  static constexpr std::size_t kBatch = 32;
+
+  /// Handles one datagram; writes an immediate answer into `out` and returns its size, or
+  /// returns 0 (no answer now: dropped, or it will be answered later via send_to).
+  using Handler = std::function<std::size_t(std::span<const uint8_t> query, const UdpPeer& peer,
+                                            std::span<uint8_t> out)>;
+
+  /// Binds `addr` (SO_REUSEPORT when `reuse_port`, so several threads can share a port).
+  /// Returns the error text on failure (start-up only).
+  static Checked<std::unique_ptr<UdpListener>> open(EventLoop& loop, const Endpoint& addr,
+                                                    bool reuse_port, Handler handler);
+  ~UdpListener();
+  UdpListener(const UdpListener&) = delete;
+  UdpListener& operator=(const UdpListener&) = delete;
+
+  /// The bound address (the kernel's port when 0 was asked).
+  const Endpoint& local() const noexcept { return local_; }
+  int fd() const noexcept { return fd_; }
+
+  /// Sends one answer (any thread). Failures are counted, not reported: UDP is lossy anyway.
+  static bool send_to(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
+
+  /// Stops reading (shutdown); the socket stays open for late answers until destruction.
+  void pause();
+
+ private:
+  UdpListener(EventLoop& loop, int fd, Endpoint local, Handler handler);
+  void on_readable();
+
+  EventLoop& loop_;
+  int fd_;
+  Endpoint local_;
+  Handler handler_;
+  bool watching_ = false;
+  // Batch buffers, reused for every recvmmsg/sendmmsg.
+  std::vector<std::array<uint8_t, kMaxQuery>> in_;
+  std::vector<std::array<uint8_t, kMaxAnswer>> out_;
+  std::vector<UdpPeer> peers_;
+};
+
+}  // namespace hg::resolver

@@ -43,13 +43,14 @@ class InflightTable {
 
   /// Adds `w` under `key`; creates the entry (owned by `owner`, the worker that will send the
   /// upstream query and run its timers) when absent.
-  JoinOutcome join(const Key& key, W&& w, int owner = 0) {
+  JoinOutcome join(const Key& key, W&& w, MonoTime now, int owner = 0) {
     std::lock_guard lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) {
       if (map_.size() >= settings_.max_entries) return JoinOutcome::TableFull;
       it = map_.emplace(key, Entry{}).first;
       it->second.owner = owner;
+      it->second.started = now;
       it->second.waiters.push_back(std::move(w));
       return JoinOutcome::Created;
     }
@@ -59,11 +60,21 @@ class InflightTable {
   }
 
   /// Creates an entry with no waiter (a prefetch). False when one exists or the table is full.
-  bool start_background(const Key& key, int owner = 0) {
+  bool start_background(const Key& key, MonoTime now, int owner = 0) {
     std::lock_guard lock(mu_);
     if (map_.size() >= settings_.max_entries || map_.contains(key)) return false;
-    map_.emplace(key, Entry{}).first->second.owner = owner;
+    auto& e = map_.emplace(key, Entry{}).first->second;
+    e.owner = owner;
+    e.started = now;
     return true;
+  }
+
+  /// When the upstream query for `key` started, if one is in flight.
+  std::optional<MonoTime> started_at(const Key& key) const {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return std::nullopt;
+    return it->second.started;
   }
 
   bool contains(const Key& key) const {
@@ -117,6 +128,7 @@ class InflightTable {
   struct Entry {
     std::vector<W> waiters;
     int owner = 0;
+    MonoTime started{};
   };
   InflightSettings settings_;
   mutable std::mutex mu_;

@@ -98,6 +98,22 @@ std::size_t QueryEngine::answer_hit(const cache::Hit& hit, const ClientQuery& q,
   return w.size();
 }
 
+std::size_t QueryEngine::answer_stale(const cache::Hit& hit, const ClientQuery& q,
+                                      std::span<uint8_t> out, std::size_t limit) {
+  shared_.stats.stale_answers.fetch_add(1, std::memory_order_relaxed);
+  // RFC 8914 §4.4 / §4.20: Stale Answer, or Stale NXDOMAIN Answer.
+  const uint16_t code =
+      hit.stale_nxdomain() ? wire::ede::StaleNxdomainAnswer : wire::ede::StaleAnswer;
+  return answer_hit(hit, q, out, limit, EdeSpec{code, {}});
+}
+
+std::size_t QueryEngine::answer_stale_now(const cache::Hit& hit, const ClientQuery& q,
+                                          std::span<uint8_t> out, std::size_t limit) {
+  if (shared_.config.log_queries)
+    log_query(q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "stale", loop_.now());
+  return answer_stale(hit, q, out, limit);
+}
+
 QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, const sockaddr* peer,
                                            const Route& route, std::span<uint8_t> out) {
   auto& st = shared_.stats;
@@ -140,7 +156,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
   if (hit.freshness == cache::Freshness::Fresh) {
     st.hits.fetch_add(1, std::memory_order_relaxed);
     const std::size_t size = answer_hit(hit, q, out, limit, std::nullopt);
-    if (hit.prefetch && shared_.inflight.start_background(key, worker_)) {
+    if (hit.prefetch && shared_.inflight.start_background(key, now, worker_)) {
       st.prefetches.fetch_add(1, std::memory_order_relaxed);
       start_upstream(key);
     }
@@ -151,15 +167,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
 
   // RFC 9520 / RFC 8767 failure recheck: a key that failed recently is not asked again yet.
   if (cache.failure_holdoff(key, now) > Millis{0}) {
-    if (hit.stale()) {
-      st.stale_answers.fetch_add(1, std::memory_order_relaxed);
-      const uint16_t code =
-          hit.stale_nxdomain() ? wire::ede::StaleNxdomainAnswer : wire::ede::StaleAnswer;
-      const std::size_t size = answer_hit(hit, q, out, limit, EdeSpec{code, {}});
-      if (shared_.config.log_queries)
-        log_query(q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "stale", now);
-      return {size, false};
-    }
+    if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
     st.failure_cached_answers.fetch_add(1, std::memory_order_relaxed);
     st.servfail.fetch_add(1, std::memory_order_relaxed);
     if (shared_.config.log_queries) log_query(q.qname, q.qtype, RCode::ServFail, "failed", now);
@@ -167,6 +175,14 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
     return {write_error(out.first(limit), q, RCode::ServFail,
                         EdeSpec{13, "upstream failed recently; not asked again yet"}),
             false};
+  }
+
+  // RFC 8767 §5 client-response timer: a refresh already running longer than the timer will
+  // not save this client either, so it gets the stale answer now instead of waiting again.
+  if (hit.stale()) {
+    const auto started = shared_.inflight.started_at(key);
+    if (started && now - *started >= shared_.config.client_timeout)
+      return {answer_stale_now(hit, q, out, limit), false};
   }
 
   Waiter w;
@@ -184,7 +200,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
   if (hit.stale()) w.stale = hit.entry;
   const MonoTime deadline = w.deadline;
 
-  switch (shared_.inflight.join(key, std::move(w), worker_)) {
+  switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
     case JoinOutcome::Created:
       st.misses.fetch_add(1, std::memory_order_relaxed);
       start_upstream(key);
@@ -195,12 +211,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
     case JoinOutcome::TableFull:
     case JoinOutcome::WaitersFull: {
       st.overload.fetch_add(1, std::memory_order_relaxed);
-      if (hit.stale()) {
-        const uint16_t code =
-            hit.stale_nxdomain() ? wire::ede::StaleNxdomainAnswer : wire::ede::StaleAnswer;
-        st.stale_answers.fetch_add(1, std::memory_order_relaxed);
-        return {answer_hit(hit, q, out, limit, EdeSpec{code, {}}), false};
-      }
+      if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
       st.servfail.fetch_add(1, std::memory_order_relaxed);
       if (shared_.config.log_queries) log_query(q.qname, q.qtype, RCode::ServFail, "overload", now);
       return {write_error(out.first(limit), q, RCode::ServFail,
@@ -302,10 +313,7 @@ void QueryEngine::answer_failed(const Waiter& w, uint16_t ede, std::string_view 
     hit.entry = w.stale;
     hit.freshness = cache::Freshness::Stale;
     hit.stale_ttl = shared_.cache.settings().stale_ttl;
-    const uint16_t code =
-        hit.stale_nxdomain() ? wire::ede::StaleNxdomainAnswer : wire::ede::StaleAnswer;
-    shared_.stats.stale_answers.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t size = answer_hit(hit, q, buf_, limit, EdeSpec{code, {}});
+    const std::size_t size = answer_stale(hit, q, buf_, limit);
     deliver(w, std::span<const uint8_t>(buf_.data(), size), "stale",
             static_cast<RCode>(w.stale->rcode()));
     return;

@@ -109,6 +109,11 @@ class QueryEngine {
   bool allowed(const sockaddr* peer) const noexcept;
   std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                          std::size_t limit, std::optional<EdeSpec> ede);
+  /// A stale hit with EDE 3 (or 19 for NXDOMAIN), counted; answer_stale_now() also logs.
+  std::size_t answer_stale(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                           std::size_t limit);
+  std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                               std::size_t limit);
   void start_upstream(const cache::CacheKey& key);
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                    std::span<const uint8_t> answer);

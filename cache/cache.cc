@@ -1,0 +1,337 @@
+// Cache: shards, lookup/insert, the failure cache, prefetch, flush and introspection.
+#include "cache/cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <random>
+
+namespace hg::cache {
+namespace {
+
+// Index overhead per entry charged against the budget, besides Entry::memory_bytes() and the
+// policy's node: an unordered_map node (next pointer + key + handle, in a 32-byte malloc
+// chunk), its bucket pointer, and the shard's slot (a shared_ptr).
+constexpr std::size_t kIndexBytes = 32 + 8 + sizeof(std::shared_ptr<const Entry>);
+
+// A cheap per-thread generator for the prefetch draw (xorshift64*: quality is plenty here,
+// and a thread_local keeps the hot path free of shared state).
+double uniform01() noexcept {
+  thread_local uint64_t state = [] {
+    std::random_device rd;
+    return ((uint64_t{rd()} << 32) ^ uint64_t{rd()}) | 1;
+  }();
+  state ^= state >> 12;
+  state ^= state << 25;
+  state ^= state >> 27;
+  const uint64_t r = state * 0x2545F4914F6CDD1DULL;
+  return static_cast<double>(r >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+struct FailureState {
+  Time until;
+  Millis holdoff;
+};
+
+struct alignas(64) Cache::Shard {
+  explicit Shard(const S3FifoSettings& s) : policy(s) {}
+
+  mutable std::shared_mutex mu;
+  std::unordered_map<uint64_t, S3Fifo::Handle> index;  // key hash → policy handle
+  std::vector<std::shared_ptr<const Entry>> slots;     // by policy handle
+  S3Fifo policy;
+  // Written under the shared lock by concurrent lookups, hence atomic (relaxed: statistics).
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> stale_hits{0};
+  std::atomic<uint64_t> misses{0};
+  // Written under the exclusive lock only.
+  uint64_t inserts = 0;
+  uint64_t evictions = 0;
+  uint64_t expired = 0;
+
+  std::mutex failure_mu;
+  std::unordered_map<uint64_t, FailureState> failures;  // key hash → state
+
+  void erase_locked(std::unordered_map<uint64_t, S3Fifo::Handle>::iterator it) {
+    const S3Fifo::Handle h = it->second;
+    policy.remove(h);
+    slots[h].reset();
+    index.erase(it);
+  }
+};
+
+bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, double u) noexcept {
+  if (now >= expires_at || window <= 0) return false;
+  const double ttl_ms = static_cast<double>((expires_at - inserted_at).count());
+  const double window_ms = ttl_ms * window;
+  const double left_ms = static_cast<double>((expires_at - now).count());
+  if (left_ms >= window_ms) return false;
+  // Linear ramp from 0 at the start of the window to 1 at expiry. Why this and not XFetch:
+  // see docs/cache.md § Prefetch. In short, XFetch's early-refresh term is scaled by the
+  // recompute time (an upstream RTT, tens of ms), so for DNS TTLs it fires only in the last
+  // fraction of a second and a name with a few hits a minute would still expire; and its
+  // stampede protection is already given by the in-flight table and the per-entry claim.
+  return u < 1.0 - left_ms / window_ms;
+}
+
+Cache::Cache(const CacheSettings& settings) : settings_(settings) {
+  const std::size_t n = std::bit_ceil(std::max<std::size_t>(settings.shards, 1));
+  settings_.shards = n;
+  shard_shift_ = 64 - std::countr_zero(n);
+  const S3FifoSettings ps{.capacity_bytes = settings.max_bytes / n};
+  shards_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    shards_.push_back(std::make_unique<Shard>(ps));
+}
+
+Cache::~Cache() = default;
+
+Cache::Shard& Cache::shard_for(uint64_t hash) const noexcept {
+  // The top bits pick the shard; the unordered_map uses the hash modulo a prime.
+  return shards_.size() == 1 ? *shards_[0] : *shards_[hash >> shard_shift_];
+}
+
+Hit Cache::lookup(const CacheKey& key, Time now) {
+  Shard& s = shard_for(key.hash);
+  {
+    std::shared_lock lock(s.mu);
+    auto it = s.index.find(key.hash);
+    if (it == s.index.end() || !s.slots[it->second]->matches(key)) {
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return Hit{};
+    }
+    const S3Fifo::Handle h = it->second;
+    const std::shared_ptr<const Entry>& e = s.slots[h];
+    if (now < e->expires_at()) {
+      s.policy.touch(h);
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      Hit hit{e, Freshness::Fresh, false, settings_.stale_ttl};
+      if (settings_.prefetch && prefetch_due(e->inserted_at(), e->expires_at(), now,
+                                             settings_.prefetch_window, uniform01())) {
+        hit.prefetch = e->try_claim_prefetch();
+      }
+      return hit;
+    }
+    if (now < e->expires_at() + settings_.stale_max) {
+      s.policy.touch(h);
+      s.stale_hits.fetch_add(1, std::memory_order_relaxed);
+      return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
+    }
+  }
+  // Past its stale window: reclaim it now that we have met it (DESIGN.md § Eviction). Check
+  // again under the exclusive lock — another thread may have replaced it meanwhile.
+  {
+    std::unique_lock lock(s.mu);
+    auto it = s.index.find(key.hash);
+    if (it != s.index.end()) {
+      const auto& e = s.slots[it->second];
+      if (e->matches(key) && now >= e->expires_at() + settings_.stale_max) {
+        s.erase_locked(it);
+        ++s.expired;
+      }
+    }
+  }
+  s.misses.fetch_add(1, std::memory_order_relaxed);
+  return Hit{};
+}
+
+InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, Time now) {
+  Entry::Built built = Entry::build(key, response, settings_.ttl, caps_, now);
+  Shard& s = shard_for(key.hash);
+  if (built.outcome == InsertOutcome::RemovedZeroTtl) {
+    note_success(key);
+    erase(key);
+    return built.outcome;
+  }
+  if (built.outcome != InsertOutcome::Cached) return built.outcome;
+
+  const std::size_t bytes = built.entry->memory_bytes() + kIndexBytes;
+  {
+    std::unique_lock lock(s.mu);
+    auto on_evict = [&s](S3Fifo::Handle v, uint64_t victim_hash) {
+      s.index.erase(victim_hash);
+      s.slots[v].reset();
+      ++s.evictions;
+    };
+    S3Fifo::Handle h;
+    auto it = s.index.find(key.hash);
+    if (it != s.index.end()) {
+      // Same key (or, with odds of 2^-64 under a secret seed, a colliding one: replaced, and
+      // lookups compare the whole key anyway). Keep its queue and frequency.
+      const S3Fifo::Handle old = it->second;
+      h = s.policy.reinsert(old, bytes, on_evict);
+      s.slots[old].reset();
+      if (h == S3Fifo::kNone) {
+        s.index.erase(it);
+      } else {
+        it->second = h;
+      }
+    } else {
+      h = s.policy.insert(key.hash, bytes, on_evict);
+      if (h != S3Fifo::kNone) s.index.emplace(key.hash, h);
+    }
+    if (h == S3Fifo::kNone) return InsertOutcome::TooLarge;
+    if (s.slots.size() < s.policy.handle_limit()) s.slots.resize(s.policy.handle_limit());
+    s.slots[h] = std::move(built.entry);
+    ++s.inserts;
+  }
+  note_success(key);
+  return InsertOutcome::Cached;
+}
+
+bool Cache::erase(const CacheKey& key) {
+  Shard& s = shard_for(key.hash);
+  std::unique_lock lock(s.mu);
+  auto it = s.index.find(key.hash);
+  if (it == s.index.end() || !s.slots[it->second]->matches(key)) return false;
+  s.erase_locked(it);
+  return true;
+}
+
+Millis Cache::note_failure(const CacheKey& key, Time now) {
+  Shard& s = shard_for(key.hash);
+  std::lock_guard lock(s.failure_mu);
+  auto it = s.failures.find(key.hash);
+  if (it == s.failures.end()) {
+    if (s.failures.size() >= settings_.failure_entries_per_shard) {
+      // Bounded: drop the records whose streak is over, then, if still full, any one.
+      std::erase_if(s.failures, [&](const auto& kv) {
+        return now > kv.second.until + settings_.failure_holdoff_max;
+      });
+      if (s.failures.size() >= settings_.failure_entries_per_shard) {
+        s.failures.erase(s.failures.begin());
+      }
+    }
+    const Millis first = settings_.failure_holdoff_initial;
+    s.failures.emplace(key.hash, FailureState{now + first, first});
+    return first;
+  }
+  FailureState& f = it->second;
+  // RFC 9520 §3.2 / RFC 8767 §4: back off exponentially on consecutive failures, to a cap.
+  if (now <= f.until + settings_.failure_holdoff_max) {
+    f.holdoff = std::min(f.holdoff * 2, settings_.failure_holdoff_max);
+  } else {
+    f.holdoff = settings_.failure_holdoff_initial;
+  }
+  f.until = now + f.holdoff;
+  return f.holdoff;
+}
+
+Millis Cache::failure_holdoff(const CacheKey& key, Time now) {
+  Shard& s = shard_for(key.hash);
+  std::lock_guard lock(s.failure_mu);
+  auto it = s.failures.find(key.hash);
+  if (it == s.failures.end() || now >= it->second.until) return Millis{0};
+  return it->second.until - now;
+}
+
+void Cache::note_success(const CacheKey& key) {
+  Shard& s = shard_for(key.hash);
+  std::lock_guard lock(s.failure_mu);
+  s.failures.erase(key.hash);
+}
+
+void Cache::set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now) {
+  caps_.set(zone, cap);
+  const wire::Name z = zone.lowercased();
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::unique_lock lock(s.mu);
+    for (auto& [hash, h] : s.index) {
+      std::shared_ptr<const Entry>& e = s.slots[h];
+      if (!wire_at_or_below(e->qname_wire(), z.wire())) continue;
+      if (e->expires_at() <= now + Seconds{cap}) {
+        // Already expires within the cap; but records that outlive it still need shortening.
+        bool longer = false;
+        for (std::size_t i = 0; i < e->records().size(); ++i) {
+          longer = longer || e->remaining_ttl(i, now) > cap;
+        }
+        if (!longer) continue;
+      }
+      // Entries are immutable (readers may hold them): swap in a capped copy. Its size is
+      // the same, so the budget does not change.
+      e = e->with_cap(cap, now);
+    }
+  }
+}
+
+bool Cache::clear_ttl_cap(const wire::Name& zone) {
+  return caps_.clear(zone.lowercased());
+}
+
+template <class Pred>
+std::size_t Cache::remove_if(Pred&& pred) {
+  std::size_t removed = 0;
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::unique_lock lock(s.mu);
+    for (auto it = s.index.begin(); it != s.index.end();) {
+      if (pred(*s.slots[it->second])) {
+        const S3Fifo::Handle h = it->second;
+        s.policy.remove(h);
+        s.slots[h].reset();
+        it = s.index.erase(it);
+        ++removed;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return removed;
+}
+
+std::size_t Cache::flush_all() {
+  return remove_if([](const Entry&) { return true; });
+}
+
+std::size_t Cache::flush_name(const wire::Name& name) {
+  const wire::Name n = name.lowercased();
+  const auto w = n.wire();
+  return remove_if([&](const Entry& e) {
+    const auto q = e.qname_wire();
+    return q.size() == w.size() && std::equal(q.begin(), q.end(), w.begin());
+  });
+}
+
+std::size_t Cache::flush_zone(const wire::Name& zone) {
+  const wire::Name z = zone.lowercased();
+  return remove_if([&](const Entry& e) { return wire_at_or_below(e.qname_wire(), z.wire()); });
+}
+
+CacheStats Cache::stats() const {
+  CacheStats st;
+  st.capacity_bytes = 0;
+  for (const auto& sp : shards_) {
+    Shard& s = *sp;
+    {
+      std::shared_lock lock(s.mu);
+      st.entries += s.index.size();
+      st.bytes += s.policy.used_bytes();
+      st.capacity_bytes += s.policy.capacity_bytes();
+      st.inserts += s.inserts;
+      st.evictions += s.evictions;
+      st.expired += s.expired;
+    }
+    st.hits += s.hits.load(std::memory_order_relaxed);
+    st.stale_hits += s.stale_hits.load(std::memory_order_relaxed);
+    st.misses += s.misses.load(std::memory_order_relaxed);
+    std::lock_guard lock(s.failure_mu);
+    st.failure_entries += s.failures.size();
+  }
+  return st;
+}
+
+std::vector<std::shared_ptr<const Entry>> Cache::snapshot() const {
+  std::vector<std::shared_ptr<const Entry>> out;
+  for (const auto& sp : shards_) {
+    std::shared_lock lock(sp->mu);
+    out.reserve(out.size() + sp->index.size());
+    for (const auto& [hash, h] : sp->index)
+      out.push_back(sp->slots[h]);
+  }
+  return out;
+}
+
+}  // namespace hg::cache

@@ -1,0 +1,184 @@
+// Cache: the sharded answer cache the resolver talks to.
+//
+// What the daemon does with it, per query (DESIGN.md § The life of a query):
+//
+//   CacheKey key = CacheKey::from_query(query);          // lowercased qname, type, class, DO, CD
+//   Hit hit = cache.lookup(key, now);
+//   switch (hit.freshness) {
+//     case Freshness::Fresh:                              // answer now
+//       render(hit, client, now, writer, opt_reserve);    // then wire::append_opt() if EDNS
+//       if (hit.prefetch) { /* one background refresh via the in-flight table */ }
+//       break;
+//     case Freshness::Stale:                              // RFC 8767: refresh first,
+//       keep `hit` (it stays valid after eviction);        // render it stale only if the upstream
+//       if (cache.failure_holdoff(key, now) > 0ms) ...    // fails or is late (EDE 3, or EDE 19
+//       break;                                            // when hit.entry->kind() is NxDomain)
+//     case Freshness::Miss:                               // in-flight table, upstream
+//       if (cache.failure_holdoff(key, now) > 0ms) → SERVFAIL + EDE 22 at once
+//   }
+//   on an upstream answer:  cache.insert(key, parsed_response, now)  (clears the failure state)
+//   on an upstream failure: cache.note_failure(key, now)
+//
+// Thread safety: every member function may be called from any thread. The cache is split into
+// shards (a power of two, chosen by the key hash), each with its own reader/writer lock,
+// index, S3-FIFO policy and byte budget (cache-size / shards). Lookups take the shard lock in
+// shared mode: a hit bumps an atomic frequency counter and copies a shared_ptr, so lookups
+// from several threads do not serialise (tests/bench shows it). Inserts, evictions, flushes
+// and the lazy reclaim of entries past their stale window take it exclusively.
+//
+// Time is always passed in (a Time from SteadyClock or a test's ManualClock).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cache/clock.h"
+#include "cache/entry.h"
+#include "cache/key.h"
+#include "cache/s3fifo.h"
+#include "cache/ttl_policy.h"
+#include "wire/message.h"
+#include "wire/name.h"
+#include "wire/writer.h"
+
+namespace hg::cache {
+
+struct CacheSettings {
+  /// cache-size: the byte budget for entries, keys, index and policy overhead, all shards.
+  std::size_t max_bytes = std::size_t{64} << 20;
+  /// Number of shards (rounded up to a power of two). More shards, less lock contention;
+  /// each shard gets max_bytes / shards, so very small caches want few shards.
+  std::size_t shards = 16;
+  TtlSettings ttl{};
+  /// stale-max: how long past expiry an entry may still be served stale (RFC 8767 §5: 1-3 days).
+  Seconds stale_max{86400};
+  /// stale-ttl: the TTL of a stale answer (RFC 8767 §4: 30 s), never above the record's own.
+  uint32_t stale_ttl = 30;
+  /// The failure cache (RFC 9520 §3.2, RFC 8767 failure recheck): first holdoff, doubling per
+  /// consecutive failure up to the maximum.
+  Millis failure_holdoff_initial{5000};
+  Millis failure_holdoff_max{30000};
+  /// Failure records kept per shard at most (a flood of failing names cannot grow memory).
+  std::size_t failure_entries_per_shard = 4096;
+  /// Prefetch: the share of an entry's TTL, at its end, in which a hit may trigger a refresh.
+  double prefetch_window = 0.10;
+  bool prefetch = true;
+};
+
+enum class Freshness : uint8_t { Miss, Fresh, Stale };
+
+/// The result of a lookup. Holds the entry by shared_ptr: valid as long as the caller keeps
+/// it, whatever happens to the cache meanwhile.
+struct Hit {
+  std::shared_ptr<const Entry> entry;  ///< null on a miss
+  Freshness freshness = Freshness::Miss;
+  /// Fresh hits only: refresh this key in the background now. At most one lookup per entry
+  /// ever gets true (the entry remembers), so it cannot stampede.
+  bool prefetch = false;
+  uint32_t stale_ttl = 30;  ///< copied from the settings, for render()
+
+  explicit operator bool() const noexcept { return freshness != Freshness::Miss; }
+  bool stale() const noexcept { return freshness == Freshness::Stale; }
+  /// A stale NXDOMAIN: the resolver attaches EDE 19 instead of EDE 3 (RFC 8914 §4.20).
+  bool stale_nxdomain() const noexcept { return stale() && entry->kind() == AnswerKind::NxDomain; }
+};
+
+/// Renders a hit for one client: Fresh hits with each record's remaining TTL at `now`, Stale
+/// hits with min(stale_ttl, stored TTL). See render_entry() in entry.h for the full contract:
+/// `out` must be empty and limited to the client's payload size (512 without EDNS, the OPT's
+/// size raised to at least 512 with EDNS, 65535 over TCP); `reserve` is kept free for the OPT
+/// record (+EDE) the caller appends next with wire::append_opt(). Allocation-free.
+/// Precondition: hit is not a miss.
+inline RenderResult render(const Hit& hit, const ClientQuery& client, Time now,
+                           wire::WireWriter& out, std::size_t reserve = 0) noexcept {
+  return render_entry(*hit.entry, client, now,
+                      hit.stale() ? std::optional<uint32_t>(hit.stale_ttl) : std::nullopt, out,
+                      reserve);
+}
+
+struct CacheStats {
+  std::size_t entries = 0;
+  std::size_t bytes = 0;  ///< charged bytes in use (entries + index + policy)
+  std::size_t capacity_bytes = 0;
+  uint64_t hits = 0;  ///< fresh hits
+  uint64_t stale_hits = 0;
+  uint64_t misses = 0;
+  uint64_t inserts = 0;             ///< responses stored
+  uint64_t evictions = 0;           ///< entries pushed out by the byte budget
+  uint64_t expired = 0;             ///< entries reclaimed after their stale window
+  std::size_t failure_entries = 0;  ///< keys currently remembered as failing
+};
+
+/// Prefetch ramp (a pure function, for tests): true when a uniform draw `u` in [0, 1) falls
+/// under the refresh probability at `now`, which is 0 until the last `window` share of the
+/// TTL and then rises linearly to 1 at expiry.
+bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, double u) noexcept;
+
+class Cache {
+ public:
+  explicit Cache(const CacheSettings& settings = {});
+  ~Cache();
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  /// Fresh before the entry's shortest TTL runs out; Stale for stale_max after that; Miss
+  /// otherwise (an entry found past its stale window is removed on the way).
+  Hit lookup(const CacheKey& key, Time now);
+
+  /// Offers a parsed upstream response for `key` (see InsertOutcome for what is refused).
+  /// A response that resolves the key (Cached or RemovedZeroTtl) also clears its failure state.
+  InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now);
+
+  /// Removes one key; false when it was not cached.
+  bool erase(const CacheKey& key);
+
+  /// Failure cache. note_failure() records a failed resolution of `key` and returns the
+  /// holdoff now in force: failure_holdoff_initial (5 s), doubling on each consecutive failure
+  /// up to failure_holdoff_max (30 s). A failure counts as consecutive when it comes no later
+  /// than failure_holdoff_max after the previous holdoff ended.
+  Millis note_failure(const CacheKey& key, Time now);
+  /// Time left before the upstream may be asked about `key` again; 0 when it may be now.
+  Millis failure_holdoff(const CacheKey& key, Time now);
+  /// Forgets the failure state of `key` (insert() does this itself).
+  void note_success(const CacheKey& key);
+
+  /// ttl-cap: from now on records at or below `zone` are stored with TTL ≤ `cap`, and cached
+  /// answers for names at or below `zone` are shortened at once to expire within `cap` s.
+  void set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now);
+  bool clear_ttl_cap(const wire::Name& zone);
+  std::vector<std::pair<wire::Name, uint32_t>> ttl_caps() const { return caps_.list(); }
+
+  /// flush: returns the number of entries removed. flush_name removes every type, class and
+  /// flag variant of `name`; flush_zone also everything below it.
+  std::size_t flush_all();
+  std::size_t flush_name(const wire::Name& name);
+  std::size_t flush_zone(const wire::Name& zone);
+
+  CacheStats stats() const;
+  /// A consistent-per-shard copy of every entry, for `dump` (entry->remaining_ttl(i, now),
+  /// entry->to_wire(now) to print records). Holds no lock while the caller walks it.
+  std::vector<std::shared_ptr<const Entry>> snapshot() const;
+
+  const CacheSettings& settings() const noexcept { return settings_; }
+
+ private:
+  struct Shard;
+  Shard& shard_for(uint64_t hash) const noexcept;
+  template <class Pred>
+  std::size_t remove_if(Pred&& pred);
+
+  CacheSettings settings_;
+  TtlCaps caps_;
+  int shard_shift_ = 64;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace hg::cache

@@ -1,0 +1,329 @@
+// Entry: building a cache entry from an upstream response, and rendering it for a client.
+#include "cache/entry.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "wire/header.h"
+#include "wire/reader.h"
+
+namespace hg::cache {
+namespace {
+
+using wire::RCode;
+using wire::RecordView;
+using wire::RRType;
+using wire::Section;
+
+// What an allocation costs beyond its payload with glibc malloc (chunk header + rounding).
+constexpr std::size_t kAllocOverhead = 16;
+// A std::make_shared control block (vtable pointer + two counters).
+constexpr std::size_t kControlBlock = 16;
+
+uint32_t elapsed_seconds(Time inserted_at, Time now) noexcept {
+  if (now <= inserted_at) return 0;
+  const auto s = std::chrono::duration_cast<Seconds>(now - inserted_at).count();
+  return s > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(s);
+}
+
+// The MINIMUM field: the last 4 octets of SOA RDATA (RFC 1035 §3.3.13). parse() checked that
+// exactly 20 octets follow the two names, so the RDATA is at least 22 octets long.
+uint32_t soa_minimum(std::span<const uint8_t> packet, const RecordView& rr) noexcept {
+  return wire::load_u32_unchecked(packet.data() + rr.end() - 4);
+}
+
+bool is_negative_soa(const RecordView& rr, uint16_t qclass) noexcept {
+  return rr.section == Section::Authority && rr.type == RRType::SOA && rr.klass == qclass;
+}
+
+}  // namespace
+
+const char* to_string(InsertOutcome o) noexcept {
+  switch (o) {
+    case InsertOutcome::Cached:
+      return "cached";
+    case InsertOutcome::RemovedZeroTtl:
+      return "zero-ttl";
+    case InsertOutcome::NotResponse:
+      return "not-response";
+    case InsertOutcome::Truncated:
+      return "truncated";
+    case InsertOutcome::UncacheableRcode:
+      return "uncacheable-rcode";
+    case InsertOutcome::QuestionMismatch:
+      return "question-mismatch";
+    case InsertOutcome::NegativeWithoutSoa:
+      return "negative-without-soa";
+    case InsertOutcome::TooLarge:
+      return "too-large";
+  }
+  return "unknown";
+}
+
+Entry::Entry(const Entry& o)
+    : data_(o.data_),
+      records_(o.records_),
+      inserted_at_(o.inserted_at_),
+      expires_at_(o.expires_at_),
+      hash_(o.hash_),
+      ttl_(o.ttl_),
+      qtype_(o.qtype_),
+      qclass_(o.qclass_),
+      ancount_(o.ancount_),
+      nscount_(o.nscount_),
+      arcount_(o.arcount_),
+      qname_len_(o.qname_len_),
+      rcode_(o.rcode_),
+      kind_(o.kind_),
+      ad_(o.ad_),
+      dnssec_ok_(o.dnssec_ok_),
+      checking_disabled_(o.checking_disabled_) {}
+
+Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
+                          const TtlSettings& settings, const TtlCaps& caps, Time now) {
+  const wire::Header& h = response.header();
+  if (!h.qr() || h.opcode() != wire::Opcode::Query) return {nullptr, InsertOutcome::NotResponse};
+  // TC=1: the answer is incomplete by definition; c-ares retries over TCP and we cache that.
+  if (h.tc()) return {nullptr, InsertOutcome::Truncated};
+  const RCode rcode = response.rcode();
+  if (rcode != RCode::NoError && rcode != RCode::NXDomain) {
+    return {nullptr, InsertOutcome::UncacheableRcode};
+  }
+  // An answer to a different question must never be stored under this key (DESIGN.md, "lessons
+  // from peers' trackers"). The question must also start at 12 for the stored pointers to work.
+  const auto questions = response.questions();
+  if (questions.size() != 1) return {nullptr, InsertOutcome::QuestionMismatch};
+  const wire::Question& q = questions.front();
+  if (q.offset != wire::kHeaderSize || q.type != key.qtype || q.klass != key.qclass ||
+      !(q.name == key.qname)) {
+    return {nullptr, InsertOutcome::QuestionMismatch};
+  }
+
+  // Keep every record before the OPT record. OPT is normally last; if it is not, the records
+  // after it are dropped rather than moved, because moving them would break any compression
+  // pointer between them.
+  const std::span<const uint8_t> packet = response.packet();
+  const auto all = response.records();
+  std::size_t keep = all.size();
+  if (response.edns()) {
+    const std::size_t opt_at = response.edns()->record_offset;
+    keep = static_cast<std::size_t>(
+        std::find_if(all.begin(), all.end(),
+                     [&](const RecordView& rr) { return rr.offset > opt_at; }) -
+        all.begin());
+  }
+  const auto kept = all.first(keep);
+
+  AnswerKind kind = AnswerKind::Positive;
+  uint16_t an = 0, ns = 0, ar = 0;
+  const RecordView* soa = nullptr;
+  for (const RecordView& rr : kept) {
+    switch (rr.section) {
+      case Section::Answer:
+        ++an;
+        break;
+      case Section::Authority:
+        ++ns;
+        if (soa == nullptr && is_negative_soa(rr, key.qclass)) soa = &rr;
+        break;
+      case Section::Additional:
+        ++ar;
+        break;
+    }
+  }
+  if (rcode == RCode::NXDomain) {
+    kind = AnswerKind::NxDomain;
+  } else if (an == 0) {
+    kind = AnswerKind::NoData;
+  }
+  // RFC 2308 §5: negative answers without an SOA SHOULD NOT be cached (nothing says how long).
+  // This also keeps referrals (NOERROR, no answer, NS in authority) out of the cache.
+  if (kind != AnswerKind::Positive && soa == nullptr) {
+    return {nullptr, InsertOutcome::NegativeWithoutSoa};
+  }
+
+  // A negative answer is about the qname, so a cap on the qname's zone bounds all of it (the SOA
+  // owner is the zone apex, which may lie above a capped zone).
+  std::optional<uint32_t> qname_cap;
+  if (kind != AnswerKind::Positive && !caps.empty()) qname_cap = caps.cap_for(key.qname);
+
+  auto e = std::make_shared<Entry>();
+  const std::size_t sec_start = q.end;
+  const std::size_t sec_end = kept.empty() ? sec_start : kept.back().end();
+  const auto qname = key.qname.wire();
+  e->data_.reserve(qname.size() + (sec_end - sec_start));
+  e->data_.assign(qname.begin(), qname.end());
+  e->data_.insert(e->data_.end(), packet.begin() + static_cast<std::ptrdiff_t>(sec_start),
+                  packet.begin() + static_cast<std::ptrdiff_t>(sec_end));
+  e->records_.reserve(kept.size());
+  uint32_t shortest = UINT32_MAX;
+  for (const RecordView& rr : kept) {
+    uint32_t ttl = is_negative_soa(rr, key.qclass)
+                       ? negative_ttl(rr.ttl, soa_minimum(packet, rr), settings)
+                       : positive_ttl(rr.ttl, settings);
+    if (!caps.empty()) {
+      if (auto cap = caps.cap_for(response.owner(rr)); cap && *cap < ttl) ttl = *cap;
+      if (qname_cap && *qname_cap < ttl) ttl = *qname_cap;
+    }
+    shortest = std::min(shortest, ttl);
+    e->records_.push_back(Record{static_cast<uint16_t>(rr.end() - sec_start),
+                                 static_cast<uint16_t>(rr.ttl_offset - sec_start), ttl});
+  }
+  if (kept.empty()) shortest = 0;  // NOERROR cannot get here with no records; be safe anyway
+  // A TTL of 0 means "use once": pass it through, and make sure no older copy lives on as
+  // stale data (DESIGN.md, lessons from peers' trackers).
+  if (shortest == 0) return {nullptr, InsertOutcome::RemovedZeroTtl};
+
+  e->inserted_at_ = now;
+  e->ttl_ = shortest;
+  e->expires_at_ = now + Seconds{shortest};
+  e->hash_ = key.hash;
+  e->qtype_ = key.qtype;
+  e->qclass_ = key.qclass;
+  e->dnssec_ok_ = key.dnssec_ok;
+  e->checking_disabled_ = key.checking_disabled;
+  e->qname_len_ = static_cast<uint8_t>(qname.size());
+  e->ancount_ = an;
+  e->nscount_ = ns;
+  e->arcount_ = ar;
+  e->rcode_ = static_cast<uint8_t>(static_cast<uint16_t>(rcode) & 0xF);
+  e->kind_ = kind;
+  e->ad_ = h.ad();
+  return {std::move(e), InsertOutcome::Cached};
+}
+
+std::shared_ptr<const Entry> Entry::with_cap(uint32_t cap, Time now) const {
+  auto e = std::make_shared<Entry>(*this);
+  const uint64_t limit = uint64_t{elapsed_seconds(inserted_at_, now)} + cap;
+  uint32_t shortest = UINT32_MAX;
+  for (Record& r : e->records_) {
+    if (r.ttl > limit) r.ttl = static_cast<uint32_t>(limit);
+    shortest = std::min(shortest, r.ttl);
+  }
+  if (!e->records_.empty()) {
+    e->ttl_ = shortest;
+    e->expires_at_ = inserted_at_ + Seconds{shortest};
+  }
+  return e;
+}
+
+wire::Name Entry::qname() const noexcept {
+  auto n = wire::Name::from_wire(qname_wire());
+  return n ? *n : wire::Name{};
+}
+
+bool Entry::matches(const CacheKey& key) const noexcept {
+  const auto w = key.qname.wire();
+  return hash_ == key.hash && qtype_ == key.qtype && qclass_ == key.qclass &&
+         dnssec_ok_ == key.dnssec_ok && checking_disabled_ == key.checking_disabled &&
+         w.size() == qname_len_ && std::memcmp(w.data(), data_.data(), w.size()) == 0;
+}
+
+uint32_t Entry::remaining_ttl(std::size_t i, Time now) const noexcept {
+  const uint32_t elapsed = elapsed_seconds(inserted_at_, now);
+  const uint32_t ttl = records_[i].ttl;
+  return ttl > elapsed ? ttl - elapsed : 0;
+}
+
+std::size_t Entry::memory_bytes() const noexcept {
+  return sizeof(Entry) + kControlBlock + kAllocOverhead +        // make_shared's one block
+         data_.capacity() + kAllocOverhead +                     // qname + sections
+         records_.capacity() * sizeof(Record) + kAllocOverhead;  // record table
+}
+
+std::vector<uint8_t> Entry::to_wire(Time now) const {
+  std::vector<uint8_t> out(wire::kHeaderSize + question_size() + sections().size());
+  wire::Header h;
+  h.set(wire::flag::QR, true);
+  h.set(wire::flag::RA, true);
+  h.set(wire::flag::AD, ad_);
+  h.set(wire::flag::CD, checking_disabled_);
+  h.set_rcode_low(rcode_);
+  h.qdcount = 1;
+  h.ancount = ancount_;
+  h.nscount = nscount_;
+  h.arcount = arcount_;
+  h.write_unchecked(out.data());
+  uint8_t* p = out.data() + wire::kHeaderSize;
+  std::memcpy(p, data_.data(), qname_len_);
+  wire::store_u16_unchecked(p + qname_len_, static_cast<uint16_t>(qtype_));
+  wire::store_u16_unchecked(p + qname_len_ + 2, qclass_);
+  p += question_size();
+  std::memcpy(p, sections().data(), sections().size());
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    wire::store_u32_unchecked(p + records_[i].ttl_offset, remaining_ttl(i, now));
+  }
+  return out;
+}
+
+RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time now,
+                          std::optional<uint32_t> stale_ttl, wire::WireWriter& out,
+                          std::size_t reserve) noexcept {
+  RenderResult r;
+  const std::size_t qsize = entry.question_size();
+  if (out.size() != 0 || client.question.size() != qsize) return r;
+  const std::size_t limit = out.limit() > reserve ? out.limit() - reserve : 0;
+  const std::size_t base = wire::kHeaderSize + qsize;
+  if (base > limit) return r;
+
+  // How many records fit: all of them usually, else the longest prefix (records end in
+  // increasing order, so a binary search over their ends finds the boundary).
+  const auto records = entry.records();
+  const auto sections = entry.sections();
+  std::size_t n = records.size();
+  std::size_t body = sections.size();
+  if (base + body > limit) {
+    const std::size_t room = limit - base;
+    auto it = std::upper_bound(records.begin(), records.end(), room,
+                               [](std::size_t v, const Entry::Record& rec) { return v < rec.end; });
+    n = static_cast<std::size_t>(it - records.begin());
+    body = n == 0 ? 0 : records[n - 1].end;
+  }
+  const std::size_t an_total = entry.ancount();
+  const std::size_t ns_total = entry.nscount();
+  r.ancount = static_cast<uint16_t>(std::min(n, an_total));
+  r.nscount = static_cast<uint16_t>(std::min(n - r.ancount, ns_total));
+  r.arcount = static_cast<uint16_t>(n - r.ancount - r.nscount);
+  r.truncated = n < an_total + ns_total;
+
+  wire::Header h;
+  h.id = client.id;
+  h.set(wire::flag::QR, true);
+  h.set(wire::flag::RD, client.rd);
+  h.set(wire::flag::RA, true);
+  h.set(wire::flag::TC, r.truncated);
+  h.set(wire::flag::CD, client.cd);
+  // RFC 6840 §5.8: AD only for a client that asked for DNSSEC data or the AD bit.
+  h.set(wire::flag::AD, entry.authentic_data() && (client.dnssec_ok || client.ad));
+  h.set_rcode_low(entry.rcode());
+  h.qdcount = 1;
+  h.ancount = r.ancount;
+  h.nscount = r.nscount;
+  h.arcount = r.arcount;
+  std::array<uint8_t, wire::kHeaderSize> header;
+  h.write_unchecked(header.data());
+  // Fits: base + body <= limit <= out.limit() was established above.
+  if (!out.bytes(header) || !out.bytes(client.question) || !out.bytes(sections.first(body))) {
+    return RenderResult{};
+  }
+
+  uint8_t* sec = out.written_mut().data() + base;
+  if (stale_ttl) {
+    // RFC 8767 §4: a stale answer carries a short TTL (30 s), but never more than the
+    // record's own TTL — a record stored with 10 s must not come back as 30 s.
+    for (std::size_t i = 0; i < n; ++i) {
+      wire::store_u32_unchecked(sec + records[i].ttl_offset, std::min(*stale_ttl, records[i].ttl));
+    }
+  } else {
+    const uint32_t elapsed = elapsed_seconds(entry.inserted_at(), now);
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint32_t ttl = records[i].ttl;
+      wire::store_u32_unchecked(sec + records[i].ttl_offset, ttl > elapsed ? ttl - elapsed : 0);
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace hg::cache

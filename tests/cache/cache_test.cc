@@ -1,0 +1,342 @@
+#include "cache/cache.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "cache/clock.h"
+#include "cache_test_util.h"
+
+namespace hg::cache {
+namespace {
+
+using namespace testing;
+using wire::RCode;
+
+class CacheTest : public ::testing::Test {
+ protected:
+  CacheSettings settings_{.max_bytes = 1 << 20, .shards = 4};
+  ManualClock clock_;
+  std::unique_ptr<Cache> cache_ = std::make_unique<Cache>(settings_);
+
+  void reset(const CacheSettings& s) {
+    settings_ = s;
+    cache_ = std::make_unique<Cache>(s);
+  }
+  InsertOutcome put(const OwnedMessage& m, const CacheKey& k) {
+    const Packet p(m);
+    return cache_->insert(k, p.msg, clock_.now());
+  }
+  InsertOutcome put_a(std::string_view name, uint32_t ttl) {
+    OwnedMessage m = response(name);
+    m.answer.push_back(A(name, ttl));
+    return put(m, key(name));
+  }
+  Hit get(std::string_view name) { return cache_->lookup(key(name), clock_.now()); }
+};
+
+TEST_F(CacheTest, LookupMissesWhenEmpty) {
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
+  EXPECT_EQ(cache_->stats().misses, 1u);
+}
+
+TEST_F(CacheTest, FreshUntilShortestTtlThenStale) {
+  ASSERT_EQ(put_a("www.example.com", 60), InsertOutcome::Cached);
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Fresh);
+  clock_.advance(Seconds{59} + Millis{999});
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Fresh);
+  clock_.advance(Millis{1});
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Stale);
+}
+
+TEST_F(CacheTest, ServesStaleWithinWindowAfterExpiryThenReclaims) {
+  reset({.max_bytes = 1 << 20, .shards = 1, .stale_max = Seconds{3600}});
+  ASSERT_EQ(put_a("www.example.com", 60), InsertOutcome::Cached);
+  clock_.advance(Seconds{60 + 3599});
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Stale);
+  clock_.advance(Seconds{1});
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
+  const CacheStats st = cache_->stats();
+  EXPECT_EQ(st.entries, 0u);
+  EXPECT_EQ(st.expired, 1u);
+  EXPECT_EQ(st.stale_hits, 1u);
+}
+
+TEST_F(CacheTest, StaleHitRendersStaleTtl) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  clock_.advance(Seconds{400});
+  const Hit hit = get("www.example.com");
+  ASSERT_TRUE(hit.stale());
+  const Packet q(query("www.example.com"));
+  std::vector<uint8_t> buf(512);
+  wire::WireWriter w(buf, 512);
+  ASSERT_TRUE(render(hit, {.id = 7, .question = q.question()}, clock_.now(), w).ok);
+  buf.resize(w.size());
+  EXPECT_EQ(decode(buf).answer.at(0).ttl, 30u);
+}
+
+TEST_F(CacheTest, StaleNxdomainIsDistinguishable) {
+  OwnedMessage m = response("nope.example.com", RRType::A, RCode::NXDomain);
+  m.authority.push_back(SOA("example.com", 60, 60));
+  ASSERT_EQ(put(m, key("nope.example.com")), InsertOutcome::Cached);
+  EXPECT_FALSE(get("nope.example.com").stale_nxdomain());
+  clock_.advance(Seconds{61});
+  EXPECT_TRUE(get("nope.example.com").stale_nxdomain());
+  ASSERT_EQ(put_a("www.example.com", 60), InsertOutcome::Cached);
+  clock_.advance(Seconds{61});
+  const Hit positive = get("www.example.com");
+  EXPECT_TRUE(positive.stale());
+  EXPECT_FALSE(positive.stale_nxdomain());
+}
+
+TEST_F(CacheTest, ZeroTtlAnswerRemovesCachedCopy) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  clock_.advance(Seconds{400});  // stale: exactly what must not live on
+  EXPECT_EQ(put_a("www.example.com", 0), InsertOutcome::RemovedZeroTtl);
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
+}
+
+TEST_F(CacheTest, RefusedAnswersLeaveCachedCopyAlone) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  EXPECT_EQ(put(response("www.example.com", RRType::A, RCode::ServFail), key("www.example.com")),
+            InsertOutcome::UncacheableRcode);
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Fresh);
+}
+
+TEST_F(CacheTest, KeyIgnoresTransportAndCookie) {
+  OwnedMessage udp_q = query("www.example.com", RRType::A, true);
+  udp_q.edns->options.push_back({wire::edns_option::Cookie, {1, 2, 3, 4, 5, 6, 7, 8}});
+  const Packet udp(udp_q);
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(A("www.example.com", 300));
+  const Packet answer(m);
+  ASSERT_EQ(cache_->insert(CacheKey::from_query(udp.msg), answer.msg, clock_.now()),
+            InsertOutcome::Cached);
+  const Packet tcp_retry(query("WWW.example.com", RRType::A, true));  // no cookie
+  EXPECT_TRUE(cache_->lookup(CacheKey::from_query(tcp_retry.msg), clock_.now()));
+}
+
+TEST_F(CacheTest, DoBitSelectsSeparateEntry) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  EXPECT_FALSE(cache_->lookup(key("www.example.com", RRType::A, true), clock_.now()));
+}
+
+TEST_F(CacheTest, ReinsertReplacesTheAnswer) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  clock_.advance(Seconds{200});
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  const Hit h = get("www.example.com");
+  EXPECT_EQ(h.entry->remaining_ttl(0, clock_.now()), 300u);
+  EXPECT_EQ(cache_->stats().entries, 1u);
+}
+
+TEST(PrefetchDue, NeverBeforeTheLastTenthOfTheTtl) {
+  const Time t{Seconds{1000}};
+  for (double u : {0.0, 0.5, 0.999}) {
+    EXPECT_FALSE(prefetch_due(t, t + Seconds{100}, t + Seconds{90}, 0.1, u));
+  }
+}
+
+TEST(PrefetchDue, ProbabilityRisesTowardsExpiry) {
+  const Time t{Seconds{1000}};
+  const Time exp = t + Seconds{100};
+  // 1 s into the 10 s window: probability 0.1.
+  EXPECT_TRUE(prefetch_due(t, exp, t + Seconds{91}, 0.1, 0.05));
+  EXPECT_FALSE(prefetch_due(t, exp, t + Seconds{91}, 0.1, 0.15));
+  // 9 s in: probability 0.9.
+  EXPECT_TRUE(prefetch_due(t, exp, t + Seconds{99}, 0.1, 0.85));
+  EXPECT_FALSE(prefetch_due(t, exp, exp, 0.1, 0.0));  // expired: the stale path refreshes
+}
+
+TEST_F(CacheTest, PrefetchIsGrantedToOneLookupPerEntry) {
+  ASSERT_EQ(put_a("www.example.com", 100), InsertOutcome::Cached);
+  EXPECT_FALSE(get("www.example.com").prefetch);
+  clock_.advance(Seconds{99} + Millis{999});  // probability 0.9999
+  int granted = 0;
+  for (int i = 0; i < 100; ++i)
+    granted += get("www.example.com").prefetch ? 1 : 0;
+  EXPECT_EQ(granted, 1);
+  // The refreshed entry may be prefetched again near its own expiry.
+  ASSERT_EQ(put_a("www.example.com", 100), InsertOutcome::Cached);
+  clock_.advance(Seconds{99} + Millis{999});
+  granted = 0;
+  for (int i = 0; i < 100; ++i)
+    granted += get("www.example.com").prefetch ? 1 : 0;
+  EXPECT_EQ(granted, 1);
+}
+
+TEST_F(CacheTest, PrefetchCanBeDisabled) {
+  reset({.max_bytes = 1 << 20, .shards = 1, .prefetch = false});
+  ASSERT_EQ(put_a("www.example.com", 100), InsertOutcome::Cached);
+  clock_.advance(Seconds{99} + Millis{999});
+  for (int i = 0; i < 50; ++i)
+    EXPECT_FALSE(get("www.example.com").prefetch);
+}
+
+TEST_F(CacheTest, FailureHoldoffDoublesFromFiveToThirtySeconds) {
+  const CacheKey k = key("dead.example.com");
+  EXPECT_EQ(cache_->failure_holdoff(k, clock_.now()), Millis{0});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{5});
+  EXPECT_EQ(cache_->failure_holdoff(k, clock_.now()), Seconds{5});
+  clock_.advance(Seconds{2});
+  EXPECT_EQ(cache_->failure_holdoff(k, clock_.now()), Seconds{3});
+  clock_.advance(Seconds{3});
+  EXPECT_EQ(cache_->failure_holdoff(k, clock_.now()), Millis{0});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{10});
+  clock_.advance(Seconds{10});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{20});
+  clock_.advance(Seconds{20});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{30});
+  clock_.advance(Seconds{30});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{30});
+  EXPECT_EQ(cache_->failure_holdoff(key("other.example.com"), clock_.now()), Millis{0});
+}
+
+TEST_F(CacheTest, FailureStreakEndsAfterQuietPeriodOrSuccess) {
+  const CacheKey k = key("flaky.example.com");
+  cache_->note_failure(k, clock_.now());
+  cache_->note_failure(k, clock_.now());  // 10 s
+  clock_.advance(Seconds{10 + 31});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{5});
+  cache_->note_failure(k, clock_.now());
+  ASSERT_EQ(put_a("flaky.example.com", 60), InsertOutcome::Cached);  // upstream recovered
+  EXPECT_EQ(cache_->failure_holdoff(k, clock_.now()), Millis{0});
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{5});
+}
+
+TEST_F(CacheTest, FailureCacheIsBounded) {
+  reset({.max_bytes = 1 << 20, .shards = 1, .failure_entries_per_shard = 8});
+  for (int i = 0; i < 100; ++i) {
+    cache_->note_failure(key("n" + std::to_string(i) + ".example.com"), clock_.now());
+  }
+  EXPECT_LE(cache_->stats().failure_entries, 8u);
+}
+
+TEST_F(CacheTest, TtlCapAppliesToNewAndExistingEntriesAtOrBelowZone) {
+  ASSERT_EQ(put_a("www.example.com", 3600), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("badexample.com", 3600), InsertOutcome::Cached);
+  clock_.advance(Seconds{100});
+  cache_->set_ttl_cap(N("example.com"), 60, clock_.now());
+  EXPECT_EQ(get("www.example.com").entry->remaining_ttl(0, clock_.now()), 60u);
+  EXPECT_EQ(get("badexample.com").entry->remaining_ttl(0, clock_.now()), 3500u);
+  ASSERT_EQ(put_a("api.example.com", 3600), InsertOutcome::Cached);
+  EXPECT_EQ(get("api.example.com").entry->ttl(), 60u);
+  clock_.advance(Seconds{60});
+  EXPECT_TRUE(get("www.example.com").stale());
+  EXPECT_TRUE(cache_->clear_ttl_cap(N("EXAMPLE.com")));
+  ASSERT_EQ(put_a("api.example.com", 3600), InsertOutcome::Cached);
+  EXPECT_EQ(get("api.example.com").entry->ttl(), 3600u);
+}
+
+TEST_F(CacheTest, FlushNameRemovesEveryVariantOfThatNameOnly) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  OwnedMessage aaaa = response("www.example.com", RRType::AAAA);
+  aaaa.answer.push_back(AAAA("www.example.com", 300));
+  ASSERT_EQ(put(aaaa, key("www.example.com", RRType::AAAA)), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("a.www.example.com", 300), InsertOutcome::Cached);
+  EXPECT_EQ(cache_->flush_name(N("WWW.example.com")), 2u);
+  EXPECT_FALSE(get("www.example.com"));
+  EXPECT_TRUE(get("a.www.example.com"));
+}
+
+TEST_F(CacheTest, FlushZoneRemovesZoneAndBelowButNotSibling) {
+  ASSERT_EQ(put_a("example.com", 300), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("badexample.com", 300), InsertOutcome::Cached);
+  EXPECT_EQ(cache_->flush_zone(N("example.com")), 2u);
+  EXPECT_TRUE(get("badexample.com"));
+  EXPECT_EQ(cache_->flush_all(), 1u);
+  EXPECT_EQ(cache_->stats().entries, 0u);
+}
+
+TEST_F(CacheTest, StatsCountHitsMissesAndStaleHits) {
+  ASSERT_EQ(put_a("www.example.com", 60), InsertOutcome::Cached);
+  get("www.example.com");
+  get("www.example.com");
+  get("nope.example.com");
+  clock_.advance(Seconds{61});
+  get("www.example.com");
+  const CacheStats st = cache_->stats();
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.stale_hits, 1u);
+  EXPECT_EQ(st.inserts, 1u);
+  EXPECT_EQ(st.entries, 1u);
+  EXPECT_GT(st.bytes, 0u);
+  EXPECT_EQ(st.capacity_bytes, settings_.max_bytes);
+}
+
+TEST_F(CacheTest, ByteBudgetHoldsUnderFloodAndCountsEvictions) {
+  reset({.max_bytes = 256 << 10, .shards = 4});
+  for (int i = 0; i < 20'000; ++i) {
+    ASSERT_EQ(put_a("r" + std::to_string(i) + ".flood.example", 300), InsertOutcome::Cached);
+  }
+  const CacheStats st = cache_->stats();
+  EXPECT_LE(st.bytes, st.capacity_bytes);
+  EXPECT_GT(st.evictions, 0u);
+  EXPECT_EQ(st.inserts - st.evictions, st.entries);
+  // Honest accounting: an entry with a ~30-byte answer costs well over 100 bytes in memory.
+  EXPECT_GT(st.bytes / st.entries, 150u);
+}
+
+TEST_F(CacheTest, HotNamesSurviveOneHitFlood) {
+  reset({.max_bytes = 256 << 10, .shards = 1});
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(put_a("hot" + std::to_string(i) + ".example", 3600), InsertOutcome::Cached);
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 50; i += 5)
+      get("hot" + std::to_string(i + round % 5) + ".example");
+    for (int j = 0; j < 50; ++j)
+      put_a("x" + std::to_string(round * 50 + j) + ".flood", 3600);
+  }
+  for (int i = 0; i < 50; ++i)
+    EXPECT_TRUE(get("hot" + std::to_string(i) + ".example")) << i;
+}
+
+TEST_F(CacheTest, SnapshotListsEntriesWithRemainingTtls) {
+  ASSERT_EQ(put_a("a.example.com", 300), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("b.example.com", 100), InsertOutcome::Cached);
+  clock_.advance(Seconds{40});
+  auto entries = cache_->snapshot();
+  ASSERT_EQ(entries.size(), 2u);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& x, const auto& y) { return x->qname() < y->qname(); });
+  EXPECT_EQ(entries[0]->qname(), N("a.example.com"));
+  EXPECT_EQ(entries[0]->remaining_ttl(0, clock_.now()), 260u);
+  EXPECT_EQ(entries[1]->remaining_ttl(0, clock_.now()), 60u);
+  EXPECT_EQ(decode(entries[1]->to_wire(clock_.now())).answer.at(0).ttl, 60u);
+}
+
+TEST_F(CacheTest, HitStaysValidAfterEviction) {
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  const Hit hit = get("www.example.com");
+  cache_->flush_all();
+  EXPECT_EQ(hit.entry->qname(), N("www.example.com"));
+}
+
+TEST_F(CacheTest, ConcurrentLookupsAndInsertsAreSafe) {
+  for (int i = 0; i < 100; ++i)
+    put_a("n" + std::to_string(i) + ".example", 300);
+  const Time now = clock_.now();
+  auto reader = [&] {
+    for (int r = 0; r < 2000; ++r) {
+      const Hit h = cache_->lookup(key("n" + std::to_string(r % 100) + ".example"), now);
+      if (h) {
+        EXPECT_EQ(h.entry->ttl(), 300u);
+      }
+    }
+  };
+  std::thread t1(reader), t2(reader);
+  for (int r = 0; r < 500; ++r) {
+    OwnedMessage m = response("n" + std::to_string(r % 100) + ".example");
+    m.answer.push_back(A("n" + std::to_string(r % 100) + ".example", 300));
+    const Packet p(m);
+    cache_->insert(key("n" + std::to_string(r % 100) + ".example"), p.msg, now);
+  }
+  t1.join();
+  t2.join();
+  EXPECT_EQ(cache_->stats().entries, 100u);
+}
+
+}  // namespace
+}  // namespace hg::cache

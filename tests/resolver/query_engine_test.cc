@@ -1,0 +1,345 @@
+// QueryEngine: the life of a query with a scripted upstream and a test clock — no sockets, no
+// sleeping. The daemon-level tests in tests/integration cover the same paths over the network.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+
+#include "resolver/server.h"
+#include "tests/wire/packet_builder.h"
+#include "wire/message.h"
+
+namespace hg::resolver {
+namespace {
+
+using wire::test::Bytes;
+using wire::test::PacketBuilder;
+
+constexpr uint16_t kRd = 0x0100;
+
+Bytes a_rdata(uint8_t last) {
+  return {192, 0, 2, last};
+}
+
+Bytes soa_rdata(uint32_t minimum) {
+  Bytes b =
+      wire::test::cat({wire::test::wire_name("ns.example"), wire::test::wire_name("host.example")});
+  for (uint32_t v : {1u, 3600u, 600u, 86400u, minimum})
+    for (int s = 24; s >= 0; s -= 8)
+      b.push_back(static_cast<uint8_t>(v >> s));
+  return b;
+}
+
+struct Answer {
+  Bytes bytes;
+  wire::Message msg;
+  std::optional<uint16_t> ede;
+};
+
+Answer parse_answer(std::span<const uint8_t> bytes) {
+  Answer a;
+  a.bytes.assign(bytes.begin(), bytes.end());
+  EXPECT_TRUE(a.msg.parse(a.bytes, wire::ParseMode::Strict).has_value());
+  if (a.msg.edns()) {
+    a.msg.edns()->for_each_option([&](const wire::EdnsOption& o) {
+      if (o.code == wire::edns_option::ExtendedError)
+        a.ede = wire::parse_extended_error(o.data)->info_code;
+    });
+  }
+  return a;
+}
+
+class QueryEngineTest : public ::testing::Test {
+ protected:
+  struct Sent {
+    Bytes query;
+    Upstream::Callback done;
+  };
+
+  QueryEngineTest()
+      : loop_(EventLoop::Options{.clock = [this] { return now_; }}),
+        shared_(make_config()),
+        engine_(
+            shared_, loop_,
+            [this](std::span<const uint8_t> q, Upstream::Callback done) {
+              sent_.push_back({Bytes(q.begin(), q.end()), std::move(done)});
+            },
+            0) {
+    sink_ = [this](std::span<const uint8_t> b) { deferred_.push_back(parse_answer(b)); };
+    route_.sink = &sink_;
+    tick();
+  }
+
+  static Config make_config() {
+    Config c;
+    c.client_timeout = Millis{1800};
+    c.upstream_timeout = Millis{3000};
+    return c;
+  }
+
+  /// Advances the test clock and runs whatever timers became due.
+  void advance(Millis d) {
+    now_ += d;
+    tick();
+  }
+  void tick() { loop_.run_once(Millis{0}); }
+
+  /// Sends a query; returns the immediate answer, if any.
+  std::optional<Answer> ask(const Bytes& query, bool tcp = false) {
+    Bytes out(tcp ? 65535 : 1232);
+    Route r = route_;
+    r.is_tcp = tcp;
+    auto res = engine_.on_query(query, nullptr, r, out);
+    if (res.size == 0) return std::nullopt;
+    return parse_answer(std::span<const uint8_t>(out.data(), res.size));
+  }
+
+  static Bytes query(std::string_view name, uint16_t type = 1, uint16_t id = 1, bool edns = true,
+                     uint32_t opt_ttl = 0) {
+    PacketBuilder b;
+    b.id(id).flags(kRd).question(name, type);
+    if (edns) b.opt(1232, opt_ttl);
+    return b.build();
+  }
+
+  /// Answers the oldest upstream query with `reply`, given the question it asked.
+  void upstream_answers(const std::function<Bytes(const Bytes& q)>& reply) {
+    ASSERT_FALSE(sent_.empty());
+    Sent s = std::move(sent_.front());
+    sent_.pop_front();
+    Bytes r = reply(s.query);
+    s.done(UpstreamStatus::Ok, r);
+  }
+  void upstream_fails(UpstreamStatus st) {
+    ASSERT_FALSE(sent_.empty());
+    Sent s = std::move(sent_.front());
+    sent_.pop_front();
+    s.done(st, {});
+  }
+
+  /// A response to our upstream query `q` (same ID and question) with A records.
+  static Bytes a_answer(const Bytes& q, std::string_view name, uint32_t ttl, int count = 1,
+                        uint16_t flags = 0x8180) {
+    PacketBuilder b;
+    b.id(static_cast<uint16_t>((q[0] << 8) | q[1])).flags(flags).question(name, 1);
+    for (int i = 0; i < count; ++i)
+      b.rr(0, name, 1, ttl, a_rdata(static_cast<uint8_t>(i + 1)));
+    return b.build();
+  }
+
+  MonoTime now_{Millis{10'000'000}};
+  EventLoop loop_;
+  Shared shared_;
+  QueryEngine engine_;
+  std::deque<Sent> sent_;
+  std::function<void(std::span<const uint8_t>)> sink_;
+  Route route_;
+  std::vector<Answer> deferred_;
+};
+
+TEST_F(QueryEngineTest, IdenticalQueriesShareOneUpstreamQueryAndEachGetsItsOwnIdAndCase) {
+  EXPECT_FALSE(ask(query("www.example.com", 1, 11)));
+  EXPECT_FALSE(ask(query("WWW.example.com", 1, 22)));
+  EXPECT_FALSE(ask(query("www.EXAMPLE.com", 1, 33, /*edns=*/false)));
+  ASSERT_EQ(sent_.size(), 1u);
+  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 300); });
+  ASSERT_EQ(deferred_.size(), 3u);
+  EXPECT_EQ(deferred_[0].msg.header().id, 11);
+  EXPECT_EQ(deferred_[1].msg.header().id, 22);
+  EXPECT_EQ(deferred_[1].msg.questions()[0].name.to_text(), "WWW.example.com.");
+  EXPECT_EQ(deferred_[2].msg.questions()[0].name.to_text(), "www.EXAMPLE.com.");
+  EXPECT_TRUE(deferred_[0].msg.edns().has_value());
+  EXPECT_FALSE(deferred_[2].msg.edns().has_value());  // OPT iff the client sent one
+  for (const auto& a : deferred_) {
+    EXPECT_EQ(a.msg.rcode(), wire::RCode::NoError);
+    EXPECT_EQ(a.msg.header().ancount, 1);
+    EXPECT_TRUE(a.msg.header().ra());
+    EXPECT_FALSE(a.msg.header().aa());
+  }
+  EXPECT_EQ(shared_.stats.coalesced.load(), 2u);
+}
+
+TEST_F(QueryEngineTest, UpstreamQueryIsLowercaseWithRdAndOneBareOpt) {
+  ASSERT_FALSE(ask(query("WwW.Example.com", 28, 5, true, 0x8000)));
+  ASSERT_EQ(sent_.size(), 1u);
+  wire::Message m;
+  ASSERT_TRUE(m.parse(sent_[0].query, wire::ParseMode::Strict).has_value());
+  EXPECT_TRUE(m.header().rd());
+  EXPECT_EQ(m.questions()[0].name.to_text(), "www.example.com.");
+  EXPECT_EQ(m.questions()[0].type, wire::RRType::AAAA);
+  ASSERT_TRUE(m.edns().has_value());
+  EXPECT_TRUE(m.edns()->dnssec_ok());
+  EXPECT_TRUE(m.edns()->options_wire.empty());
+  // The OPT record is the last 11 bytes (c-ares strips exactly those on a FORMERR retry).
+  EXPECT_EQ(m.edns()->record_offset, sent_[0].query.size() - 11);
+}
+
+TEST_F(QueryEngineTest, HitCountsTtlDownWithTheClock) {
+  ask(query("www.example.com"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 300); });
+  advance(Millis{2500});
+  auto hit = ask(query("www.example.com"));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->msg.records()[0].ttl, 298u);
+  EXPECT_TRUE(sent_.empty());
+}
+
+TEST_F(QueryEngineTest, MuteUpstreamGetsServfailWithEde22AtTheDeadline) {
+  ASSERT_FALSE(ask(query("slow.example")));
+  advance(Millis{2999});
+  EXPECT_TRUE(deferred_.empty());
+  advance(Millis{1});
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+  EXPECT_EQ(deferred_[0].ede, wire::ede::NoReachableAuthority);
+  // The late answer is still cached.
+  upstream_answers([](const Bytes& q) { return a_answer(q, "slow.example", 60); });
+  auto hit = ask(query("slow.example"));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->msg.rcode(), wire::RCode::NoError);
+}
+
+TEST_F(QueryEngineTest, FailureIsCachedSoABurstIsOneUpstreamQuery) {
+  ask(query("bad.example"));
+  upstream_fails(UpstreamStatus::ServFail);
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+  EXPECT_EQ(deferred_[0].ede, wire::ede::NoReachableAuthority);
+  for (int i = 0; i < 4; ++i) {
+    auto a = ask(query("bad.example"));
+    ASSERT_TRUE(a);  // answered at once from the failure cache
+    EXPECT_EQ(a->msg.rcode(), wire::RCode::ServFail);
+    EXPECT_EQ(a->ede, 13);  // Cached Error
+  }
+  EXPECT_TRUE(sent_.empty());
+  advance(Millis{5000});  // the first holdoff is 5 s
+  EXPECT_FALSE(ask(query("bad.example")));
+  EXPECT_EQ(sent_.size(), 1u);
+}
+
+TEST_F(QueryEngineTest, StaleAnswerWithEde3WhenUpstreamFails) {
+  ask(query("www.example.com"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 60); });
+  advance(Millis{61'000});
+  EXPECT_FALSE(ask(query("www.example.com", 1, 7)));  // stale: refresh first
+  ASSERT_EQ(sent_.size(), 1u);
+  upstream_fails(UpstreamStatus::Timeout);
+  ASSERT_EQ(deferred_.size(), 2u);
+  const auto& a = deferred_[1];
+  EXPECT_EQ(a.msg.header().id, 7);
+  EXPECT_EQ(a.msg.rcode(), wire::RCode::NoError);
+  EXPECT_EQ(a.ede, wire::ede::StaleAnswer);
+  EXPECT_EQ(a.msg.records()[0].ttl, 30u);  // stale-ttl, not above the original 60
+}
+
+TEST_F(QueryEngineTest, StaleAnswerAtTheClientTimeoutAndTheLateAnswerIsCached) {
+  ask(query("www.example.com"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 10); });
+  advance(Millis{11'000});
+  EXPECT_FALSE(ask(query("www.example.com")));
+  advance(Millis{1799});
+  EXPECT_EQ(deferred_.size(), 1u);
+  advance(Millis{1});
+  ASSERT_EQ(deferred_.size(), 2u);
+  EXPECT_EQ(deferred_[1].ede, wire::ede::StaleAnswer);
+  EXPECT_EQ(deferred_[1].msg.records()[0].ttl, 10u);  // min(30, original 10)
+  // While the refresh is still running, another client gets stale at once.
+  auto again = ask(query("www.example.com"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->ede, wire::ede::StaleAnswer);
+  EXPECT_EQ(sent_.size(), 1u);
+  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 120); });
+  auto fresh = ask(query("www.example.com"));
+  ASSERT_TRUE(fresh);
+  EXPECT_FALSE(fresh->ede.has_value());
+  EXPECT_EQ(fresh->msg.records()[0].ttl, 120u);
+}
+
+TEST_F(QueryEngineTest, StaleNxdomainCarriesEde19) {
+  ask(query("gone.example"));
+  upstream_answers([](const Bytes& q) {
+    return PacketBuilder()
+        .id(static_cast<uint16_t>((q[0] << 8) | q[1]))
+        .flags(0x8183)
+        .question("gone.example", 1)
+        .rr(1, "example", 6, 60, soa_rdata(30))
+        .build();
+  });
+  ASSERT_EQ(deferred_[0].msg.rcode(), wire::RCode::NXDomain);
+  advance(Millis{31'000});  // negative TTL = min(60, 30)
+  ask(query("gone.example"));
+  upstream_fails(UpstreamStatus::Refused);
+  ASSERT_EQ(deferred_.size(), 2u);
+  EXPECT_EQ(deferred_[1].msg.rcode(), wire::RCode::NXDomain);
+  EXPECT_EQ(deferred_[1].ede, wire::ede::StaleNxdomainAnswer);
+}
+
+TEST_F(QueryEngineTest, ZeroTtlAnswerIsPassedThroughAndNotCached) {
+  ask(query("zero.example"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "zero.example", 0); });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.header().ancount, 1);
+  EXPECT_EQ(deferred_[0].msg.records()[0].ttl, 0u);
+  EXPECT_FALSE(ask(query("zero.example")));
+  EXPECT_EQ(sent_.size(), 1u);  // asked again
+}
+
+TEST_F(QueryEngineTest, AnswerForAnotherQuestionIsDiscarded) {
+  ask(query("right.example"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "wrong.example", 300); });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+  // Nothing was cached from it: the next query is answered from the failure cache.
+  auto again = ask(query("right.example"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->msg.rcode(), wire::RCode::ServFail);
+  EXPECT_EQ(again->msg.header().ancount, 0);
+}
+
+TEST_F(QueryEngineTest, AdBitOnlyForClientsThatSetDoOrAd) {
+  ask(query("signed.example", 1, 1, true, 0x8000));  // DO
+  upstream_answers([](const Bytes& q) { return a_answer(q, "signed.example", 300, 1, 0x81a0); });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_TRUE(deferred_[0].msg.header().ad());
+  ask(query("signed.example", 1, 2, true, 0));  // neither DO nor AD: another key (DO differs)
+  upstream_answers([](const Bytes& q) { return a_answer(q, "signed.example", 300, 1, 0x81a0); });
+  ASSERT_EQ(deferred_.size(), 2u);
+  EXPECT_FALSE(deferred_[1].msg.header().ad());
+  auto with_ad = ask(PacketBuilder().flags(kRd | 0x0020).question("signed.example", 1).build());
+  ASSERT_TRUE(with_ad);
+  EXPECT_TRUE(with_ad->msg.header().ad());
+}
+
+TEST_F(QueryEngineTest, LargeAnswerIsTruncatedOverUdpAndWholeOverTcp) {
+  ask(query("big.example", 1, 1, /*edns=*/false));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "big.example", 300, 40); });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_TRUE(deferred_[0].msg.header().tc());
+  EXPECT_LE(deferred_[0].bytes.size(), 512u);
+  auto tcp = ask(query("big.example", 1, 2, false), /*tcp=*/true);
+  ASSERT_TRUE(tcp);
+  EXPECT_FALSE(tcp->msg.header().tc());
+  EXPECT_EQ(tcp->msg.header().ancount, 40);
+  EXPECT_EQ(sent_.size(), 0u);  // the TCP retry hit the same entry
+}
+
+TEST_F(QueryEngineTest, TooManyWaitersGetServfailAtOnce) {
+  for (int i = 0; i < 256; ++i)
+    EXPECT_FALSE(ask(query("hot.example", 1, static_cast<uint16_t>(i))));
+  auto over = ask(query("hot.example"));
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->msg.rcode(), wire::RCode::ServFail);
+  EXPECT_EQ(shared_.stats.overload.load(), 1u);
+  EXPECT_EQ(sent_.size(), 1u);
+}
+
+TEST_F(QueryEngineTest, CancelledQueryAnswersServfailWithoutCachingTheFailure) {
+  ask(query("bye.example"));
+  upstream_fails(UpstreamStatus::Cancelled);
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+  EXPECT_FALSE(ask(query("bye.example")));  // not held off: asked again
+}
+
+}  // namespace
+}  // namespace hg::resolver

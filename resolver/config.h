@@ -120,7 +120,7 @@ class Cidr {
 
 /// One `ttl-cap ZONE=SECONDS`: records at or below `zone` are cached with TTL <= `cap`.
 struct TtlCap {
-  std::string zone;  ///< as given, syntax-checked; e.g. "shop.example.com" or "shop.example.com."
+  std::string zone{};  ///< as given, syntax-checked; e.g. "shop.example.com" or "shop.example.com."
   std::chrono::seconds cap{0};
   friend bool operator==(const TtlCap&, const TtlCap&) = default;
 };
@@ -144,7 +144,7 @@ struct Config {
   std::vector<Endpoint> listen = default_listen();
   /// From --upstream, or else read from upstream_file (then upstreams_from_file is true,
   /// and SIGHUP re-reads the file).
-  std::vector<Endpoint> upstreams;
+  std::vector<Endpoint> upstreams{};
   bool upstreams_from_file = false;
   std::string upstream_file = "/etc/resolv.conf";
   uint64_t cache_size = uint64_t{64} << 20;  ///< bytes
@@ -156,15 +156,15 @@ struct Config {
   std::chrono::milliseconds client_timeout{1800};    ///< answer from stale after this
   std::chrono::milliseconds upstream_timeout{3000};  ///< SERVFAIL after this if nothing stale
   std::vector<Cidr> allow = default_allow();
-  std::vector<TtlCap> ttl_caps;
+  std::vector<TtlCap> ttl_caps{};
   unsigned threads = 1;
   bool log_queries = false;
-  bool check_config = false;  ///< validate, print a summary, exit 0
-  std::string control_path;   ///< unix control socket; empty: none
-  std::optional<Endpoint> metrics;
-  std::string config_file;  ///< the --config given, empty if none
+  bool check_config = false;   ///< validate, print a summary, exit 0
+  std::string control_path{};  ///< unix control socket; empty: none
+  std::optional<Endpoint> metrics{};
+  std::string config_file{};  ///< the --config given, empty if none
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings{};
 
   static std::vector<Endpoint> default_listen();
   static std::vector<Cidr> default_allow();

@@ -62,7 +62,7 @@ class EventLoop {
 
   struct Options {
     /// Replaces the monotonic clock (tests). Read once per iteration, on the loop thread.
-    ClockFn clock;
+    ClockFn clock{};
     /// At most this many fd events are taken from epoll per iteration.
     int max_events = 256;
   };

@@ -1,0 +1,746 @@
+// Config tests: flags, the TOML file, their precedence, every error line's content (flag,
+// value, what is allowed), Endpoint/Cidr parsing, the resolv.conf reader, and the
+// forwarding-loop check.
+#include "resolver/config.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace hg::resolver {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+Endpoint ep(std::string_view text) {
+  auto e = parse_endpoint(text, 53);
+  EXPECT_TRUE(e.has_value()) << text;
+  return e.value_or(Endpoint{});
+}
+
+// A scratch directory for config and resolv.conf files, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = ::testing::TempDir() + "hg_config_XXXXXX";
+    path_ = mkdtemp(tmpl.data()) ? tmpl : std::string();
+    EXPECT_FALSE(path_.empty());
+  }
+  ~TempDir() {
+    for (const auto& f : files_)
+      unlink(f.c_str());
+    rmdir(path_.c_str());
+  }
+  std::string write(const std::string& name, std::string_view contents) {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p) << contents;
+    files_.push_back(p);
+    return p;
+  }
+  std::string path(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+ParseOptions no_local_addresses() {
+  ParseOptions o;
+  o.local_addresses = std::vector<Endpoint>{};
+  return o;
+}
+
+std::variant<Config, ConfigExit> parse(std::initializer_list<std::string> args,
+                                       const ParseOptions& options = no_local_addresses()) {
+  std::vector<std::string> storage = {"hourglassd"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<const char*> argv;
+  for (const auto& s : storage)
+    argv.push_back(s.c_str());
+  return parse_config(static_cast<int>(argv.size()), argv.data(), options);
+}
+
+Config ok(const std::variant<Config, ConfigExit>& r) {
+  if (auto* e = std::get_if<ConfigExit>(&r)) {
+    ADD_FAILURE() << "expected a Config, got exit " << e->exit_code << ": " << e->message;
+    return Config{};
+  }
+  return std::get<Config>(r);
+}
+
+ConfigExit fails(const std::variant<Config, ConfigExit>& r) {
+  if (auto* e = std::get_if<ConfigExit>(&r)) return *e;
+  ADD_FAILURE() << "expected an error, got a Config";
+  return ConfigExit{-1, ""};
+}
+
+// --- defaults and flags ----------------------------------------------------------------------
+
+TEST(ParseConfig, DefaultsMatchTheDesign) {
+  Config c = ok(parse({"--upstream", "192.0.2.1"}));
+  ASSERT_EQ(c.listen.size(), 1u);
+  EXPECT_EQ(c.listen[0], ep("127.0.0.1:53"));
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1:53")});
+  EXPECT_FALSE(c.upstreams_from_file);
+  EXPECT_EQ(c.upstream_file, "/etc/resolv.conf");
+  EXPECT_EQ(c.cache_size, 64u << 20);
+  EXPECT_EQ(c.cache_min_ttl, 0s);
+  EXPECT_EQ(c.cache_max_ttl, 604800s);
+  EXPECT_EQ(c.negative_max_ttl, 3600s);
+  EXPECT_EQ(c.stale_max, 86400s);
+  EXPECT_EQ(c.stale_ttl, 30s);
+  EXPECT_EQ(c.client_timeout, 1800ms);
+  EXPECT_EQ(c.upstream_timeout, 3000ms);
+  ASSERT_EQ(c.allow.size(), 2u);
+  EXPECT_EQ(c.allow[0].to_string(), "127.0.0.0/8");
+  EXPECT_EQ(c.allow[1].to_string(), "::1/128");
+  EXPECT_TRUE(c.ttl_caps.empty());
+  EXPECT_EQ(c.threads, 1u);
+  EXPECT_FALSE(c.log_queries);
+  EXPECT_FALSE(c.check_config);
+  EXPECT_TRUE(c.control_path.empty());
+  EXPECT_FALSE(c.metrics.has_value());
+}
+
+TEST(ParseConfig, EveryFlagIsStored) {
+  Config c = ok(parse({"--listen",
+                       "127.0.0.1:5353",
+                       "--listen",
+                       "[::1]:5353",
+                       "--upstream",
+                       "192.0.2.1",
+                       "--upstream",
+                       "[2001:db8::1]:5300",
+                       "--cache-size",
+                       "1GiB",
+                       "--cache-min-ttl",
+                       "60",
+                       "--cache-max-ttl",
+                       "1d",
+                       "--negative-max-ttl",
+                       "5m",
+                       "--stale-max",
+                       "0",
+                       "--stale-ttl",
+                       "10s",
+                       "--client-timeout",
+                       "2s",
+                       "--upstream-timeout",
+                       "2500",
+                       "--allow",
+                       "10.0.0.0/8",
+                       "--allow",
+                       "2001:db8::/32",
+                       "--ttl-cap",
+                       "shop.example.com=60",
+                       "--ttl-cap",
+                       "example.org.=1h",
+                       "--threads",
+                       "4",
+                       "--log-queries",
+                       "--check-config",
+                       "--control",
+                       "/run/hourglass.sock",
+                       "--metrics",
+                       "127.0.0.1:9153"}));
+  EXPECT_EQ(c.listen, (std::vector<Endpoint>{ep("127.0.0.1:5353"), ep("[::1]:5353")}));
+  EXPECT_EQ(c.upstreams, (std::vector<Endpoint>{ep("192.0.2.1:53"), ep("[2001:db8::1]:5300")}));
+  EXPECT_EQ(c.cache_size, uint64_t{1} << 30);
+  EXPECT_EQ(c.cache_min_ttl, 60s);
+  EXPECT_EQ(c.cache_max_ttl, 86400s);
+  EXPECT_EQ(c.negative_max_ttl, 300s);
+  EXPECT_EQ(c.stale_max, 0s);
+  EXPECT_EQ(c.stale_ttl, 10s);
+  EXPECT_EQ(c.client_timeout, 2000ms);
+  EXPECT_EQ(c.upstream_timeout, 2500ms);
+  ASSERT_EQ(c.allow.size(), 2u);  // replaces the default
+  EXPECT_EQ(c.allow[0].to_string(), "10.0.0.0/8");
+  EXPECT_EQ(c.allow[1].to_string(), "2001:db8::/32");
+  EXPECT_EQ(c.ttl_caps, (std::vector<TtlCap>{{"shop.example.com", 60s}, {"example.org.", 3600s}}));
+  EXPECT_EQ(c.threads, 4u);
+  EXPECT_TRUE(c.log_queries);
+  EXPECT_TRUE(c.check_config);
+  EXPECT_EQ(c.control_path, "/run/hourglass.sock");
+  ASSERT_TRUE(c.metrics.has_value());
+  EXPECT_EQ(*c.metrics, ep("127.0.0.1:9153"));
+}
+
+TEST(ParseConfig, EqualsSyntaxAndLastScalarWins) {
+  Config c = ok(parse({"--upstream=192.0.2.1", "--cache-size=1M", "--cache-size", "2M"}));
+  EXPECT_EQ(c.cache_size, 2u << 20);
+}
+
+TEST(ParseConfig, CacheSizeAcceptsEverySuffix) {
+  struct Case {
+    const char* text;
+    uint64_t bytes;
+  };
+  for (Case k : {Case{"65536", 65536}, Case{"64K", 64u << 10}, Case{"64KiB", 64u << 10},
+                 Case{"64M", 64u << 20}, Case{"64mib", 64u << 20}, Case{"2G", 2ull << 30},
+                 Case{"2GiB", 2ull << 30}, Case{"100000B", 100000}}) {
+    Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-size", k.text}));
+    EXPECT_EQ(c.cache_size, k.bytes) << k.text;
+  }
+}
+
+TEST(ParseConfig, BadCacheSizeNamesFlagValueAndWhatIsAllowed) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-size", "64XB"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--cache-size \"64XB\""));
+  EXPECT_THAT(e.message, HasSubstr("MiB"));
+  EXPECT_EQ(e.message.find('\n'), std::string::npos);
+}
+
+TEST(ParseConfig, CacheSizeOutOfRangeIsRejected) {
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "1K"})).exit_code, 2);
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "2048G"})).exit_code, 2);
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "99999999999999G"})).exit_code,
+            2);
+}
+
+TEST(ParseConfig, TtlAboveRfc2181LimitIsRejected) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483648"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--cache-max-ttl \"2147483648\""));
+  EXPECT_THAT(e.message, HasSubstr("2147483647"));
+  EXPECT_EQ(ok(parse({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483647"})).cache_max_ttl,
+            2147483647s);
+}
+
+TEST(ParseConfig, NegativeOrFractionalTtlIsRejected) {
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl=-1"})).exit_code, 2);
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl", "1.5"})).exit_code, 2);
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl", "30 s"})).exit_code, 2);
+}
+
+TEST(ParseConfig, MinTtlAboveMaxTtlNamesBoth) {
+  ConfigExit e =
+      fails(parse({"--upstream", "192.0.2.1", "--cache-min-ttl", "600", "--cache-max-ttl", "60"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--cache-min-ttl 600"));
+  EXPECT_THAT(e.message, HasSubstr("--cache-max-ttl 60"));
+}
+
+TEST(ParseConfig, TimeoutOutsideRangeIsRejected) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--client-timeout", "0"}));
+  EXPECT_THAT(e.message, HasSubstr("--client-timeout \"0\""));
+  EXPECT_THAT(e.message, HasSubstr("1 to 60000"));
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--upstream-timeout", "61s"})).exit_code, 2);
+}
+
+TEST(ParseConfig, ClientTimeoutAboveUpstreamTimeoutIsRejected) {
+  ConfigExit e = fails(
+      parse({"--upstream", "192.0.2.1", "--client-timeout", "4000", "--upstream-timeout", "3000"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--client-timeout 4000"));
+  EXPECT_THAT(e.message, HasSubstr("--upstream-timeout 3000"));
+}
+
+TEST(ParseConfig, BadListenAddressIsRejected) {
+  for (const char* bad : {"localhost:53", "127.0.0.1:99999", "[::1", "1.2.3:53", ""}) {
+    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--listen", bad}));
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_THAT(e.message, HasSubstr("--listen \"" + std::string(bad) + "\""));
+    EXPECT_THAT(e.message, HasSubstr("[::1]:53"));
+  }
+}
+
+TEST(ParseConfig, DuplicateListenAddressIsRejected) {
+  ConfigExit e = fails(
+      parse({"--upstream", "192.0.2.1", "--listen", "127.0.0.1:53", "--listen", "127.0.0.1"}));
+  EXPECT_THAT(e.message, HasSubstr("already listed"));
+}
+
+TEST(ParseConfig, UpstreamPortZeroOrHostNameIsRejected) {
+  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1:0"})).message,
+              HasSubstr("--upstream \"192.0.2.1:0\""));
+  EXPECT_THAT(fails(parse({"--upstream", "dns.google"})).message, HasSubstr("numeric"));
+}
+
+TEST(ParseConfig, AllowWithHostBitsSuggestsTheNetwork) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--allow", "10.1.2.3/8"}));
+  EXPECT_THAT(e.message, HasSubstr("--allow \"10.1.2.3/8\""));
+  EXPECT_THAT(e.message, HasSubstr("did you mean 10.0.0.0/8"));
+}
+
+TEST(ParseConfig, BadTtlCapsAreRejected) {
+  for (const char* bad : {"example.com", "example.com=", "=60", "a..b=60", "example.com=abc",
+                          "example.com=2147483648", "bad zone=60"}) {
+    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", bad}));
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_THAT(e.message, HasSubstr("--ttl-cap \"" + std::string(bad) + "\""));
+    EXPECT_THAT(e.message, HasSubstr("ZONE=SECONDS"));
+  }
+  std::string long_label(64, 'a');
+  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", long_label + ".com=1"})).message,
+              HasSubstr("63"));
+}
+
+TEST(ParseConfig, SameTtlCapZoneTwiceIsRejected) {
+  ConfigExit e = fails(parse(
+      {"--upstream", "192.0.2.1", "--ttl-cap", "Example.com=60", "--ttl-cap", "example.COM=30"}));
+  EXPECT_THAT(e.message, HasSubstr("already has a cap"));
+}
+
+TEST(ParseConfig, RootZoneCapIsAccepted) {
+  Config c = ok(parse({"--upstream", "192.0.2.1", "--ttl-cap", ".=300"}));
+  ASSERT_EQ(c.ttl_caps.size(), 1u);
+  EXPECT_EQ(c.ttl_caps[0].zone, ".");
+}
+
+TEST(ParseConfig, ZoneValidationHookCanRejectAZone) {
+  ParseOptions o = no_local_addresses();
+  o.validate_zone = [](std::string_view zone) -> std::optional<std::string> {
+    if (zone == "forbidden.example") return "this zone is forbidden";
+    return std::nullopt;
+  };
+  EXPECT_EQ(
+      ok(parse({"--upstream", "192.0.2.1", "--ttl-cap", "fine.example=5"}, o)).ttl_caps.size(), 1u);
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", "forbidden.example=5"}, o));
+  EXPECT_THAT(e.message, HasSubstr("this zone is forbidden"));
+}
+
+TEST(ParseConfig, ThreadsOutOfRangeIsRejected) {
+  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--threads", "0"})).message,
+              HasSubstr("1 to 256"));
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--threads", "257"})).exit_code, 2);
+}
+
+TEST(ParseConfig, ControlPathLongerThanSunPathIsRejected) {
+  std::string path = "/" + std::string(120, 'x');
+  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--control", path})).message,
+              HasSubstr("107"));
+}
+
+TEST(ParseConfig, MetricsNeedsAPort) {
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--metrics", "127.0.0.1"})).exit_code, 2);
+  EXPECT_EQ(*ok(parse({"--upstream", "192.0.2.1", "--metrics", "[::1]:9153"})).metrics,
+            ep("[::1]:9153"));
+}
+
+TEST(ParseConfig, UnknownFlagExitsTwoNamingIt) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-sise", "1M"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--cache-sise"));
+  EXPECT_THAT(e.message, HasSubstr("--help"));
+}
+
+TEST(ParseConfig, MissingValueExitsTwo) {
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-size"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--cache-size"));
+}
+
+TEST(ParseConfig, HelpExitsZeroListingEveryFlag) {
+  ConfigExit e = fails(parse({"--help"}));
+  EXPECT_EQ(e.exit_code, 0);
+  for (const char* flag :
+       {"--listen",        "--upstream",       "--upstream-file",    "--cache-size",
+        "--cache-min-ttl", "--cache-max-ttl",  "--negative-max-ttl", "--stale-max",
+        "--stale-ttl",     "--client-timeout", "--upstream-timeout", "--allow",
+        "--ttl-cap",       "--threads",        "--log-queries",      "--check-config",
+        "--version",       "--config",         "--control",          "--metrics"}) {
+    EXPECT_THAT(e.message, HasSubstr(flag));
+  }
+  EXPECT_EQ(config_help().substr(0, 20), e.message.substr(0, 20));
+}
+
+TEST(ParseConfig, VersionExitsZero) {
+  ConfigExit e = fails(parse({"--version"}));
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_THAT(e.message, HasSubstr("hourglass"));
+}
+
+// --- upstream file ---------------------------------------------------------------------------
+
+TEST(ParseConfig, UpstreamFileIsReadWhenNoUpstreamIsGiven) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\nnameserver 2001:db8::53\n");
+  Config c = ok(parse({"--upstream-file", rc}));
+  EXPECT_TRUE(c.upstreams_from_file);
+  EXPECT_EQ(c.upstreams, (std::vector<Endpoint>{ep("192.0.2.53"), ep("[2001:db8::53]:53")}));
+}
+
+TEST(ParseConfig, UpstreamFlagBeatsUpstreamFile) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
+  Config c = ok(parse({"--upstream-file", rc, "--upstream", "192.0.2.1"}));
+  EXPECT_FALSE(c.upstreams_from_file);
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});
+}
+
+TEST(ParseConfig, UnreadableUpstreamFileNamesFlagPathAndFix) {
+  TempDir dir;
+  std::string missing = dir.path("nope.conf");
+  ConfigExit e = fails(parse({"--upstream-file", missing}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--upstream-file \"" + missing + "\""));
+  EXPECT_THAT(e.message, HasSubstr("No such file"));
+  EXPECT_THAT(e.message, HasSubstr("--upstream ADDR"));
+}
+
+TEST(ParseConfig, UpstreamFileWithoutNameserversIsAnError) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "search example.com\noptions ndots:2\n");
+  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  EXPECT_THAT(e.message, HasSubstr("no usable nameserver"));
+}
+
+TEST(ParseConfig, UnusableNameserverLineBecomesAWarning) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver dns.example\nnameserver 192.0.2.9\n");
+  Config c = ok(parse({"--upstream-file", rc}));
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.9")});
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr(rc + ": line 1"));
+  EXPECT_THAT(c.warnings[0], HasSubstr("dns.example"));
+}
+
+// --- TOML ------------------------------------------------------------------------------------
+
+TEST(ParseConfigFile, SetsEveryKindOfKey) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", R"(
+listen = ["127.0.0.1:5300", "[::1]:5300"]
+upstream = "192.0.2.1"
+cache-size = "32MiB"
+cache-min-ttl = 60
+stale-max = "2d"
+client-timeout = 1000
+allow = ["10.0.0.0/8"]
+log-queries = true
+threads = 2
+
+[ttl-cap]
+"shop.example.com" = 60
+"example.org" = "5m"
+)");
+  Config c = ok(parse({"--config", toml}));
+  EXPECT_EQ(c.config_file, toml);
+  EXPECT_EQ(c.listen, (std::vector<Endpoint>{ep("127.0.0.1:5300"), ep("[::1]:5300")}));
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});
+  EXPECT_EQ(c.cache_size, 32u << 20);
+  EXPECT_EQ(c.cache_min_ttl, 60s);
+  EXPECT_EQ(c.stale_max, 172800s);
+  EXPECT_EQ(c.client_timeout, 1000ms);
+  ASSERT_EQ(c.allow.size(), 1u);
+  EXPECT_TRUE(c.log_queries);
+  EXPECT_EQ(c.threads, 2u);
+  ASSERT_EQ(c.ttl_caps.size(), 2u);
+  EXPECT_EQ(c.ttl_caps[0].cap + c.ttl_caps[1].cap, 360s);
+}
+
+TEST(ParseConfigFile, CommandLineOverridesTheFile) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", R"(
+cache-size = "32MiB"
+listen = ["127.0.0.1:5300", "127.0.0.2:5300"]
+upstream = ["192.0.2.1"]
+log-queries = true
+)");
+  Config c = ok(parse({"--config", toml, "--cache-size", "16MiB", "--listen", "127.0.0.3:53"}));
+  EXPECT_EQ(c.cache_size, 16u << 20);
+  EXPECT_EQ(c.listen, std::vector<Endpoint>{ep("127.0.0.3:53")});  // replaced, not appended
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});  // untouched
+  EXPECT_TRUE(c.log_queries);
+}
+
+TEST(ParseConfigFile, UpstreamFileFlagBeatsUpstreamsFromTheFile) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\n");
+  std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
+  Config c = ok(parse({"--config", toml, "--upstream-file", rc}));
+  EXPECT_TRUE(c.upstreams_from_file);
+  EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.53")});
+}
+
+TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = \"64XB\"\n");
+  ConfigExit e = fails(parse({"--config", toml}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr(toml + ": cache-size = \"64XB\""));
+  EXPECT_THAT(e.message, HasSubstr("MiB"));
+}
+
+TEST(ParseConfigFile, WrongTypeIsRejected) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = 1.5\n");
+  EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("string or an integer"));
+  toml = dir.write("hg2.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"yes\"\n");
+  EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("true or false"));
+}
+
+TEST(ParseConfigFile, UnknownKeyIsNamedWithASuggestion) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "cache_size = \"1M\"\n");
+  ConfigExit e = fails(parse({"--config", toml}));
+  EXPECT_THAT(e.message, HasSubstr("unknown key \"cache_size\""));
+  EXPECT_THAT(e.message, HasSubstr("did you mean cache-size"));
+}
+
+TEST(ParseConfigFile, SyntaxErrorNamesTheLine) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = \n");
+  ConfigExit e = fails(parse({"--config", toml}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--config \"" + toml + "\""));
+  EXPECT_THAT(e.message, HasSubstr("line 2"));
+}
+
+TEST(ParseConfigFile, MissingFileIsAnError) {
+  TempDir dir;
+  ConfigExit e = fails(parse({"--config", dir.path("absent.toml")}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr(dir.path("absent.toml")));
+}
+
+// --- forwarding loop -------------------------------------------------------------------------
+
+TEST(ParseConfig, UpstreamEqualToListenAddressIsALoop) {
+  ConfigExit e = fails(parse({"--listen", "127.0.0.1:5353", "--upstream", "127.0.0.1:5353"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("forwarding loop"));
+  EXPECT_THAT(e.message, HasSubstr("--upstream-file"));
+}
+
+TEST(ParseConfig, ResolvConfPointingAtUsIsALoopNamingTheFile) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver 127.0.0.1\n");
+  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("forwarding loop"));
+  EXPECT_THAT(e.message, HasSubstr(rc));
+  EXPECT_THAT(e.message, HasSubstr("point --upstream-file at the real servers"));
+}
+
+TEST(ParseConfig, WildcardListenAndLocalInterfaceAddressIsALoop) {
+  ParseOptions o;
+  o.local_addresses = std::vector<Endpoint>{ep("192.168.1.5:0")};
+  EXPECT_EQ(fails(parse({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.5"}, o)).exit_code, 2);
+  EXPECT_EQ(ok(parse({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.6"}, o)).upstreams.size(),
+            1u);
+}
+
+TEST(FindForwardingLoop, SameAddressAndPortIsALoop) {
+  std::vector<Endpoint> listen = {ep("127.0.0.1:53")};
+  std::vector<Endpoint> up = {ep("192.0.2.1:53"), ep("127.0.0.1:53")};
+  auto loop = find_forwarding_loop(listen, up, {});
+  ASSERT_TRUE(loop.has_value());
+  EXPECT_EQ(loop->upstream, ep("127.0.0.1:53"));
+  EXPECT_EQ(loop->listen, ep("127.0.0.1:53"));
+}
+
+TEST(FindForwardingLoop, DifferentPortIsNotALoop) {
+  std::vector<Endpoint> listen = {ep("127.0.0.1:5353")};
+  std::vector<Endpoint> up = {ep("127.0.0.1:53")};
+  EXPECT_FALSE(find_forwarding_loop(listen, up, {}).has_value());
+}
+
+TEST(FindForwardingLoop, SpecificListenDoesNotCatchAnotherLoopbackAddress) {
+  // systemd-resolved on 127.0.0.53 is a fine upstream for hourglass on 127.0.0.1.
+  std::vector<Endpoint> listen = {ep("127.0.0.1:53")};
+  std::vector<Endpoint> up = {ep("127.0.0.53:53")};
+  EXPECT_FALSE(find_forwarding_loop(listen, up, {}).has_value());
+}
+
+TEST(FindForwardingLoop, V4WildcardCatchesAnyV4LoopbackButNotV6) {
+  std::vector<Endpoint> listen = {ep("0.0.0.0:53")};
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("127.0.0.53:53")}, {}));
+  EXPECT_FALSE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("[::1]:53")}, {}));
+  EXPECT_FALSE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("192.0.2.1:53")}, {}));
+}
+
+TEST(FindForwardingLoop, V6WildcardCatchesBothFamilies) {
+  std::vector<Endpoint> listen = {ep("[::]:53")};
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("[::1]:53")}, {}));
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("127.0.0.1:53")}, {}));
+  std::vector<Endpoint> locals = {ep("[2001:db8::5]:0")};
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("[2001:db8::5]:53")}, locals));
+}
+
+TEST(FindForwardingLoop, MappedV4ListenMatchesV4Upstream) {
+  std::vector<Endpoint> listen = {ep("[::ffff:127.0.0.1]:53")};
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("127.0.0.1:53")}, {}));
+}
+
+TEST(FindForwardingLoop, UnspecifiedUpstreamReachesALocalListener) {
+  std::vector<Endpoint> listen = {ep("127.0.0.1:53")};
+  EXPECT_TRUE(find_forwarding_loop(listen, std::vector<Endpoint>{ep("0.0.0.0:53")}, {}));
+}
+
+TEST(FindForwardingLoop, DescriptionNamesBothAddressesAndTheFix) {
+  std::string msg = describe(ForwardingLoop{ep("127.0.0.1:53"), ep("0.0.0.0:53")}, "/x/resolv");
+  EXPECT_THAT(msg, HasSubstr("127.0.0.1:53"));
+  EXPECT_THAT(msg, HasSubstr("0.0.0.0:53"));
+  EXPECT_THAT(msg, HasSubstr("/x/resolv"));
+  EXPECT_THAT(msg, HasSubstr("--upstream-file"));
+}
+
+// --- Endpoint --------------------------------------------------------------------------------
+
+TEST(ParseEndpoint, AcceptsEveryDocumentedForm) {
+  struct Case {
+    const char* text;
+    const char* printed;
+  };
+  for (Case k :
+       {Case{"192.0.2.1", "192.0.2.1:53"}, Case{"192.0.2.1:5353", "192.0.2.1:5353"},
+        Case{"2001:db8::1", "[2001:db8::1]:53"}, Case{"[2001:db8::1]", "[2001:db8::1]:53"},
+        Case{"[2001:db8::1]:5353", "[2001:db8::1]:5353"}, Case{"[::]:0", "[::]:0"},
+        Case{"[fe80::1%lo]:53", "[fe80::1%lo]:53"}, Case{"[fe80::1%1]", "[fe80::1%lo]:53"}}) {
+    auto e = parse_endpoint(k.text, 53);
+    ASSERT_TRUE(e.has_value()) << k.text;
+    EXPECT_EQ(e->to_string(), k.printed) << k.text;
+    EXPECT_EQ(parse_endpoint(e->to_string(), std::nullopt), e) << k.text;  // round trip
+  }
+}
+
+TEST(ParseEndpoint, RejectsNonNumericAndMalformed) {
+  for (const char* bad :
+       {"", "localhost", "1.2.3", "1.2.3.4:", "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:0x35", "[::1",
+        "[::1]x", "[::1]:", "[1.2.3.4]:53", "[fe80::1%nosuchif0]:53", " 1.2.3.4", "01.2.3.4"}) {
+    EXPECT_FALSE(parse_endpoint(bad, 53).has_value()) << bad;
+  }
+}
+
+TEST(ParseEndpoint, WithoutDefaultPortRequiresOne) {
+  EXPECT_FALSE(parse_endpoint("192.0.2.1", std::nullopt).has_value());
+  EXPECT_EQ(parse_endpoint("192.0.2.1:8", std::nullopt)->port(), 8);
+}
+
+TEST(EndpointCompare, SameIpTreatsMappedV4AsV4) {
+  EXPECT_TRUE(ep("[::ffff:192.0.2.1]:1").same_ip(ep("192.0.2.1:2")));
+  EXPECT_FALSE(ep("[::ffff:192.0.2.1]:1") == ep("192.0.2.1:1"));  // different sockaddrs
+  EXPECT_TRUE(ep("127.1.2.3").is_loopback());
+  EXPECT_TRUE(ep("[::1]").is_loopback());
+  EXPECT_TRUE(ep("[::]").is_unspecified());
+  EXPECT_FALSE(ep("192.0.2.1").is_loopback());
+}
+
+// --- Cidr ------------------------------------------------------------------------------------
+
+TEST(Cidr, ContainsAddressesInsideItsPrefixOnly) {
+  Cidr c = Cidr::parse("10.16.0.0/12").value();
+  EXPECT_TRUE(c.contains(ep("10.16.0.1")));
+  EXPECT_TRUE(c.contains(ep("10.31.255.255")));
+  EXPECT_FALSE(c.contains(ep("10.32.0.0")));
+  EXPECT_FALSE(c.contains(ep("10.15.255.255")));
+  EXPECT_FALSE(c.contains(ep("[::1]")));
+}
+
+TEST(Cidr, V6BlockMatchesV6Only) {
+  Cidr c = Cidr::parse("2001:db8::/32").value();
+  EXPECT_TRUE(c.contains(ep("[2001:db8:ffff::1]")));
+  EXPECT_FALSE(c.contains(ep("[2001:db9::1]")));
+  EXPECT_FALSE(c.contains(ep("192.0.2.1")));
+}
+
+TEST(Cidr, MappedV4ClientMatchesV4Block) {
+  // A dual-stack socket sees IPv4 clients as ::ffff:a.b.c.d.
+  EXPECT_TRUE(Cidr::parse("127.0.0.0/8").value().contains(ep("[::ffff:127.0.0.1]")));
+  EXPECT_FALSE(Cidr::parse("127.0.0.0/8").value().contains(ep("[::ffff:10.0.0.1]")));
+}
+
+TEST(Cidr, BareAddressIsAHostRouteAndZeroPrefixIsEverything) {
+  Cidr host = Cidr::parse("192.0.2.1").value();
+  EXPECT_EQ(host.prefix(), 32u);
+  EXPECT_TRUE(host.contains(ep("192.0.2.1")));
+  EXPECT_FALSE(host.contains(ep("192.0.2.2")));
+  Cidr all = Cidr::parse("0.0.0.0/0").value();
+  EXPECT_TRUE(all.contains(ep("203.0.113.9")));
+  EXPECT_TRUE(Cidr::parse("::/0").value().contains(ep("[2001:db8::1]")));
+}
+
+TEST(Cidr, ContainsRejectsNullAndOtherFamilies) {
+  Cidr c = Cidr::parse("0.0.0.0/0").value();
+  EXPECT_FALSE(c.contains(static_cast<const sockaddr*>(nullptr)));
+  sockaddr un{};
+  un.sa_family = AF_UNIX;
+  EXPECT_FALSE(c.contains(&un));
+}
+
+TEST(Cidr, ParseErrorsSayWhatIsWrong) {
+  EXPECT_THAT(Cidr::parse("10.0.0.0/33").error(), HasSubstr("larger than the address"));
+  EXPECT_THAT(Cidr::parse("10.0.0.0/x").error(), HasSubstr("not a number"));
+  EXPECT_THAT(Cidr::parse("ten/8").error(), HasSubstr("not a numeric"));
+  EXPECT_THAT(Cidr::parse("2001:db8::1/32").error(), HasSubstr("did you mean 2001:db8::/32"));
+}
+
+// --- resolv.conf -----------------------------------------------------------------------------
+
+TEST(ParseResolvConf, ReadsNameserversAndIgnoresEverythingElse) {
+  ResolvConf rc = parse_resolv_conf(
+      "# generated by NetworkManager\n"
+      "; another comment\n"
+      "search example.com corp.example\n"
+      "options edns0 trust-ad ndots:2\n"
+      "nameserver 192.0.2.1\n"
+      "  nameserver\t2001:db8::53   # inline comment\n"
+      "nameserver fe80::1%lo\n"
+      "nameserver 192.0.2.2:5353\n"
+      "nameserver [2001:db8::54]:5300\n"
+      "domain example.com\n"
+      "nameserver 192.0.2.3\r\n"
+      "nameservers 192.0.2.99\n"
+      "nameserver");
+  std::vector<std::string> got;
+  for (const auto& e : rc.nameservers)
+    got.push_back(e.to_string());
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"192.0.2.1:53", "[2001:db8::53]:53", "[fe80::1%lo]:53",
+                                      "192.0.2.2:5353", "[2001:db8::54]:5300", "192.0.2.3:53"}));
+  ASSERT_EQ(rc.warnings.size(), 1u);  // the bare "nameserver" on line 13
+  EXPECT_THAT(rc.warnings[0], HasSubstr("line 13"));
+}
+
+TEST(ParseResolvConf, EmptyInputHasNoNameservers) {
+  EXPECT_TRUE(parse_resolv_conf("").nameservers.empty());
+  EXPECT_TRUE(parse_resolv_conf("\n\n#\n").nameservers.empty());
+}
+
+TEST(ReadResolvConf, MissingFileNamesPathAndReason) {
+  auto rc = read_resolv_conf("/nonexistent/hourglass/resolv.conf");
+  ASSERT_FALSE(rc.has_value());
+  EXPECT_THAT(rc.error(), HasSubstr("/nonexistent/hourglass/resolv.conf"));
+  EXPECT_THAT(rc.error(), HasSubstr("No such file"));
+}
+
+// --- value syntax ----------------------------------------------------------------------------
+
+TEST(ParseBytes, RejectsUnknownSuffixesSignsAndOverflow) {
+  EXPECT_EQ(parse_bytes("1k"), 1024u);
+  EXPECT_FALSE(parse_bytes("1KB").has_value());  // ambiguous between 1000 and 1024
+  EXPECT_FALSE(parse_bytes("-1").has_value());
+  EXPECT_FALSE(parse_bytes("M").has_value());
+  EXPECT_FALSE(parse_bytes("1 M").has_value());
+  EXPECT_FALSE(parse_bytes("999999999999999G").has_value());
+}
+
+TEST(ParseSeconds, AcceptsUnits) {
+  EXPECT_EQ(parse_seconds("45"), 45s);
+  EXPECT_EQ(parse_seconds("45s"), 45s);
+  EXPECT_EQ(parse_seconds("2m"), 120s);
+  EXPECT_EQ(parse_seconds("3h"), 10800s);
+  EXPECT_EQ(parse_seconds("1d"), 86400s);
+  EXPECT_FALSE(parse_seconds("1w").has_value());
+  EXPECT_FALSE(parse_seconds("").has_value());
+}
+
+TEST(ParseMillis, AcceptsMsAndSeconds) {
+  EXPECT_EQ(parse_millis("1800"), 1800ms);
+  EXPECT_EQ(parse_millis("1800ms"), 1800ms);
+  EXPECT_EQ(parse_millis("2s"), 2000ms);
+  EXPECT_FALSE(parse_millis("1.8s").has_value());
+}
+
+}  // namespace
+}  // namespace hg::resolver

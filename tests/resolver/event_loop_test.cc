@@ -1,0 +1,359 @@
+// EventLoop tests. Timer logic runs on a manual clock driven with run_once(0ms), so nothing
+// here sleeps; fd tests use pipes, cross-thread tests a second thread.
+#include "resolver/event_loop.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hg::resolver {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ManualTime {
+ public:
+  MonoTime now() const { return t_; }
+  void advance(Millis d) { t_ += d; }
+  EventLoop::Options options() {
+    return EventLoop::Options{.clock = [this] { return t_; }};
+  }
+
+ private:
+  MonoTime t_{Millis{1'000'000}};
+};
+
+struct Pipe {
+  int r = -1;
+  int w = -1;
+  Pipe() {
+    int fds[2];
+    EXPECT_EQ(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+    r = fds[0];
+    w = fds[1];
+  }
+  ~Pipe() {
+    if (r >= 0) close(r);
+    if (w >= 0) close(w);
+  }
+  void put() { ASSERT_EQ(write(w, "x", 1), 1); }
+};
+
+TEST(EventLoopTimer, RunsTimersInDeadlineOrderThenAdditionOrder) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  std::string order;
+  loop.add_timer(30ms, [&] { order += "c"; });
+  loop.add_timer(10ms, [&] { order += "a"; });
+  loop.add_timer(20ms, [&] { order += "b"; });
+  loop.add_timer(10ms, [&] { order += "A"; });
+  clock.advance(100ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(order, "aAbc");
+  EXPECT_EQ(loop.pending_timers(), 0u);
+}
+
+TEST(EventLoopTimer, DoesNotRunBeforeItsDeadline) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int ran = 0;
+  loop.add_timer(50ms, [&] { ++ran; });
+  clock.advance(49ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 0);
+  clock.advance(1ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(EventLoopTimer, CancelledTimerNeverRuns) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int ran = 0;
+  TimerId a = loop.add_timer(10ms, [&] { ran += 1; });
+  loop.add_timer(10ms, [&] { ran += 10; });
+  EXPECT_TRUE(loop.cancel_timer(a));
+  EXPECT_FALSE(loop.cancel_timer(a));
+  clock.advance(10ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 10);
+}
+
+TEST(EventLoopTimer, CancelAfterRunReturnsFalse) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  TimerId a = loop.add_timer(0ms, [] {});
+  loop.run_once(0ms);
+  EXPECT_FALSE(loop.cancel_timer(a));
+  EXPECT_FALSE(loop.cancel_timer(TimerId{}));
+}
+
+TEST(EventLoopTimer, CallbackCanCancelALaterTimerOfTheSameIteration) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int ran = 0;
+  TimerId second;
+  loop.add_timer(5ms, [&] { loop.cancel_timer(second); });
+  second = loop.add_timer(5ms, [&] { ++ran; });
+  clock.advance(5ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 0);
+}
+
+TEST(EventLoopTimer, TimerAddedByCallbackWaitsForNextIteration) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int inner = 0;
+  loop.add_timer(0ms, [&] { loop.add_timer(0ms, [&] { ++inner; }); });
+  loop.run_once(0ms);
+  EXPECT_EQ(inner, 0);
+  loop.run_once(0ms);
+  EXPECT_EQ(inner, 1);
+}
+
+TEST(EventLoopTimer, AbsoluteTimeInThePastRunsAtNextIteration) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int ran = 0;
+  loop.add_timer_at(clock.now() - 1h, [&] { ++ran; });
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(EventLoopTimer, ManyCancelledTimersLeaveLiveOnesInOrder) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  std::vector<int> fired;
+  std::vector<TimerId> ids;
+  for (int i = 0; i < 5000; ++i) {
+    ids.push_back(loop.add_timer(Millis{i}, [&fired, i] { fired.push_back(i); }));
+  }
+  for (int i = 0; i < 5000; ++i) {
+    if (i % 500 != 0) loop.cancel_timer(ids[static_cast<std::size_t>(i)]);
+  }
+  EXPECT_EQ(loop.pending_timers(), 10u);
+  clock.advance(10s);
+  loop.run_once(0ms);
+  EXPECT_EQ(fired, (std::vector<int>{0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500}));
+}
+
+TEST(EventLoopClock, NowIsReadOncePerIteration) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  MonoTime seen_first{}, seen_second{};
+  loop.add_timer(0ms, [&] {
+    seen_first = loop.now();
+    clock.advance(5s);  // time passes inside a callback...
+  });
+  loop.add_timer(0ms, [&] { seen_second = loop.now(); });  // ...but not for the next one
+  loop.run_once(0ms);
+  EXPECT_EQ(seen_first, seen_second);
+  loop.run_once(0ms);
+  EXPECT_EQ(loop.now(), seen_first + 5s);
+}
+
+TEST(EventLoopTimer, RealClockTimerFiresAfterItsDelay) {
+  EventLoop loop;
+  auto start = std::chrono::steady_clock::now();
+  bool fired = false;
+  loop.add_timer(20ms, [&] {
+    fired = true;
+    loop.stop();
+  });
+  loop.run();
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(fired);
+  EXPECT_GE(elapsed, 19ms);  // the clock is floored to whole milliseconds
+  EXPECT_LT(elapsed, 1s);
+}
+
+TEST(EventLoopFd, ReadableFdCallsItsCallback) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  FdEvents got;
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [&](FdEvents ev) {
+    ++calls;
+    got = ev;
+  }));
+  loop.run_once(0ms);
+  EXPECT_EQ(calls, 0);
+  p.put();
+  loop.run_once(1000ms);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(got.readable);
+  EXPECT_FALSE(got.writable);
+}
+
+TEST(EventLoopFd, WriteInterestReportsWritable) {
+  EventLoop loop;
+  Pipe p;
+  FdEvents got;
+  ASSERT_TRUE(loop.add_fd(p.w, Interest::Write, [&](FdEvents ev) { got = ev; }));
+  loop.run_once(1000ms);
+  EXPECT_TRUE(got.writable);
+}
+
+TEST(EventLoopFd, ModifyToNoneSilencesAndBackToReadWakes) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [&](FdEvents) { ++calls; }));
+  p.put();
+  ASSERT_TRUE(loop.modify_fd(p.r, Interest::None));
+  loop.run_once(0ms);
+  EXPECT_EQ(calls, 0);
+  ASSERT_TRUE(loop.modify_fd(p.r, Interest::Read));
+  loop.run_once(1000ms);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(EventLoopFd, SecondWatchOnSameFdIsRefused) {
+  EventLoop loop;
+  Pipe p;
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [](FdEvents) {}));
+  EXPECT_FALSE(loop.add_fd(p.r, Interest::Read, [](FdEvents) {}));
+  EXPECT_EQ(errno, EEXIST);
+  EXPECT_TRUE(loop.remove_fd(p.r));
+  EXPECT_FALSE(loop.remove_fd(p.r));
+  EXPECT_FALSE(loop.modify_fd(p.r, Interest::Read));
+}
+
+TEST(EventLoopFd, CallbackMayRemoveItsOwnWatch) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [&, fd = p.r](FdEvents) {
+    ++calls;
+    loop.remove_fd(fd);
+  }));
+  p.put();
+  loop.run_once(1000ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(loop.watching(p.r));
+}
+
+TEST(EventLoopFd, WatchRemovedEarlierInTheIterationIsNotCalled) {
+  EventLoop loop;
+  Pipe a, b;
+  int a_calls = 0, b_calls = 0;
+  // Whichever runs first removes the other; exactly one of them may run.
+  ASSERT_TRUE(loop.add_fd(a.r, Interest::Read, [&](FdEvents) {
+    ++a_calls;
+    loop.remove_fd(b.r);
+  }));
+  ASSERT_TRUE(loop.add_fd(b.r, Interest::Read, [&](FdEvents) {
+    ++b_calls;
+    loop.remove_fd(a.r);
+  }));
+  a.put();
+  b.put();
+  loop.run_once(1000ms);
+  EXPECT_EQ(a_calls + b_calls, 1);
+}
+
+TEST(EventLoopFd, ReusedFdNumberDoesNotInheritAStaleEvent) {
+  EventLoop loop;
+  Pipe a;
+  auto b = std::make_unique<Pipe>();
+  auto replacement = std::unique_ptr<Pipe>();
+  int b_calls = 0, new_calls = 0;
+  const int b_fd = b->r;
+  // a becomes ready first (epoll's ready list is FIFO), so its callback runs first: it
+  // closes b, whose event is already collected, and opens a pipe that reuses b's fd number.
+  ASSERT_TRUE(loop.add_fd(a.r, Interest::Read, [&](FdEvents) {
+    if (replacement) return;
+    loop.remove_fd(b_fd);
+    b.reset();
+    replacement = std::make_unique<Pipe>();
+    ASSERT_TRUE(loop.add_fd(replacement->r, Interest::Read, [&](FdEvents) { ++new_calls; }));
+  }));
+  ASSERT_TRUE(loop.add_fd(b_fd, Interest::Read, [&](FdEvents) { ++b_calls; }));
+  a.put();
+  b->put();
+  loop.run_once(1000ms);
+  if (b_calls != 0) GTEST_SKIP() << "epoll reported b first; nothing to check";
+  ASSERT_TRUE(replacement);
+  if (replacement->r != b_fd) GTEST_SKIP() << "the kernel did not reuse the fd number";
+  EXPECT_EQ(new_calls, 0);  // the new pipe is empty: an event for it would be a lie
+  loop.run_once(0ms);
+  EXPECT_EQ(new_calls, 0);
+  loop.remove_fd(replacement->r);
+}
+
+TEST(EventLoopPost, TaskPostedFromAnotherThreadRunsOnTheLoopThread) {
+  EventLoop loop;
+  std::thread::id loop_thread;
+  std::thread::id task_thread;
+  std::thread t([&] {
+    loop_thread = std::this_thread::get_id();
+    loop.run();
+  });
+  loop.post([&] {
+    task_thread = std::this_thread::get_id();
+    loop.stop();
+  });
+  t.join();
+  EXPECT_EQ(task_thread, loop_thread);
+  EXPECT_NE(task_thread, std::this_thread::get_id());
+}
+
+TEST(EventLoopPost, TasksFromEachThreadRunInPostedOrder) {
+  EventLoop loop;
+  std::vector<int> from_a, from_b;  // touched only on the loop thread
+  std::atomic<int> done{0};
+  std::thread runner([&] { loop.run(); });
+  auto producer = [&](std::vector<int>& out) {
+    for (int i = 0; i < 2000; ++i)
+      loop.post([&out, i] { out.push_back(i); });
+    loop.post([&] {
+      if (++done == 2) loop.stop();
+    });
+  };
+  std::thread a([&] { producer(from_a); });
+  std::thread b([&] { producer(from_b); });
+  a.join();
+  b.join();
+  runner.join();
+  ASSERT_EQ(from_a.size(), 2000u);
+  ASSERT_EQ(from_b.size(), 2000u);
+  EXPECT_TRUE(std::is_sorted(from_a.begin(), from_a.end()));
+  EXPECT_TRUE(std::is_sorted(from_b.begin(), from_b.end()));
+}
+
+TEST(EventLoopPost, StopFromAnotherThreadEndsABlockedRun) {
+  EventLoop loop;
+  std::atomic<bool> running{false};
+  std::thread t([&] {
+    loop.post([&] { running = true; });
+    loop.run();
+  });
+  while (!running)
+    std::this_thread::yield();
+  loop.stop();
+  t.join();  // would hang if stop() did not wake epoll_wait
+  SUCCEED();
+}
+
+TEST(EventLoopPost, TaskPostedOnTheLoopThreadRunsNextIteration) {
+  EventLoop loop;
+  int ran = 0;
+  loop.add_timer(0ms, [&] { loop.post([&] { ++ran; }); });
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 0);
+  loop.run_once(1000ms);
+  EXPECT_EQ(ran, 1);
+}
+
+}  // namespace
+}  // namespace hg::resolver

@@ -1,0 +1,361 @@
+// Upstream tests: real c-ares 1.18 talking to FakeUpstream over loopback. Timeouts are
+// shortened through UpstreamOptions so the failure cases take ~100-200 ms each.
+#include "resolver/upstream.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/fake_upstream.h"
+
+namespace hg::resolver {
+namespace {
+
+using namespace std::chrono_literals;
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using test::Transport;
+
+// A query as the daemon builds it: RD=1 and exactly one bare OPT record at the end.
+std::vector<uint8_t> make_query(std::string_view name, uint16_t qtype, uint16_t id = 0) {
+  std::vector<uint8_t> q = {
+      static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1};
+  while (!name.empty()) {
+    auto dot = name.find('.');
+    auto label = name.substr(0, dot);
+    q.push_back(static_cast<uint8_t>(label.size()));
+    q.insert(q.end(), label.begin(), label.end());
+    name = dot == std::string_view::npos ? std::string_view{} : name.substr(dot + 1);
+  }
+  q.push_back(0);
+  q.push_back(static_cast<uint8_t>(qtype >> 8));
+  q.push_back(static_cast<uint8_t>(qtype));
+  q.push_back(0);
+  q.push_back(1);
+  // OPT: root owner, type 41, payload 1232, ext-rcode/version/flags 0, no options.
+  const uint8_t opt[] = {0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0};
+  q.insert(q.end(), std::begin(opt), std::end(opt));
+  return q;
+}
+
+uint16_t u16(const std::vector<uint8_t>& b, std::size_t at) {
+  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
+}
+
+struct Outcome {
+  bool done = false;
+  int calls = 0;
+  UpstreamStatus status = UpstreamStatus::Internal;
+  std::vector<uint8_t> answer;
+};
+
+Upstream::Callback record(Outcome& o) {
+  return [&o](UpstreamStatus s, std::span<const uint8_t> answer) {
+    o.done = true;
+    ++o.calls;
+    o.status = s;
+    o.answer.assign(answer.begin(), answer.end());
+  };
+}
+
+class UpstreamTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Upstream> make(UpstreamOptions opts = {}) {
+    if (opts.servers.empty()) opts.servers.push_back(*parse_endpoint(fake.address(), 53));
+    auto up = Upstream::create(loop, std::move(opts));
+    EXPECT_TRUE(up.has_value()) << (up ? "" : up.error());
+    return up ? std::move(up.value()) : nullptr;
+  }
+  static UpstreamOptions quick() { return UpstreamOptions{.try_timeout = 100ms, .tries = 1}; }
+
+  // Runs the loop until `pred` holds or 5 s pass; returns the time it took.
+  template <class Pred>
+  std::chrono::steady_clock::duration run_until(Pred pred) {
+    auto start = std::chrono::steady_clock::now();
+    while (!pred() && std::chrono::steady_clock::now() - start < 5s)
+      loop.run_once(50ms);
+    return std::chrono::steady_clock::now() - start;
+  }
+
+  FakeUpstream fake;
+  EventLoop loop;
+};
+
+TEST_F(UpstreamTest, AnswerArrivesWithTheIdSendReturned) {
+  fake.on("www.example.com", FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")}));
+  auto up = make();
+  Outcome o;
+  auto query = make_query("www.example.com", 1);
+  auto id = up->send(query, record(o));
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(up->in_flight(), 1u);
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  ASSERT_GE(o.answer.size(), 12u);
+  EXPECT_EQ(u16(o.answer, 0), *id);
+  EXPECT_EQ(u16(o.answer, 6), 1);   // ANCOUNT
+  EXPECT_EQ(o.answer[3] & 0xf, 0);  // NOERROR
+  EXPECT_EQ(fake.queries("www.example.com", Transport::Udp), 1u);
+  EXPECT_EQ(up->in_flight(), 0u);
+}
+
+TEST_F(UpstreamTest, SendWritesItsRandomIdIntoItsOwnCopyOnly) {
+  auto up = make();
+  auto query = make_query("id.example", 1, 0xabcd);
+  const auto original = query;
+  Outcome o;
+  auto id = up->send(query, record(o));
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(query, original);
+  run_until([&] { return o.done; });
+  auto got = fake.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, *id);  // c-ares 1.18 sends the ID in our buffer
+  EXPECT_TRUE(got[0].has_opt);
+}
+
+TEST_F(UpstreamTest, ConcurrentQueriesGetDistinctIds) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.7")}));
+  auto up = make();
+  constexpr int kQueries = 300;
+  std::vector<Outcome> outcomes(kQueries);
+  std::set<uint16_t> ids;
+  for (int i = 0; i < kQueries; ++i) {
+    auto q = make_query("n" + std::to_string(i) + ".example", 1);
+    auto id = up->send(q, record(outcomes[static_cast<std::size_t>(i)]));
+    ASSERT_TRUE(id.has_value());
+    ids.insert(*id);
+  }
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kQueries));
+  run_until([&] { return up->in_flight() == 0; });
+  for (const auto& o : outcomes)
+    EXPECT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.total_queries(), static_cast<std::size_t>(kQueries));
+}
+
+TEST_F(UpstreamTest, DroppedQueryTimesOutWithinTheConfiguredTime) {
+  fake.on("void.example", FakeReply::dropped());
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("void.example", 1), record(o));
+  auto took = run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::Timeout);
+  EXPECT_TRUE(o.answer.empty());
+  EXPECT_GE(took, 90ms);
+  EXPECT_LT(took, 1s);
+  EXPECT_EQ(fake.queries("void.example"), 1u);
+}
+
+TEST_F(UpstreamTest, ServFailAnswerIsReportedAsServFailWithoutBytes) {
+  fake.on("broken.example", FakeReply::servfail());
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("broken.example", 1), record(o));
+  run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::ServFail);
+  EXPECT_TRUE(o.answer.empty());
+  EXPECT_EQ(fake.queries("broken.example"), 1u);
+}
+
+TEST_F(UpstreamTest, RefusedAnswerIsReportedAsRefused) {
+  fake.on("nope.example", FakeReply::refused());
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("nope.example", 1), record(o));
+  run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::Refused);
+}
+
+TEST_F(UpstreamTest, NxDomainIsAnOkAnswerWithItsRcode) {
+  fake.on("missing.example", FakeReply::nxdomain(FakeRecord::soa("example", 3600, 300)));
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("missing.example", 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(o.answer[3] & 0xf, 3);  // NXDOMAIN
+  EXPECT_EQ(u16(o.answer, 8), 1);   // NSCOUNT: the SOA
+}
+
+TEST_F(UpstreamTest, TruncatedUdpAnswerIsRetriedOverTcp) {
+  fake.on("big.example", [] {
+    auto r = FakeReply::records(
+        {FakeRecord::a("", 300, "192.0.2.1"), FakeRecord::a("", 300, "192.0.2.2")});
+    r.truncate_udp = true;
+    return r;
+  }());
+  auto up = make();
+  Outcome o;
+  (void)up->send(make_query("big.example", 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(u16(o.answer, 6), 2);    // ANCOUNT from the TCP answer
+  EXPECT_EQ(o.answer[2] & 0x02, 0);  // TC clear
+  EXPECT_EQ(fake.queries("big.example", Transport::Udp), 1u);
+  EXPECT_EQ(fake.queries("big.example", Transport::Tcp), 1u);
+}
+
+TEST_F(UpstreamTest, TruncatedAnswerWithMuteTcpTimesOut) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")});
+  r.truncate_udp = true;
+  fake.on("mute.example", r);
+  fake.set_tcp_mute(true);
+  auto up = make(UpstreamOptions{.try_timeout = 150ms, .tries = 1});
+  Outcome o;
+  (void)up->send(make_query("mute.example", 1), record(o));
+  auto took = run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::Timeout);
+  EXPECT_LT(took, 2s);
+  EXPECT_EQ(fake.queries("mute.example", Transport::Tcp), 0u);  // never read
+}
+
+TEST_F(UpstreamTest, SlowButAliveUpstreamIsNotRetransmittedTo) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.9")});
+  r.delay = 300ms;
+  fake.on("slow.example", r);
+  auto up = make();  // the default per-try timeout and tries
+  Outcome o;
+  (void)up->send(make_query("slow.example", 1), record(o));
+  auto took = run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_GE(took, 290ms);
+  EXPECT_EQ(fake.queries("slow.example"), 1u);
+}
+
+TEST_F(UpstreamTest, AnswerToADifferentQuestionIsIgnored) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.66")});
+  r.wrong_question = true;
+  fake.on("spoof.example", r);
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("spoof.example", 1), record(o));
+  run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::Timeout);
+}
+
+TEST_F(UpstreamTest, StoppedUpstreamIsANetworkErrorOrTimeout) {
+  fake.stop();
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("gone.example", 1), record(o));
+  run_until([&] { return o.done; });
+  // Loopback delivers the ICMP port-unreachable, which c-ares reports as ECONNREFUSED.
+  EXPECT_EQ(o.status, UpstreamStatus::NetworkError);
+}
+
+TEST_F(UpstreamTest, CancelAllReportsCancelledBeforeReturning) {
+  fake.on("hang.example", FakeReply::dropped());
+  auto up = make();
+  Outcome a, b;
+  (void)up->send(make_query("hang.example", 1), record(a));
+  (void)up->send(make_query("hang.example", 28), record(b));
+  loop.run_once(0ms);
+  up->cancel_all();
+  EXPECT_EQ(a.status, UpstreamStatus::Cancelled);
+  EXPECT_EQ(b.status, UpstreamStatus::Cancelled);
+  EXPECT_EQ(up->in_flight(), 0u);
+  loop.run_once(0ms);
+  EXPECT_EQ(a.calls, 1);
+  EXPECT_EQ(b.calls, 1);
+}
+
+TEST_F(UpstreamTest, RejectedQueryIsReportedAtTheNextIterationNotInsideSend) {
+  auto up = make();
+  Outcome o;
+  const std::vector<uint8_t> runt = {1, 2, 3};
+  EXPECT_FALSE(up->send(runt, record(o)).has_value());
+  EXPECT_FALSE(o.done);
+  loop.run_once(0ms);
+  EXPECT_EQ(o.status, UpstreamStatus::BadQuery);
+  EXPECT_EQ(o.calls, 1);
+}
+
+TEST_F(UpstreamTest, EmptyServerListReportsNoServers) {
+  auto up = make();
+  ASSERT_FALSE(up->reload_servers({}).has_value());
+  Outcome o;
+  EXPECT_FALSE(up->send(make_query("x.example", 1), record(o)).has_value());
+  loop.run_once(0ms);
+  EXPECT_EQ(o.status, UpstreamStatus::NoServers);
+}
+
+TEST_F(UpstreamTest, ReloadSendsNewQueriesToTheNewServersWhileOldOnesFinish) {
+  FakeUpstream second;
+  FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")});
+  slow.delay = 150ms;
+  fake.set_default(slow);
+  second.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.2")}));
+  auto up = make();
+  Outcome before, after;
+  (void)up->send(make_query("before.example", 1), record(before));
+  loop.run_once(0ms);
+  std::vector<Endpoint> servers = {*parse_endpoint(second.address(), 53)};
+  ASSERT_FALSE(up->reload_servers(servers).has_value());
+  (void)up->send(make_query("after.example", 1), record(after));
+  run_until([&] { return before.done && after.done; });
+  EXPECT_EQ(before.status, UpstreamStatus::Ok);
+  EXPECT_EQ(after.status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.queries("before.example"), 1u);
+  EXPECT_EQ(fake.queries("after.example"), 0u);
+  EXPECT_EQ(second.queries("after.example"), 1u);
+  EXPECT_EQ(up->servers(), servers);
+}
+
+TEST_F(UpstreamTest, CallbackMaySendAnotherQuery) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")}));
+  auto up = make();
+  Outcome first, second;
+  (void)up->send(make_query("one.example", 1), [&](UpstreamStatus s, std::span<const uint8_t>) {
+    first.done = true;
+    first.status = s;
+    (void)up->send(make_query("two.example", 1), record(second));
+  });
+  run_until([&] { return second.done; });
+  EXPECT_EQ(first.status, UpstreamStatus::Ok);
+  EXPECT_EQ(second.status, UpstreamStatus::Ok);
+}
+
+TEST_F(UpstreamTest, DestroyingWithQueriesInFlightDropsTheirCallbacks) {
+  fake.on("hang.example", FakeReply::dropped());
+  auto up = make();
+  Outcome o;
+  (void)up->send(make_query("hang.example", 1), record(o));
+  Outcome rejected;
+  (void)up->send(std::vector<uint8_t>{1}, record(rejected));
+  up.reset();
+  loop.run_once(0ms);  // the deferred BadQuery report must not run after destruction
+  EXPECT_FALSE(o.done);
+  EXPECT_FALSE(rejected.done);
+}
+
+TEST(UpstreamCreate, RejectsLinkLocalServerWithScope) {
+  EventLoop loop;
+  auto ep = parse_endpoint("[fe80::1%1]:53", 53);
+  ASSERT_TRUE(ep.has_value());
+  auto up = Upstream::create(loop, UpstreamOptions{.servers = {*ep}});
+  ASSERT_FALSE(up.has_value());
+  EXPECT_NE(up.error().find("fe80::1"), std::string::npos);
+}
+
+TEST(UpstreamCreate, AcceptsIpv6Servers) {
+  EventLoop loop;
+  auto up = Upstream::create(loop, UpstreamOptions{.servers = {*parse_endpoint("[::1]:5353", 53),
+                                                               *parse_endpoint("192.0.2.1", 53)}});
+  ASSERT_TRUE(up.has_value());
+}
+
+TEST(UpstreamStatusName, EveryStatusHasADistinctName) {
+  std::set<std::string_view> names;
+  for (int i = 0; i <= static_cast<int>(UpstreamStatus::Internal); ++i) {
+    names.insert(to_string(static_cast<UpstreamStatus>(i)));
+  }
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(UpstreamStatus::Internal) + 1);
+  EXPECT_EQ(names.count("unknown"), 0u);
+}
+
+}  // namespace
+}  // namespace hg::resolver

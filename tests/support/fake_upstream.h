@@ -1,0 +1,133 @@
+// FakeUpstream: a scriptable DNS server on 127.0.0.1 for tests, in the spirit of c-ares's
+// MockServer. UDP and TCP on one kernel-chosen port, served by its own thread.
+//
+// A test scripts a Reply per query name (or a default) — records to answer with, an RCODE,
+// a delay, a drop, TC=1 over UDP, a wrong question — and afterwards asserts how many queries
+// arrived, per name and per transport ("exactly one upstream query").
+//
+// It parses just enough of a query by hand (the 12-byte header and the question) and builds
+// answers by hand, so it depends on nothing but the standard library and POSIX sockets: a
+// bug in wire/ cannot hide a bug in the code under test. Not hardened against hostile input
+// (it only ever sees our own queries); queries it cannot parse are counted and dropped.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace hg::test {
+
+/// One resource record in presentation-ish form; rdata is already in wire form.
+struct FakeRecord {
+  std::string name;  ///< owner; empty means "the query name" (written as a pointer to it)
+  uint16_t type = 1;
+  uint32_t ttl = 300;
+  std::vector<uint8_t> rdata;
+
+  static FakeRecord a(std::string name, uint32_t ttl, std::string_view ipv4);
+  static FakeRecord aaaa(std::string name, uint32_t ttl, std::string_view ipv6);
+  static FakeRecord cname(std::string name, uint32_t ttl, std::string_view target);
+  /// SOA with the given MINIMUM (RFC 2308 negative TTL = min(ttl, minimum)).
+  static FakeRecord soa(std::string zone, uint32_t ttl, uint32_t minimum);
+};
+
+/// What the fake does with a query.
+struct FakeReply {
+  uint8_t rcode = 0;  ///< NOERROR
+  std::vector<FakeRecord> answer;
+  std::vector<FakeRecord> authority;
+  std::chrono::milliseconds delay{0};  ///< wait this long before answering
+  bool drop = false;                   ///< never answer
+  bool truncate_udp = false;    ///< over UDP answer with TC=1 and no records; TCP gets it all
+  bool wrong_question = false;  ///< echo a different question name (answer must be ignored)
+  bool aa = false;              ///< set the AA bit
+
+  static FakeReply records(std::vector<FakeRecord> answer);
+  static FakeReply nxdomain(FakeRecord soa);
+  static FakeReply nodata(FakeRecord soa);
+  static FakeReply servfail();
+  static FakeReply refused();
+  static FakeReply dropped();
+};
+
+enum class Transport : uint8_t { Udp, Tcp };
+
+/// A query as the fake received it.
+struct ReceivedQuery {
+  Transport transport;
+  uint16_t id;
+  std::string qname;  ///< lowercase, no trailing dot ("" for the root)
+  uint16_t qtype;
+  bool has_opt;  ///< an OPT record was present (ARCOUNT >= 1 and type 41 found)
+  std::vector<uint8_t> bytes;
+};
+
+class FakeUpstream {
+ public:
+  /// Binds UDP and TCP on 127.0.0.1 with the same kernel-chosen port and starts the thread.
+  /// Aborts the test binary (std::abort with a message) if the sockets cannot be created.
+  FakeUpstream();
+  ~FakeUpstream();
+  FakeUpstream(const FakeUpstream&) = delete;
+  FakeUpstream& operator=(const FakeUpstream&) = delete;
+
+  uint16_t port() const noexcept { return port_; }
+  /// "127.0.0.1:PORT", ready for --upstream or parse_endpoint.
+  std::string address() const;
+
+  /// The reply for queries whose name has no script of its own (initially: NOERROR, empty).
+  void set_default(FakeReply reply);
+  /// The reply for `qname` (case-insensitive, trailing dot optional), any qtype.
+  void on(std::string_view qname, FakeReply reply);
+  /// Accept TCP connections but never read from them or answer.
+  void set_tcp_mute(bool mute);
+
+  /// Closes both sockets and joins the thread; queries then hit a closed port (ICMP
+  /// unreachable for UDP, RST for TCP). Idempotent; the destructor calls it.
+  void stop();
+
+  /// Number of queries received for `qname` over `transport`, or over both.
+  std::size_t queries(std::string_view qname, Transport transport) const;
+  std::size_t queries(std::string_view qname) const;
+  std::size_t total_queries() const;
+  std::vector<ReceivedQuery> received() const;
+  /// Forgets the counts and the received log (scripts stay).
+  void reset_counts();
+
+ private:
+  struct Pending;
+  struct Connection;
+
+  void serve();
+  void handle(Transport t, std::vector<uint8_t> query, int fd, const void* peer, unsigned peer_len);
+  std::vector<uint8_t> build(const std::vector<uint8_t>& query, std::size_t question_end,
+                             const FakeReply& reply, Transport t) const;
+  FakeReply script_for(const std::string& qname) const;
+
+  int udp_fd_ = -1;
+  int tcp_fd_ = -1;
+  int wake_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  bool stopped_ = false;
+  std::thread thread_;
+
+  mutable std::mutex mu_;
+  FakeReply default_;                        // guarded by mu_
+  std::map<std::string, FakeReply> script_;  // guarded by mu_
+  bool tcp_mute_ = false;                    // guarded by mu_
+  std::vector<ReceivedQuery> received_;      // guarded by mu_
+
+  // Serving thread only.
+  std::vector<Pending> pending_;
+  std::vector<Connection> conns_;
+  uint64_t next_conn_id_ = 1;
+};
+
+}  // namespace hg::test

@@ -9,8 +9,12 @@
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -89,6 +93,51 @@ std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
   return std::nullopt;
 }
 
+// Socket functions: plain POSIX calls, plus a look at each UDP answer on its way in.
+//
+// c-ares 1.18.1 reports "every server answered SERVFAIL/REFUSED/NOTIMP" with the status it
+// starts every query with, ARES_ECONNREFUSED — the same status as an ICMP port-unreachable.
+// The daemon picks its Extended DNS Error by status (22 No Reachable Authority against 23
+// Network Error), so we note the RCODE of such answers per query ID here and use it when
+// the query fails. This only labels the failure; c-ares still decides what to do. TCP
+// reads (from == nullptr) are not inspected: their byte stream is not split into messages.
+ares_socket_t sock_open(int domain, int type, int protocol, void*) {
+  return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+}
+
+int sock_close(ares_socket_t fd, void*) {
+  return close(fd);
+}
+
+int sock_connect(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void*) {
+  return connect(fd, addr, len);
+}
+
+ares_ssize_t sock_recvfrom(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
+                           ares_socklen_t* from_len, void* user) {
+  ssize_t n = recvfrom(fd, buf, len, flags, from, from_len);
+  if (n >= 4 && from != nullptr) {
+    const auto* b = static_cast<const uint8_t*>(buf);
+    uint8_t rcode = b[3] & 0x0f;
+    if (rcode == 2 || rcode == 4 || rcode == 5) {  // SERVFAIL, NOTIMP, REFUSED
+      auto id = static_cast<uint16_t>((b[0] << 8) | b[1]);
+      static_cast<std::array<uint8_t, 65536>*>(user)->at(id) = rcode;
+    }
+  }
+  return n;
+}
+
+ares_ssize_t sock_sendv(ares_socket_t fd, const iovec* iov, int iovcnt, void*) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
+  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+  // MSG_NOSIGNAL: a TCP upstream that resets must not kill the daemon with SIGPIPE.
+  return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+
+const ares_socket_functions kSocketFunctions = {sock_open, sock_close, sock_connect, sock_recvfrom,
+                                                sock_sendv};
+
 int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
   std::vector<ares_addr_port_node> nodes(servers.size());
   for (std::size_t i = 0; i < servers.size(); ++i) {
@@ -139,7 +188,9 @@ std::string_view to_string(UpstreamStatus s) noexcept {
 }
 
 Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
-    : loop_(loop), options_(std::move(options)) {}
+    : loop_(loop),
+      options_(std::move(options)),
+      failed_rcodes_(std::make_unique<std::array<uint8_t, 65536>>()) {}
 
 Checked<std::unique_ptr<Upstream>> Upstream::create(EventLoop& loop, UpstreamOptions options) {
   using R = Checked<std::unique_ptr<Upstream>>;
@@ -184,6 +235,7 @@ Checked<Upstream::Channel*> Upstream::open_channel(std::span<const Endpoint> ser
     return Checked<Channel*>::failure(std::string("c-ares initialisation failed: ") +
                                       ares_strerror(rc));
   }
+  ares_set_socket_functions(ch->ares, &kSocketFunctions, failed_rcodes_.get());
   rc = set_servers(ch->ares, servers);
   if (rc != ARES_SUCCESS) {
     ares_destroy(ch->ares);
@@ -349,11 +401,17 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
   Channel* ch = q->channel;
   --ch->pending;
   self->ids_in_use_.reset(q->id);
+  uint8_t failed_rcode = std::exchange(self->failed_rcodes_->at(q->id), uint8_t{0});
   if (status == ARES_EDESTRUCTION) {  // ~Upstream: drop, as documented
     --self->in_flight_;
     return;
   }
   UpstreamStatus s = map_status(status);
+  if (status == ARES_ECONNREFUSED && failed_rcode != 0) {
+    s = failed_rcode == 2   ? UpstreamStatus::ServFail
+        : failed_rcode == 5 ? UpstreamStatus::Refused
+                            : UpstreamStatus::NotImp;
+  }
   std::span<const uint8_t> answer;
   if (s == UpstreamStatus::Ok && abuf != nullptr && alen > 0) {
     answer = {abuf, static_cast<std::size_t>(alen)};

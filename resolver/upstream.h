@@ -25,6 +25,7 @@
 // Thread: one Upstream per EventLoop, used only on the loop's thread.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <functional>
@@ -129,6 +130,9 @@ class Upstream {
   UpstreamOptions options_;
   std::vector<std::unique_ptr<Channel>> channels_;  // back() takes new queries
   std::bitset<65536> ids_in_use_;
+  // Per query ID, the RCODE (SERVFAIL/NOTIMP/REFUSED) of a UDP answer c-ares discarded;
+  // 0 if none. See upstream.cc, "Socket functions".
+  std::unique_ptr<std::array<uint8_t, 65536>> failed_rcodes_;
   std::vector<uint16_t> random_ids_;  // a batch from getrandom, consumed from the back
   std::vector<uint8_t> scratch_;      // our copy of the query being sent
   std::vector<TimerId> deferred_;     // report_later timers, cancelled by ~Upstream

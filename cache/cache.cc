@@ -9,10 +9,7 @@
 namespace hg::cache {
 namespace {
 
-// Index overhead per entry charged against the budget, besides Entry::memory_bytes() and the
-// policy's node: an unordered_map node (next pointer + key + handle, in a 32-byte malloc
-// chunk), its bucket pointer, and the shard's slot (a shared_ptr).
-constexpr std::size_t kIndexBytes = 32 + 8 + sizeof(std::shared_ptr<const Entry>);
+constexpr std::size_t kIndexBytes = Cache::kIndexBytesPerEntry;
 
 // A cheap per-thread generator for the prefetch draw (xorshift64*: quality is plenty here,
 // and a thread_local keeps the hot path free of shared state).

@@ -124,6 +124,10 @@ bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, do
 
 class Cache {
  public:
+  /// Index overhead charged per entry besides Entry::memory_bytes() and the policy's node:
+  /// an unordered_map node (next pointer + key + handle, in a 32-byte malloc chunk), its
+  /// bucket pointer, and the shard's slot (a shared_ptr).
+  static constexpr std::size_t kIndexBytesPerEntry = 32 + 8 + 16;
   explicit Cache(const CacheSettings& settings = {});
   ~Cache();
   Cache(const Cache&) = delete;

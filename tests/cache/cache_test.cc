@@ -207,7 +207,7 @@ TEST_F(CacheTest, FailureStreakEndsAfterQuietPeriodOrSuccess) {
 TEST_F(CacheTest, FailureCacheIsBounded) {
   reset({.max_bytes = 1 << 20, .shards = 1, .failure_entries_per_shard = 8});
   for (int i = 0; i < 100; ++i) {
-    cache_->note_failure(key("n" + std::to_string(i) + ".example.com"), clock_.now());
+    cache_->note_failure(key(nm("n", i, ".example.com")), clock_.now());
   }
   EXPECT_LE(cache_->stats().failure_entries, 8u);
 }
@@ -269,7 +269,7 @@ TEST_F(CacheTest, StatsCountHitsMissesAndStaleHits) {
 TEST_F(CacheTest, ByteBudgetHoldsUnderFloodAndCountsEvictions) {
   reset({.max_bytes = 256 << 10, .shards = 4});
   for (int i = 0; i < 20'000; ++i) {
-    ASSERT_EQ(put_a("r" + std::to_string(i) + ".flood.example", 300), InsertOutcome::Cached);
+    ASSERT_EQ(put_a(nm("r", i, ".flood.example"), 300), InsertOutcome::Cached);
   }
   const CacheStats st = cache_->stats();
   EXPECT_LE(st.bytes, st.capacity_bytes);
@@ -282,15 +282,15 @@ TEST_F(CacheTest, ByteBudgetHoldsUnderFloodAndCountsEvictions) {
 TEST_F(CacheTest, HotNamesSurviveOneHitFlood) {
   reset({.max_bytes = 256 << 10, .shards = 1});
   for (int i = 0; i < 50; ++i)
-    ASSERT_EQ(put_a("hot" + std::to_string(i) + ".example", 3600), InsertOutcome::Cached);
+    ASSERT_EQ(put_a(nm("hot", i, ".example"), 3600), InsertOutcome::Cached);
   for (int round = 0; round < 200; ++round) {
     for (int i = 0; i < 50; i += 5)
-      get("hot" + std::to_string(i + round % 5) + ".example");
+      get(nm("hot", i + round % 5, ".example"));
     for (int j = 0; j < 50; ++j)
-      put_a("x" + std::to_string(round * 50 + j) + ".flood", 3600);
+      put_a(nm("x", round * 50 + j, ".flood"), 3600);
   }
   for (int i = 0; i < 50; ++i)
-    EXPECT_TRUE(get("hot" + std::to_string(i) + ".example")) << i;
+    EXPECT_TRUE(get(nm("hot", i, ".example"))) << i;
 }
 
 TEST_F(CacheTest, SnapshotListsEntriesWithRemainingTtls) {
@@ -316,11 +316,11 @@ TEST_F(CacheTest, HitStaysValidAfterEviction) {
 
 TEST_F(CacheTest, ConcurrentLookupsAndInsertsAreSafe) {
   for (int i = 0; i < 100; ++i)
-    put_a("n" + std::to_string(i) + ".example", 300);
+    put_a(nm("n", i, ".example"), 300);
   const Time now = clock_.now();
   auto reader = [&] {
     for (int r = 0; r < 2000; ++r) {
-      const Hit h = cache_->lookup(key("n" + std::to_string(r % 100) + ".example"), now);
+      const Hit h = cache_->lookup(key(nm("n", r % 100, ".example")), now);
       if (h) {
         EXPECT_EQ(h.entry->ttl(), 300u);
       }
@@ -328,10 +328,10 @@ TEST_F(CacheTest, ConcurrentLookupsAndInsertsAreSafe) {
   };
   std::thread t1(reader), t2(reader);
   for (int r = 0; r < 500; ++r) {
-    OwnedMessage m = response("n" + std::to_string(r % 100) + ".example");
-    m.answer.push_back(A("n" + std::to_string(r % 100) + ".example", 300));
+    OwnedMessage m = response(nm("n", r % 100, ".example"));
+    m.answer.push_back(A(nm("n", r % 100, ".example"), 300));
     const Packet p(m);
-    cache_->insert(key("n" + std::to_string(r % 100) + ".example"), p.msg, now);
+    cache_->insert(key(nm("n", r % 100, ".example")), p.msg, now);
   }
   t1.join();
   t2.join();

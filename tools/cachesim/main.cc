@@ -8,6 +8,10 @@
 //   flood  — the same, plus one-hit names (a random-subdomain attack) making half the queries.
 // Cache sizes are fractions of the working set: the bytes of all N names.
 // Object sizes vary per name (150..449 bytes), so the policies are compared in bytes.
+//
+// --full runs the whole hg::cache::Cache instead of the bare policy: real DNS answers (1 to 8
+// A records per name), keys, entries, 16 shards each with its own S3-FIFO and budget, honest
+// byte accounting. The LRU baseline is then charged each name's real entry size.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,7 +25,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/cache.h"
+#include "cache/clock.h"
+#include "cache/entry.h"
+#include "cache/key.h"
 #include "cache/s3fifo.h"
+#include "wire/message.h"
+#include "wire/name.h"
 
 namespace {
 
@@ -69,6 +79,8 @@ class Zipf {
 class Lru {
  public:
   explicit Lru(std::size_t capacity) : capacity_(capacity) {}
+  bool lookup_id(uint64_t id) { return lookup(mix(id)); }
+  void insert_id(uint64_t id) { insert(mix(id), object_bytes(id)); }
   bool lookup(uint64_t key) {
     auto it = index_.find(key);
     if (it == index_.end()) return false;
@@ -131,6 +143,8 @@ class Lru {
 class S3 {
  public:
   explicit S3(const S3FifoSettings& s) : policy_(s) {}
+  bool lookup_id(uint64_t id) { return lookup(mix(id)); }
+  void insert_id(uint64_t id) { insert(mix(id), object_bytes(id)); }
   bool lookup(uint64_t key) {
     auto it = index_.find(key);
     if (it == index_.end()) return false;
@@ -148,6 +162,76 @@ class S3 {
   std::unordered_map<uint64_t, S3Fifo::Handle> index_;
 };
 
+namespace dns {
+
+namespace wire = hg::wire;
+using hg::cache::Cache;
+using hg::cache::CacheKey;
+
+// The upstream answer for name id: "n<id>.sim. A" with 1..8 A records, TTL 1 day, each
+// answer's owner a pointer to the question (as real servers compress).
+std::vector<uint8_t> answer(uint64_t id) {
+  char label[24];
+  const int len = std::snprintf(label, sizeof label, "n%llu", static_cast<unsigned long long>(id));
+  std::vector<uint8_t> p = {0, 0, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0};
+  p.push_back(static_cast<uint8_t>(len));
+  p.insert(p.end(), label, label + len);
+  p.insert(p.end(), {3, 's', 'i', 'm', 0, 0, 1, 0, 1});
+  const auto records = static_cast<uint8_t>(1 + mix(id ^ 0xa5) % 8);
+  p[7] = records;
+  for (uint8_t i = 0; i < records; ++i) {
+    p.insert(p.end(), {0xc0, 0x0c, 0, 1, 0, 1, 0, 1, 0x51, 0x80, 0, 4, 192, 0, 2, i});
+  }
+  return p;
+}
+
+CacheKey key(uint64_t id) {
+  char text[32];
+  std::snprintf(text, sizeof text, "n%llu.sim", static_cast<unsigned long long>(id));
+  return CacheKey::make(*wire::Name::from_text(text), wire::RRType::A, 1, false, false);
+}
+
+/// What the real cache charges for name id (entry + index + policy node).
+std::size_t charged_bytes(uint64_t id) {
+  const auto bytes = answer(id);
+  wire::Message m;
+  (void)m.parse(bytes);
+  hg::cache::TtlCaps caps;
+  auto built = hg::cache::Entry::build(key(id), m, {}, caps, hg::cache::Time{});
+  return built.entry->memory_bytes() + Cache::kIndexBytesPerEntry + S3Fifo::node_overhead();
+}
+
+class Full {
+ public:
+  explicit Full(std::size_t capacity)
+      : cache_(hg::cache::CacheSettings{.max_bytes = capacity, .shards = 16, .prefetch = false}) {}
+  bool lookup_id(uint64_t id) { return static_cast<bool>(cache_.lookup(key(id), now_)); }
+  void insert_id(uint64_t id) {
+    const auto bytes = answer(id);
+    wire::Message m;
+    (void)m.parse(bytes);
+    cache_.insert(key(id), m, now_);
+  }
+
+ private:
+  Cache cache_;
+  hg::cache::Time now_ = hg::cache::ManualClock{}.now();
+};
+
+/// LRU charged each name's real entry size (computed once per name and remembered; the
+/// flood's one-hit names are sized by the same formula).
+class FullLru {
+ public:
+  explicit FullLru(std::size_t capacity) : lru_(capacity) {}
+  bool lookup_id(uint64_t id) { return lru_.lookup(mix(id)); }
+  void insert_id(uint64_t id) { lru_.insert(mix(id), charged_bytes(id) - S3Fifo::node_overhead()); }
+
+ private:
+  Lru lru_;
+};
+
+}  // namespace dns
+
 struct Options {
   std::size_t names = 1'000'000;
   double alpha = 0.9;
@@ -156,6 +240,7 @@ struct Options {
   uint64_t seed = 42;
   double small_ratio = 0.10;
   int promote = 1;
+  bool full = false;
 };
 
 struct Outcome {
@@ -172,9 +257,8 @@ Outcome run(Policy& cache, const Zipf& zipf, const Options& o, bool flood) {
   for (std::size_t i = 0; i < o.warmup + o.requests; ++i) {
     const bool one_hit = flood && is_flood(rng);
     const uint64_t id = one_hit ? next_unique++ : zipf(rng);
-    const uint64_t key = mix(id);
-    const bool hit = cache.lookup(key);
-    if (!hit) cache.insert(key, object_bytes(id));
+    const bool hit = cache.lookup_id(id);
+    if (!hit) cache.insert_id(id);
     if (i < o.warmup) continue;
     ++all_q;
     all_hits += hit;
@@ -193,6 +277,10 @@ bool parse_args(int argc, char** argv, Options& o) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
     if (a == "--help" || a == "-h") return false;
+    if (a == "--full") {
+      o.full = true;
+      continue;
+    }
     if (!(v = next())) return false;
     if (a == "--names") {
       o.names = std::strtoull(v, nullptr, 10);
@@ -223,15 +311,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: hourglass-cachesim [--names 1000000] [--alpha 0.9] [--warmup 1000000]\n"
                  "                          [--requests 4000000] [--seed 42]\n"
-                 "                          [--small-ratio 0.10] [--promote 1]\n");
+                 "                          [--small-ratio 0.10] [--promote 1] [--full]\n");
     return 2;
   }
   const auto start = std::chrono::steady_clock::now();
   const Zipf zipf(o.names, o.alpha);
   std::size_t working_set = 0;
-  for (uint64_t id = 0; id < o.names; ++id)
-    working_set += object_bytes(id);
+  for (uint64_t id = 0; id < o.names; ++id) {
+    working_set += o.full ? dns::charged_bytes(id) : object_bytes(id);
+  }
 
+  std::printf("%s\n", o.full ? "Whole hg::cache::Cache (16 shards, real DNS entries) vs LRU"
+                             : "The S3Fifo policy vs LRU");
   std::printf(
       "Zipf alpha=%.2f over %zu names (working set %.1f MiB), %zu warm-up + %zu measured "
       "requests, seed %llu\n\n",
@@ -245,12 +336,20 @@ int main(int argc, char** argv) {
   for (bool flood : {false, true}) {
     for (double pct : {1.0, 5.0, 10.0}) {
       const auto capacity = static_cast<std::size_t>(static_cast<double>(working_set) * pct / 100);
-      Lru lru(capacity);
-      S3 s3(S3FifoSettings{.capacity_bytes = capacity,
-                           .small_ratio = o.small_ratio,
-                           .promote_threshold = static_cast<uint8_t>(o.promote)});
-      const Outcome l = run(lru, zipf, o, flood);
-      const Outcome s = run(s3, zipf, o, flood);
+      Outcome l, s;
+      if (o.full) {
+        dns::FullLru lru(capacity);
+        dns::Full cache(capacity);
+        l = run(lru, zipf, o, flood);
+        s = run(cache, zipf, o, flood);
+      } else {
+        Lru lru(capacity);
+        S3 s3(S3FifoSettings{.capacity_bytes = capacity,
+                             .small_ratio = o.small_ratio,
+                             .promote_threshold = static_cast<uint8_t>(o.promote)});
+        l = run(lru, zipf, o, flood);
+        s = run(s3, zipf, o, flood);
+      }
       ok = ok && s.zipf_hit >= l.zipf_hit;
       std::printf("| %s | %.0f %% | %.2f %% | %.2f %% | %+.2f pt | %.2f %% | %.2f %% |\n",
                   flood ? "zipf + 50 % one-hit flood" : "zipf", pct, 100 * l.zipf_hit,

@@ -1,0 +1,113 @@
+// WireWriter: the size limit, case-preserving name compression, and rollback to a record
+// boundary (the basis of TC=1 truncation).
+#include "wire/writer.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/wire/packet_builder.h"
+
+namespace hg::wire {
+namespace {
+
+using test::Bytes;
+
+Name N(std::string_view s) {
+  return Name::from_text(s).value();
+}
+
+TEST(WireWriter, RefusesToExceedTheLimit) {
+  Bytes buf(64);
+  WireWriter w(buf, 5);
+  EXPECT_EQ(w.limit(), 5u);
+  EXPECT_TRUE(w.u32(0xdeadbeef));
+  EXPECT_FALSE(w.u16(1));  // would need 6 octets
+  EXPECT_EQ(w.size(), 4u);
+  EXPECT_TRUE(w.u8(7));
+  EXPECT_FALSE(w.u8(8));
+  EXPECT_FALSE(w.bytes(Bytes{1}));
+  EXPECT_FALSE(w.name(N(".")));
+  EXPECT_EQ(w.room(), 0u);
+  EXPECT_EQ(Bytes(w.written().begin(), w.written().end()), (Bytes{0xde, 0xad, 0xbe, 0xef, 7}));
+  WireWriter capped(buf, 1000);
+  EXPECT_EQ(capped.limit(), 64u);  // never past the buffer
+}
+
+TEST(WireWriter, CompressesRepeatedSuffixes) {
+  Bytes buf(512);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.name(N("www.example.com")));   // 17 octets at 0
+  ASSERT_TRUE(w.name(N("mail.example.com")));  // "mail" + pointer to 4
+  EXPECT_EQ(w.size(), 17u + 5 + 2);
+  EXPECT_EQ(buf[22], 0xC0);
+  EXPECT_EQ(buf[23], 4);
+  ASSERT_TRUE(w.name(N("www.example.com")));  // a bare pointer to 0
+  EXPECT_EQ(w.size(), 26u);
+  EXPECT_EQ(buf[24], 0xC0);
+  EXPECT_EQ(buf[25], 0);
+  ASSERT_TRUE(w.name(N("a.mail.example.com")));  // "a" + pointer to "mail..." at 17
+  EXPECT_EQ(buf[28], 0xC0);
+  EXPECT_EQ(buf[29], 17);
+  // The result decodes back to the same names.
+  WireReader r(w.written(), 17);
+  EXPECT_EQ(read_name(r).value().to_text(), "mail.example.com.");
+}
+
+TEST(WireWriter, CompressionPreservesLetterCase) {
+  Bytes buf(512);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.name(N("www.example.com")));
+  const std::size_t second = w.size();
+  ASSERT_TRUE(w.name(N("WWW.Example.com")));  // only "com" may be shared
+  WireReader r(w.written(), second);
+  auto back = read_name(r);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->identical(N("WWW.Example.com")));
+  EXPECT_EQ(w.size() - second, 4u + 8 + 2);
+}
+
+TEST(WireWriter, WritesUncompressedWhenAsked) {
+  Bytes buf(512);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.name(N("example.com")));
+  ASSERT_TRUE(w.name(N("example.com"), /*compress=*/false));
+  EXPECT_EQ(w.size(), 26u);
+}
+
+TEST(WireWriter, RollbackForgetsCompressionTargets) {
+  Bytes buf(512);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.name(N("a.example")));
+  const auto mark = w.mark();
+  ASSERT_TRUE(w.name(N("other.test")));
+  w.rollback(mark);
+  EXPECT_EQ(w.size(), mark);
+  // "other.test" must not compress against the rolled-back bytes.
+  ASSERT_TRUE(w.name(N("x.other.test")));
+  EXPECT_EQ(w.size(), mark + 14);
+  w.rollback(w.size() + 10);  // a mark past the end is a no-op
+  EXPECT_EQ(w.size(), mark + 14);
+}
+
+TEST(WireWriter, SetLimitNeverCutsWrittenBytes) {
+  Bytes buf(64);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.u32(1));
+  w.set_limit(2);
+  EXPECT_EQ(w.limit(), 4u);
+  EXPECT_FALSE(w.u8(0));
+  w.set_limit(100);
+  EXPECT_EQ(w.limit(), 64u);
+}
+
+TEST(WireWriter, PatchesWrittenFieldsOnly) {
+  Bytes buf(8);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.u16(0));
+  w.patch_u16(0, 0xABCD);
+  w.patch_u16(1, 0x1111);  // would reach past what was written: ignored
+  EXPECT_EQ(buf[0], 0xAB);
+  EXPECT_EQ(buf[1], 0xCD);
+}
+
+}  // namespace
+}  // namespace hg::wire

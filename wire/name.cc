@@ -245,6 +245,10 @@ Status decode_name(WireReader& r, std::array<uint8_t, kMaxNameOctets>* out, uint
         // the start of the current name part makes every jump go backwards, so decoding
         // cannot loop; the hop limit bounds the work on long pointer chains.
         if (target >= part_start) return Error{ParseError::PointerNotBackward, pos};
+        // The first 12 octets of a message are its header. A name "found" there decodes to
+        // whatever the ID and flags happen to be, and changes when a responder rewrites them
+        // (hourglass does, for every client), so a pointer there is never valid.
+        if (target < 12) return Error{ParseError::PointerIntoHeader, pos};
         if (++hops > kMaxPointerHops) return Error{ParseError::TooManyPointers, pos};
         if (resume == SIZE_MAX) resume = pos + 2;
         pos = part_start = target;

@@ -16,6 +16,8 @@ std::string_view to_string(ParseError e) noexcept {
       return "bad-label-type";
     case ParseError::PointerNotBackward:
       return "pointer-not-backward";
+    case ParseError::PointerIntoHeader:
+      return "pointer-into-header";
     case ParseError::TooManyPointers:
       return "too-many-pointers";
     case ParseError::CountMismatch:

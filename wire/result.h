@@ -25,6 +25,7 @@ enum class ParseError : uint8_t {
   NameTooLong,         ///< a name over 255 octets in wire form
   BadLabelType,        ///< label type 0x40 or 0x80 (RFC 6891 §5 / RFC 2673, obsolete)
   PointerNotBackward,  ///< a compression pointer that does not point before the current name
+  PointerIntoHeader,   ///< a compression pointer to offsets 0-11: the header is never a name
   TooManyPointers,     ///< more compression jumps than any legal name needs
   CountMismatch,       ///< a section count claims more records than the message holds
   TrailingBytes,       ///< bytes after the last counted record (strict mode)

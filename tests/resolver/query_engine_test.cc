@@ -296,6 +296,32 @@ TEST_F(QueryEngineTest, AnswerForAnotherQuestionIsDiscarded) {
   EXPECT_EQ(again->msg.header().ancount, 0);
 }
 
+TEST_F(QueryEngineTest, AnswerWithPointerIntoTheHeaderIsDiscarded) {
+  // Found by handler_fuzz: an owner name pointing at offset 0 decodes from the upstream's ID
+  // and flags; rendered for a client (another ID) it became garbage. Such answers are now
+  // malformed (wire::ParseError::PointerIntoHeader) and count as a failed resolution.
+  ask(query("ptr.example"));
+  upstream_answers([](const Bytes& q) {
+    auto r = a_answer(q, "ptr.example", 300);
+    const std::size_t owner = 12 + wire::test::wire_name("ptr.example").size() + 4;
+    r[owner] = 0xC0;
+    r[owner + 1] = 0x00;
+    r.erase(r.begin() + static_cast<std::ptrdiff_t>(owner) + 2,
+            r.begin() + static_cast<std::ptrdiff_t>(owner) + 2 + 11);  // drop the rest of the name
+    return r;
+  });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+  wire::Message m;
+  auto bad = wire::test::PacketBuilder().flags(0x8180).question("ptr.example", 1).build();
+  bad.insert(bad.end(), {0xC0, 0x05, 0, 1, 0, 1, 0, 0, 1, 0, 0, 4, 192, 0, 2, 1});
+  bad[7] = 1;  // ANCOUNT
+  auto st = m.parse(bad);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, wire::ParseError::PointerIntoHeader);
+  EXPECT_EQ(st.error().offset, 29u);  // header 12 + question 13 + 4
+}
+
 TEST_F(QueryEngineTest, AdBitOnlyForClientsThatSetDoOrAd) {
   ask(query("signed.example", 1, 1, true, 0x8000));  // DO
   upstream_answers([](const Bytes& q) { return a_answer(q, "signed.example", 300, 1, 0x81a0); });

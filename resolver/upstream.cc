@@ -280,8 +280,18 @@ void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
 
 void Upstream::process(Channel& ch, int read_fd, int write_fd) {
   ares_process_fd(ch.ares, read_fd, write_fd);
-  rearm_timer(ch);
+  rearm_timer_if_needed(ch);
   retire_if_idle(ch);
+}
+
+void Upstream::rearm_timer_if_needed(Channel& ch) {
+  // Every deadline c-ares sets is at least try_timeout from now (later rounds double it),
+  // and answers only remove deadlines. So a timer already due by now + try_timeout still
+  // fires in time for every query — at worst early, which costs one recomputation. This
+  // matters because ares_timeout() walks every pending query in 1.18: calling it for each
+  // packet would make a busy channel quadratic.
+  if (ch.timer && ch.timer_at <= loop_.now() + options_.try_timeout) return;
+  rearm_timer(ch);
 }
 
 void Upstream::rearm_timer(Channel& ch) {
@@ -391,7 +401,7 @@ std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback 
   in_send_ = true;
   ares_send(ch->ares, scratch_.data(), static_cast<int>(scratch_.size()), &Upstream::on_answer, q);
   in_send_ = false;
-  rearm_timer(*ch);
+  rearm_timer_if_needed(*ch);
   return *id;
 }
 

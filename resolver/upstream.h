@@ -118,6 +118,7 @@ class Upstream {
   Checked<Channel*> open_channel(std::span<const Endpoint> servers);
   void process(Channel& ch, int read_fd, int write_fd);
   void rearm_timer(Channel& ch);
+  void rearm_timer_if_needed(Channel& ch);
   void retire_if_idle(Channel& ch);
   void destroy_channel(Channel* ch);
   std::optional<uint16_t> next_id();

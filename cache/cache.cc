@@ -25,6 +25,12 @@ double uniform01() noexcept {
   return static_cast<double>(r >> 11) * 0x1.0p-53;
 }
 
+bool in_prefetch_window(const Entry& e, Time now, double window) noexcept {
+  const auto ttl_ms = (e.expires_at() - e.inserted_at()).count();
+  const auto left_ms = (e.expires_at() - now).count();
+  return static_cast<double>(left_ms) < static_cast<double>(ttl_ms) * window;
+}
+
 }  // namespace
 
 struct FailureState {
@@ -105,8 +111,10 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
       s.policy.touch(h);
       s.hits.fetch_add(1, std::memory_order_relaxed);
       Hit hit{e, Freshness::Fresh, false, settings_.stale_ttl};
-      if (settings_.prefetch && prefetch_due(e->inserted_at(), e->expires_at(), now,
-                                             settings_.prefetch_window, uniform01())) {
+      // The random draw is taken only inside the window: most hits pay one comparison.
+      if (settings_.prefetch && in_prefetch_window(*e, now, settings_.prefetch_window) &&
+          prefetch_due(e->inserted_at(), e->expires_at(), now, settings_.prefetch_window,
+                       uniform01())) {
         hit.prefetch = e->try_claim_prefetch();
       }
       return hit;

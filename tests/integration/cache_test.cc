@@ -1,0 +1,184 @@
+// The cache seen from outside: TTLs counting down (dig), negative caching with the SOA,
+// TTL-0 answers passed through, truncation then the TCP retry from the same entry, an
+// upstream answer to the wrong question discarded.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+#include "wire/edns.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using test::Transport;
+using wire::RCode;
+using wire::Section;
+using Clock = std::chrono::steady_clock;
+
+class CacheTest : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--upstream", upstream_.address()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    daemon_ = Daemon::start(args);
+    ASSERT_TRUE(daemon_->ready()) << daemon_->output();
+  }
+  uint16_t port() const { return daemon_->port(); }
+
+  FakeUpstream upstream_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(CacheTest, DigSeesTtlCountDownAfterPause) {
+  upstream_.on("countdown.test", FakeReply::records({FakeRecord::a("", 3, "192.0.2.1")}));
+  start();
+  auto miss = dig(port(), "countdown.test A");
+  EXPECT_EQ(miss.status(), "NOERROR") << miss.output;
+  ASSERT_EQ(miss.ttls(), std::vector<uint32_t>{3}) << miss.output;
+  std::this_thread::sleep_for(Millis{1100});
+  auto hit = dig(port(), "countdown.test A");
+  ASSERT_EQ(hit.ttls().size(), 1u) << hit.output;
+  EXPECT_GE(hit.ttls()[0], 1u);
+  EXPECT_LE(hit.ttls()[0], 2u) << "one second later the TTL must have counted down\n" << hit.output;
+  EXPECT_EQ(upstream_.queries("countdown.test"), 1u);
+}
+
+TEST_F(CacheTest, EachRecordCountsDownFromItsOwnTtl) {
+  upstream_.on("two-ttls.test", FakeReply::records({FakeRecord::a("", 3, "192.0.2.1"),
+                                                    FakeRecord::a("", 60, "192.0.2.2")}));
+  start();
+  ASSERT_TRUE(udp_query(port(), build_query({.name = "two-ttls.test"})));
+  std::this_thread::sleep_for(Millis{1100});
+  auto a = udp_query(port(), build_query({.name = "two-ttls.test"}));
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->ttls().size(), 2u);
+  const auto ttls = a->ttls();
+  // RFC 2181 5.2 wants one TTL per RRset; the cache either keeps each record's or clamps to
+  // the lowest — either way both have counted down.
+  EXPECT_LE(ttls[0], 2u);
+  EXPECT_LE(ttls[1], 59u);
+  EXPECT_EQ(upstream_.queries("two-ttls.test"), 1u);
+}
+
+TEST_F(CacheTest, NxdomainIsCachedWithSoaCountingDown) {
+  upstream_.on("gone.neg.test", FakeReply::nxdomain(FakeRecord::soa("neg.test", 3, 3)));
+  start();
+  auto first = dig(port(), "gone.neg.test A");
+  EXPECT_EQ(first.status(), "NXDOMAIN") << first.output;
+  ASSERT_EQ(first.ttls("AUTHORITY"), std::vector<uint32_t>{3}) << first.output;
+  std::this_thread::sleep_for(Millis{1100});
+  auto second = dig(port(), "gone.neg.test A");
+  EXPECT_EQ(second.status(), "NXDOMAIN") << second.output;
+  ASSERT_EQ(second.ttls("AUTHORITY").size(), 1u) << second.output;
+  EXPECT_LE(second.ttls("AUTHORITY")[0], 2u) << second.output;
+  EXPECT_EQ(upstream_.queries("gone.neg.test"), 1u);
+}
+
+TEST_F(CacheTest, NegativeTtlIsSoaMinimumWhenLower) {
+  // RFC 2308 5: min(SOA TTL, SOA MINIMUM).
+  upstream_.on("nodata.neg.test", FakeReply::nodata(FakeRecord::soa("neg.test", 300, 2)));
+  start();
+  auto a = udp_query(port(), build_query({.name = "nodata.neg.test"}));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->rcode(), RCode::NoError);
+  EXPECT_TRUE(a->msg.answer.empty());
+  ASSERT_EQ(a->msg.authority.size(), 1u);
+  std::this_thread::sleep_for(Millis{2200});
+  ASSERT_TRUE(udp_query(port(), build_query({.name = "nodata.neg.test"})));
+  EXPECT_EQ(upstream_.queries("nodata.neg.test"), 2u) << "expired after MINIMUM = 2 s";
+}
+
+TEST_F(CacheTest, TtlZeroAnswerIsPassedThroughAndNotCached) {
+  upstream_.on("zero.test", FakeReply::records({FakeRecord::a("", 0, "192.0.2.9")}));
+  start();
+  for (int i = 0; i < 2; ++i) {
+    auto a = udp_query(port(), build_query({.name = "zero.test"}));
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NoError);
+    EXPECT_EQ(a->ttls(), std::vector<uint32_t>{0});
+  }
+  EXPECT_EQ(upstream_.queries("zero.test"), 2u);
+}
+
+// 40 A records: about 700 bytes, over the 512 a client without EDNS takes, within the 1232
+// the daemon takes from upstream over UDP.
+std::vector<FakeRecord> forty_a_records() {
+  std::vector<FakeRecord> rrs;
+  for (int i = 0; i < 40; ++i)
+    rrs.push_back(FakeRecord::a("", 300, "192.0.2." + std::to_string(i + 1)));
+  return rrs;
+}
+
+TEST_F(CacheTest, TruncatedOverUdpThenFullOverTcpFromSameEntry) {
+  upstream_.on("big.test", FakeReply::records(forty_a_records()));
+  start();
+  auto udp = udp_query(port(), build_query({.name = "big.test", .edns = false}));
+  ASSERT_TRUE(udp);
+  EXPECT_TRUE(udp->tc()) << udp->text();
+  EXPECT_LE(udp->bytes.size(), 512u);
+  auto tcp = tcp_query(port(), build_query({.name = "big.test", .edns = false}));
+  ASSERT_TRUE(tcp);
+  EXPECT_FALSE(tcp->tc());
+  EXPECT_EQ(tcp->msg.answer.size(), 40u);
+  EXPECT_EQ(upstream_.queries("big.test"), 1u) << "the TCP retry must hit the cached entry";
+}
+
+TEST_F(CacheTest, DigRetriesTruncatedAnswerOverTcp) {
+  upstream_.on("big.test", FakeReply::records(forty_a_records()));
+  start();
+  auto r = dig(port(), "+noedns big.test A");
+  EXPECT_TRUE(r.contains("Truncated, retrying in TCP mode")) << r.output;
+  EXPECT_EQ(r.ttls().size(), 40u) << r.output;
+  auto notcp = dig(port(), "+noedns +ignore big.test A");
+  EXPECT_NE(notcp.flags().find("tc"), std::string::npos) << notcp.output;
+  EXPECT_EQ(upstream_.queries("big.test"), 1u);
+}
+
+TEST_F(CacheTest, AnswerOverEdnsLimitIsTruncatedAndUpstreamTcpIsUsed) {
+  // 100 records (~1.7 KB): the fake sets TC over UDP, so the daemon (c-ares) retries over TCP
+  // upstream; the client's 1232-byte EDNS limit then truncates, and TCP gets everything.
+  std::vector<FakeRecord> rrs;
+  for (int i = 0; i < 100; ++i)
+    rrs.push_back(FakeRecord::a("", 300, "198.51.100." + std::to_string(i + 1)));
+  FakeReply reply = FakeReply::records(rrs);
+  reply.truncate_udp = true;
+  upstream_.on("huge.test", reply);
+  start();
+  auto udp = udp_query(port(), build_query({.name = "huge.test", .udp_size = 4096}));
+  ASSERT_TRUE(udp);
+  EXPECT_TRUE(udp->tc());
+  EXPECT_LE(udp->bytes.size(), 1232u) << "never more than 1232 over UDP";
+  ASSERT_TRUE(udp->msg.edns) << "OPT kept when truncating (RFC 6891 7)";
+  auto tcp = tcp_query(port(), build_query({.name = "huge.test"}));
+  ASSERT_TRUE(tcp);
+  EXPECT_EQ(tcp->msg.answer.size(), 100u);
+  EXPECT_EQ(upstream_.queries("huge.test", Transport::Udp), 1u);
+  EXPECT_EQ(upstream_.queries("huge.test", Transport::Tcp), 1u);
+}
+
+TEST_F(CacheTest, WrongQuestionFromUpstreamIsDiscarded) {
+  FakeReply reply = FakeReply::records({FakeRecord::a("", 300, "192.0.2.66")});
+  reply.wrong_question = true;
+  upstream_.on("spoofed.test", reply);
+  start({"--upstream-timeout", "1000", "--client-timeout", "500"});
+  const auto t0 = Clock::now();
+  auto a = udp_query(port(), build_query({.name = "spoofed.test"}));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->rcode(), RCode::ServFail) << a->text();
+  EXPECT_TRUE(a->msg.answer.empty());
+  EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority);
+  EXPECT_LT(Clock::now() - t0, Millis{1800});
+  // Not cached either: the next query does not return the spoofed record.
+  auto again = udp_query(port(), build_query({.name = "spoofed.test"}));
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->msg.answer.empty()) << again->text();
+}
+
+}  // namespace
+}  // namespace hg::integration

@@ -1,0 +1,447 @@
+// Daemon process control and the code-side DNS client for the integration tests.
+#include "tests/integration/daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "wire/edns.h"
+#include "wire/message.h"
+#include "wire/name.h"
+#include "wire/print.h"
+#include "wire/writer.h"
+
+#ifndef HOURGLASSD
+#error "HOURGLASSD (path of the daemon binary) must be defined by the build"
+#endif
+
+namespace hg::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint32_t random_u32() {
+  uint32_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+    v = static_cast<uint32_t>(std::rand());
+  return v;
+}
+
+sockaddr_in loopback(const char* ip, uint16_t port) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) std::abort();
+  return sin;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+// Reads exactly n bytes from a blocking-with-poll socket before the deadline.
+bool read_full(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline) {
+  while (n > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, remaining_ms(deadline)) <= 0) return false;
+    ssize_t got = recv(fd, p, n, 0);
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+// --- queries and answers -----------------------------------------------------------------
+
+Bytes build_query(const Query& q) {
+  Bytes buf(512);
+  wire::WireWriter w(buf);
+  wire::Header h;
+  h.id = q.id ? *q.id : static_cast<uint16_t>(random_u32());
+  h.flags = q.flags;
+  h.set_opcode(static_cast<wire::Opcode>(q.opcode));
+  h.qdcount = 1;
+  h.write_unchecked(buf.data());
+  auto name = wire::Name::from_text(q.name);
+  if (!name) std::abort();
+  bool ok = w.bytes(std::span<const uint8_t>(buf.data(), wire::kHeaderSize)) &&
+            w.name(*name, false) && w.u16(q.type) && w.u16(q.klass);
+  if (ok && q.edns) {
+    wire::OptSpec opt;
+    opt.udp_size = q.udp_size;
+    opt.version = q.edns_version;
+    opt.flags = q.dnssec_ok ? wire::kEdnsDoBit : 0;
+    ok = wire::append_opt(w, opt);
+  }
+  if (!ok) std::abort();
+  buf.resize(w.size());
+  return buf;
+}
+
+std::optional<Answer> parse_answer(Bytes bytes) {
+  wire::Message m;
+  if (!m.parse(bytes, wire::ParseMode::Lenient).has_value()) return std::nullopt;
+  auto owned = wire::to_owned(m);
+  if (!owned) return std::nullopt;
+  Answer a;
+  a.msg = std::move(owned.value());
+  a.bytes = std::move(bytes);
+  return a;
+}
+
+std::optional<uint16_t> Answer::ede() const {
+  if (!msg.edns) return std::nullopt;
+  for (const auto& o : msg.edns->options) {
+    if (o.code == wire::edns_option::ExtendedError && o.data.size() >= 2)
+      return static_cast<uint16_t>((o.data[0] << 8) | o.data[1]);
+  }
+  return std::nullopt;
+}
+
+std::vector<uint32_t> Answer::ttls(wire::Section s) const {
+  std::vector<uint32_t> out;
+  for (const auto& r : msg.section(s))
+    out.push_back(r.ttl);
+  return out;
+}
+
+std::optional<Bytes> Answer::question_bytes(const Bytes& message) {
+  wire::Message m;
+  if (!m.parse(message, wire::ParseMode::Lenient).has_value() || m.questions().size() != 1)
+    return std::nullopt;
+  const auto& q = m.questions()[0];
+  return Bytes(message.begin() + q.offset, message.begin() + q.end);
+}
+
+std::string Answer::text() const {
+  return wire::print_message(msg);
+}
+
+UdpClient::UdpClient(const char* from) {
+  fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd_ < 0) return;
+  sockaddr_in sin = loopback(from, 0);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+}
+
+UdpClient::~UdpClient() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool UdpClient::send(uint16_t port, const Bytes& query) {
+  if (fd_ < 0) return false;
+  sockaddr_in to = loopback("127.0.0.1", port);
+  return sendto(fd_, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
+         static_cast<ssize_t>(query.size());
+}
+
+std::optional<Bytes> UdpClient::receive(Millis timeout) {
+  if (fd_ < 0) return std::nullopt;
+  pollfd pfd{fd_, POLLIN, 0};
+  if (poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
+  Bytes buf(65535);
+  ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+  if (n < 0) return std::nullopt;
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+std::optional<Answer> udp_query(uint16_t port, const Bytes& query, Millis timeout,
+                                const char* from) {
+  UdpClient c(from);
+  if (!c.send(port, query)) return std::nullopt;
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    auto got = c.receive(Millis{remaining_ms(deadline)});
+    if (!got) return std::nullopt;
+    if (got->size() >= 2 && (*got)[0] == query[0] && (*got)[1] == query[1])
+      return parse_answer(std::move(*got));
+  }
+  return std::nullopt;
+}
+
+std::optional<Answer> tcp_query(uint16_t port, const Bytes& query, Millis timeout) {
+  const auto deadline = Clock::now() + timeout;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  std::optional<Answer> result;
+  sockaddr_in to = loopback("127.0.0.1", port);
+  Bytes framed;
+  framed.push_back(static_cast<uint8_t>(query.size() >> 8));
+  framed.push_back(static_cast<uint8_t>(query.size()));
+  framed.insert(framed.end(), query.begin(), query.end());
+  uint8_t len[2];
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+      send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(framed.size()) &&
+      read_full(fd, len, 2, deadline)) {
+    Bytes buf(static_cast<std::size_t>((len[0] << 8) | len[1]));
+    if (read_full(fd, buf.data(), buf.size(), deadline)) result = parse_answer(std::move(buf));
+  }
+  close(fd);
+  return result;
+}
+
+// --- dig ------------------------------------------------------------------------------------
+
+std::string DigResult::status() const {
+  auto at = output.find("status: ");
+  if (at == std::string::npos) return "";
+  at += 8;
+  auto end = output.find(',', at);
+  return output.substr(at, end - at);
+}
+
+std::string DigResult::flags() const {
+  auto at = output.find(";; flags: ");
+  if (at == std::string::npos) return "";
+  at += 10;
+  auto end = output.find(';', at);
+  return output.substr(at, end - at);
+}
+
+std::vector<uint32_t> DigResult::ttls(std::string_view section) const {
+  std::vector<uint32_t> out;
+  const std::string header = ";; " + std::string(section) + " SECTION:";
+  auto at = output.find(header);
+  if (at == std::string::npos) return out;
+  std::istringstream in(output.substr(at + header.size()));
+  std::string line;
+  std::getline(in, line);  // rest of the header line
+  while (std::getline(in, line) && !line.empty() && line[0] != ';') {
+    std::istringstream fields(line);
+    std::string owner;
+    uint32_t ttl = 0;
+    if (fields >> owner >> ttl) out.push_back(ttl);
+  }
+  return out;
+}
+
+DigResult dig(uint16_t port, const std::string& args, int time_seconds) {
+  DigResult r;
+  const std::string cmd = "timeout 20 dig @127.0.0.1 -p " + std::to_string(port) +
+                          " +time=" + std::to_string(time_seconds) + " +tries=1 " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.output.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// --- the daemon process ----------------------------------------------------------------------
+
+std::unique_ptr<Daemon> Daemon::start(std::vector<std::string> args, bool add_listen) {
+  bool has_listen = false;
+  for (const auto& a : args)
+    has_listen = has_listen || a == "--listen";
+  if (add_listen && !has_listen) {
+    args.insert(args.begin(), "127.0.0.1:0");
+    args.insert(args.begin(), "--listen");
+  }
+  std::unique_ptr<Daemon> d(new Daemon());
+  d->spawn(args);
+  if (d->pid_ < 0) return d;
+  // The first line names the bound addresses: "...: listening on A:P B:P (udp+tcp); ...".
+  const std::string marker = "listening on ";
+  if (!d->wait_for_output(" (udp+tcp)", Millis{5000})) return d;
+  const std::string out = d->output();
+  auto at = out.find(marker);
+  auto end = out.find(" (udp+tcp)");
+  if (at == std::string::npos || end == std::string::npos || end < at) return d;
+  std::istringstream addrs(out.substr(at + marker.size(), end - at - marker.size()));
+  std::string a;
+  while (addrs >> a)
+    d->listen_.push_back(a);
+  if (d->listen_.empty()) return d;
+  const auto colon = d->listen_[0].rfind(':');
+  d->port_ = static_cast<uint16_t>(std::stoul(d->listen_[0].substr(colon + 1)));
+  d->ready_ = d->wait_ready(Millis{5000});
+  return d;
+}
+
+void Daemon::spawn(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  std::vector<std::string> argv_s;
+  argv_s.push_back(HOURGLASSD);
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s)
+    argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec. Die with the test binary.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return;
+  }
+  pid_ = pid;
+  out_fd_ = fds[0];
+  reader_ = std::thread([this] { read_output(); });
+}
+
+void Daemon::read_output() {
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    std::lock_guard lock(mu_);
+    if (n <= 0) {
+      eof_ = true;
+      cv_.notify_all();
+      return;
+    }
+    output_.append(buf, static_cast<std::size_t>(n));
+    cv_.notify_all();
+  }
+}
+
+bool Daemon::wait_ready(Millis timeout) {
+  // A NOTIFY (opcode 4) is answered NOTIMP before the cache, the ACL or the upstream is
+  // consulted, so polling with it changes no counter a test looks at.
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    Query q{.name = "ready.invalid", .opcode = 4};
+    if (auto a = udp_query(port_, build_query(q), Millis{50})) return true;
+    if (!running()) return false;
+  }
+  return false;
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0 && !exit_code_) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  if (reader_.joinable()) reader_.join();
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+std::string Daemon::output() const {
+  std::lock_guard lock(mu_);
+  return output_;
+}
+
+std::vector<std::string> Daemon::lines_with(std::string_view needle) const {
+  std::vector<std::string> out;
+  std::istringstream in(output());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+bool Daemon::wait_for_output(std::string_view needle, Millis timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    return output_.find(needle) != std::string::npos || eof_;
+  }) && output_.find(needle) != std::string::npos;
+}
+
+bool Daemon::signal(int sig) const {
+  return pid_ > 0 && !exit_code_ && kill(pid_, sig) == 0;
+}
+
+bool Daemon::running() {
+  if (pid_ <= 0 || exit_code_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+  return r == 0;
+}
+
+std::optional<int> Daemon::wait_exit(Millis timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (running() && Clock::now() < deadline)
+    std::this_thread::sleep_for(Millis{5});
+  return exit_code_;
+}
+
+Daemon::Memory Daemon::memory() const {
+  Memory m;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string key;
+  uint64_t value = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (!(fields >> key >> value)) continue;
+    if (key == "VmRSS:") m.rss_kib = value;
+    if (key == "VmHWM:") m.hwm_kib = value;
+  }
+  return m;
+}
+
+// --- small things ---------------------------------------------------------------------------
+
+std::string random_label(std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i)
+    s.push_back(static_cast<char>('a' + random_u32() % 26));
+  return s;
+}
+
+TempFile::TempFile(std::string_view contents) {
+  char tmpl[] = "/tmp/hg-integ-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) std::abort();
+  close(fd);
+  path_ = tmpl;
+  rewrite(contents);
+}
+
+TempFile::~TempFile() {
+  std::remove(path_.c_str());
+}
+
+void TempFile::rewrite(std::string_view contents) const {
+  const std::string tmp = path_ + ".new";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << contents;
+  }
+  std::rename(tmp.c_str(), path_.c_str());
+}
+
+}  // namespace hg::integration

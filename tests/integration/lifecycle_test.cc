@@ -1,0 +1,177 @@
+// The process: SIGTERM/SIGINT exit 0 (answering what is in flight), SIGHUP re-reads the
+// upstream file, a forwarding loop is refused at start with exit code 2 and a fix, --threads.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using wire::RCode;
+using Clock = std::chrono::steady_clock;
+
+// A loopback port free for UDP at the moment of asking.
+uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
+  socklen_t len = sizeof sin;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
+  close(fd);
+  return ntohs(sin.sin_port);
+}
+
+TEST(Lifecycle, SigtermExitsZero) {
+  FakeUpstream upstream;
+  upstream.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")}));
+  auto d = Daemon::start({"--upstream", upstream.address()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  ASSERT_TRUE(udp_query(d->port(), build_query({.name = "before-term.test"})));
+  ASSERT_TRUE(d->signal(SIGTERM));
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 0) << d->output();
+  EXPECT_TRUE(d->wait_for_output("stopped", Millis{1000})) << d->output();
+}
+
+TEST(Lifecycle, SigintExitsZero) {
+  FakeUpstream upstream;
+  auto d = Daemon::start({"--upstream", upstream.address()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  ASSERT_TRUE(d->signal(SIGINT));
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 0) << d->output();
+}
+
+TEST(Lifecycle, SigtermAnswersQueriesInFlightThenExitsZero) {
+  FakeUpstream upstream;
+  upstream.set_default(FakeReply::dropped());
+  auto d = Daemon::start(
+      {"--upstream", upstream.address(), "--upstream-timeout", "1000", "--client-timeout", "500"});
+  ASSERT_TRUE(d->ready()) << d->output();
+  UdpClient c;
+  Bytes q = build_query({.name = "inflight.test"});
+  ASSERT_TRUE(c.send(d->port(), q));
+  // Wait (bounded) until the query reached the upstream, so it is in flight.
+  for (int i = 0; i < 200 && upstream.queries("inflight.test") == 0; ++i)
+    std::this_thread::sleep_for(Millis{5});
+  ASSERT_EQ(upstream.queries("inflight.test"), 1u);
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(d->signal(SIGTERM));
+  auto got = c.receive(Millis{3000});
+  ASSERT_TRUE(got) << "the in-flight client must be answered before exit\n" << d->output();
+  auto a = parse_answer(*got);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->rcode(), RCode::ServFail);
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 0) << d->output();
+  EXPECT_LT(Clock::now() - t0, Millis{3000});
+}
+
+TEST(Lifecycle, ForwardingLoopViaUpstreamFlagIsRefused) {
+  const uint16_t port = free_port();
+  const std::string self = "127.0.0.1:" + std::to_string(port);
+  auto d = Daemon::start({"--listen", self, "--upstream", self});
+  EXPECT_FALSE(d->ready());
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 2) << d->output();
+  EXPECT_NE(d->output().find("--upstream-file"), std::string::npos)
+      << "the message must say how to fix it\n"
+      << d->output();
+}
+
+TEST(Lifecycle, ForwardingLoopViaUpstreamFileIsRefused) {
+  const uint16_t port = free_port();
+  const std::string self = "127.0.0.1:" + std::to_string(port);
+  TempFile conf("# resolv.conf pointing at ourselves\nnameserver " + self + "\n");
+  auto d = Daemon::start({"--listen", self, "--upstream-file", conf.path()});
+  EXPECT_FALSE(d->ready());
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 2) << d->output();
+  const std::string out = d->output();
+  EXPECT_NE(out.find("--upstream-file"), std::string::npos) << out;
+  EXPECT_NE(out.find(conf.path()), std::string::npos) << "name the file that loops\n" << out;
+}
+
+TEST(Lifecycle, SighupReloadsUpstreamFile) {
+  FakeUpstream first, second;
+  first.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")}));
+  second.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.2")}));
+  TempFile conf("nameserver " + first.address() + "\n");
+  auto d = Daemon::start({"--upstream-file", conf.path()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  auto a = udp_query(d->port(), build_query({.name = "one.reload.test"}));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(first.queries("one.reload.test"), 1u);
+
+  conf.rewrite("options timeout:1\nnameserver " + second.address() + "\n");
+  ASSERT_TRUE(d->signal(SIGHUP));
+  ASSERT_TRUE(d->wait_for_output("SIGHUP: upstreams now", Millis{3000})) << d->output();
+  EXPECT_NE(d->output().find(second.address()), std::string::npos) << d->output();
+  // The reload is posted to each worker's loop; a query read in the same loop iteration may
+  // still go to the old upstream, so probe (bounded) until one reaches the new one.
+  bool switched = false;
+  for (int i = 0; i < 50 && !switched; ++i) {
+    const std::string probe = "probe" + std::to_string(i) + ".reload.test";
+    ASSERT_TRUE(udp_query(d->port(), build_query({.name = probe})));
+    switched = second.queries(probe) == 1;
+  }
+  ASSERT_TRUE(switched) << "no query reached the new upstream after SIGHUP\n" << d->output();
+  const std::size_t first_total = first.total_queries();
+  auto b = udp_query(d->port(), build_query({.name = "two.reload.test"}));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->rcode(), RCode::NoError) << b->text();
+  EXPECT_EQ(second.queries("two.reload.test"), 1u);
+  EXPECT_EQ(first.queries("two.reload.test"), 0u);
+  EXPECT_EQ(first.total_queries(), first_total) << "the old upstream gets nothing new";
+  EXPECT_TRUE(d->running()) << "SIGHUP must not stop the daemon";
+}
+
+TEST(Lifecycle, SighupWithBrokenFileKeepsCurrentUpstreams) {
+  FakeUpstream upstream;
+  upstream.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")}));
+  TempFile conf("nameserver " + upstream.address() + "\n");
+  auto d = Daemon::start({"--upstream-file", conf.path()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  conf.rewrite("# nothing here\n");
+  ASSERT_TRUE(d->signal(SIGHUP));
+  ASSERT_TRUE(d->wait_for_output("keeping the current upstreams", Millis{3000})) << d->output();
+  // A loop in the new file is refused too.
+  conf.rewrite("nameserver " + d->listen_addresses()[0] + "\n");
+  ASSERT_TRUE(d->signal(SIGHUP));
+  for (int i = 0; i < 300 && d->lines_with("keeping the current upstreams").size() < 2; ++i)
+    std::this_thread::sleep_for(Millis{10});
+  EXPECT_EQ(d->lines_with("keeping the current upstreams").size(), 2u) << d->output();
+  auto a = udp_query(d->port(), build_query({.name = "still.test"}));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->rcode(), RCode::NoError);
+  EXPECT_EQ(upstream.queries("still.test"), 1u);
+}
+
+TEST(Lifecycle, LogQueriesWritesOneLinePerQuery) {
+  FakeUpstream upstream;
+  upstream.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")}));
+  auto d = Daemon::start({"--upstream", upstream.address(), "--log-queries"});
+  ASSERT_TRUE(d->ready()) << d->output();
+  ASSERT_TRUE(udp_query(d->port(), build_query({.name = "logged.test"})));
+  ASSERT_TRUE(udp_query(d->port(), build_query({.name = "logged.test"})));
+  ASSERT_TRUE(d->wait_for_output("query logged.test. A NOERROR hit", Millis{2000})) << d->output();
+  EXPECT_EQ(d->lines_with("query logged.test. A NOERROR miss").size(), 1u) << d->output();
+}
+
+TEST(Lifecycle, BadFlagValueExitsTwoNamingTheFlag) {
+  auto d = Daemon::start({"--threads", "zero"});
+  EXPECT_EQ(d->wait_exit(Millis{5000}), 2);
+  EXPECT_NE(d->output().find("--threads"), std::string::npos) << d->output();
+}
+
+}  // namespace
+}  // namespace hg::integration

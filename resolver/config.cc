@@ -18,6 +18,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -119,7 +120,7 @@ std::optional<std::string> zone_syntax_error(std::string_view zone) {
     if (len == 0) return "the zone has an empty label";
     if (len > 63) return "a label is longer than 63 characters";
     for (char c : z.substr(start, len)) {
-      if (c <= ' ' || c == '=' || c == '\\' || static_cast<unsigned char>(c) >= 0x7f) {
+      if (c <= ' ' || c == '=' || c == '\\' || c == '"' || static_cast<unsigned char>(c) >= 0x7f) {
         return "the zone contains a character that is not allowed";
       }
     }
@@ -882,6 +883,74 @@ struct Cli {
 };
 
 }  // namespace
+
+namespace {
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+template <class T, class F>
+std::string toml_list(const std::vector<T>& items, F text) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += toml_string(text(items[i]));
+  }
+  return out + "]";
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b != 0 && b % (uint64_t{1} << 30) == 0) return std::to_string(b >> 30) + "GiB";
+  if (b != 0 && b % (uint64_t{1} << 20) == 0) return std::to_string(b >> 20) + "MiB";
+  if (b != 0 && b % (uint64_t{1} << 10) == 0) return std::to_string(b >> 10) + "KiB";
+  return std::to_string(b);
+}
+
+}  // namespace
+
+std::string to_toml(const Config& c) {
+  auto ep_text = [](const Endpoint& e) { return e.to_string(); };
+  std::string out;
+  out += "listen = " + toml_list(c.listen, ep_text) + "\n";
+  if (c.upstreams_from_file) {
+    out += "# upstream (from upstream-file) = " + toml_list(c.upstreams, ep_text) + "\n";
+  } else {
+    out += "upstream = " + toml_list(c.upstreams, ep_text) + "\n";
+  }
+  out += "upstream-file = " + toml_string(c.upstream_file) + "\n";
+  out += "cache-size = " + toml_string(bytes_text(c.cache_size)) + "\n";
+  out += "cache-min-ttl = " + std::to_string(c.cache_min_ttl.count()) + "\n";
+  out += "cache-max-ttl = " + std::to_string(c.cache_max_ttl.count()) + "\n";
+  out += "negative-max-ttl = " + std::to_string(c.negative_max_ttl.count()) + "\n";
+  out += "stale-max = " + std::to_string(c.stale_max.count()) + "\n";
+  out += "stale-ttl = " + std::to_string(c.stale_ttl.count()) + "\n";
+  out += "client-timeout = " + std::to_string(c.client_timeout.count()) + "\n";
+  out += "upstream-timeout = " + std::to_string(c.upstream_timeout.count()) + "\n";
+  out += "allow = " + toml_list(c.allow, [](const Cidr& x) { return x.to_string(); }) + "\n";
+  out += "threads = " + std::to_string(c.threads) + "\n";
+  out += std::string("log-queries = ") + (c.log_queries ? "true" : "false") + "\n";
+  if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
+  if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
+  out += "ttl-cap = " +
+         toml_list(c.ttl_caps,
+                   [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +
+         "\n";
+  return out;
+}
 
 std::string config_help() {
   Cli cli;

@@ -195,6 +195,11 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
 /// The text --help prints.
 std::string config_help();
 
+/// The effective configuration as a TOML file that parse_config() reads back to the same
+/// Config (for --check-config and bug reports). Upstreams read from upstream-file appear as
+/// a comment, so the file stays the source of truth for them.
+std::string to_toml(const Config& config);
+
 /// Byte count with an optional suffix: K/KiB (1024), M/MiB, G/GiB; e.g. "64MiB", "65536".
 std::optional<uint64_t> parse_bytes(std::string_view text);
 /// Seconds with an optional unit: "30", "30s", "5m", "1h", "1d".

@@ -503,6 +503,44 @@ TEST(ParseConfigFile, MissingFileIsAnError) {
   EXPECT_THAT(e.message, HasSubstr(dir.path("absent.toml")));
 }
 
+TEST(ConfigToToml, ReadsBackToTheSameConfig) {
+  TempDir dir;
+  Config c = ok(parse({"--listen",          "127.0.0.1:5300",
+                       "--listen",          "[::1]:5300",
+                       "--upstream",        "192.0.2.1",
+                       "--upstream",        "[2001:db8::1]:5300",
+                       "--cache-size",      "1536K",
+                       "--cache-min-ttl",   "5",
+                       "--stale-max",       "1h",
+                       "--client-timeout",  "900",
+                       "--allow",           "10.0.0.0/8",
+                       "--ttl-cap",         "shop.example.com=60",
+                       "--threads",         "3",
+                       "--log-queries",     "--control",
+                       "/run/a \"b\".sock", "--metrics",
+                       "127.0.0.1:9153"}));
+  std::string text = to_toml(c);
+  std::string file = dir.write("round.toml", text);
+  Config back = ok(parse({"--config", file}));
+  EXPECT_EQ(to_toml(back), text);
+  EXPECT_EQ(back.listen, c.listen);
+  EXPECT_EQ(back.upstreams, c.upstreams);
+  EXPECT_EQ(back.cache_size, 1536u << 10);
+  EXPECT_EQ(back.ttl_caps, c.ttl_caps);
+  EXPECT_EQ(back.control_path, "/run/a \"b\".sock");
+  EXPECT_EQ(back.metrics, c.metrics);
+}
+
+TEST(ConfigToToml, UpstreamsFromTheFileStayAComment) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
+  std::string text = to_toml(ok(parse({"--upstream-file", rc})));
+  EXPECT_THAT(text, HasSubstr("# upstream (from upstream-file) = [\"192.0.2.53:53\"]"));
+  Config back = ok(parse({"--config", dir.write("round.toml", text)}));
+  EXPECT_TRUE(back.upstreams_from_file);
+  EXPECT_EQ(back.upstreams, std::vector<Endpoint>{ep("192.0.2.53")});
+}
+
 // --- forwarding loop -------------------------------------------------------------------------
 
 TEST(ParseConfig, UpstreamEqualToListenAddressIsALoop) {

@@ -22,8 +22,10 @@ uint64_t token(int fd, uint32_t generation) {
 }
 
 uint32_t epoll_mask(Interest interest) {
-  uint32_t m = EPOLLRDHUP;
-  if (interest == Interest::Read || interest == Interest::ReadWrite) m |= EPOLLIN;
+  uint32_t m = 0;
+  // EPOLLRDHUP only with read interest: it is level-triggered, so a half-closed socket
+  // parked at Interest::None (back-pressure) would otherwise wake the loop forever.
+  if (interest == Interest::Read || interest == Interest::ReadWrite) m |= EPOLLIN | EPOLLRDHUP;
   if (interest == Interest::Write || interest == Interest::ReadWrite) m |= EPOLLOUT;
   return m;
 }

@@ -33,7 +33,9 @@ using MonoTime = std::chrono::time_point<std::chrono::steady_clock, Millis>;
 
 /// Which readiness a watch wants to hear about.
 enum class Interest : uint8_t {
-  None = 0,  ///< registered but silent (errors and hang-ups are still reported)
+  /// Registered but silent. epoll still reports EPOLLERR and EPOLLHUP (both ends closed),
+  /// level-triggered: on either, close the fd or the loop keeps waking for it.
+  None = 0,
   Read = 1,
   Write = 2,
   ReadWrite = 3,

@@ -3,6 +3,7 @@
 #include "resolver/event_loop.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -215,6 +216,29 @@ TEST(EventLoopFd, ModifyToNoneSilencesAndBackToReadWakes) {
   ASSERT_TRUE(loop.modify_fd(p.r, Interest::Read));
   loop.run_once(1000ms);
   EXPECT_EQ(calls, 1);
+}
+
+TEST(EventLoopFd, HalfClosedSocketAtInterestNoneStaysQuiet) {
+  EventLoop loop;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  int calls = 0;
+  FdEvents got;
+  ASSERT_TRUE(loop.add_fd(sv[0], Interest::None, [&](FdEvents ev) {
+    ++calls;
+    got = ev;
+  }));
+  ASSERT_EQ(shutdown(sv[1], SHUT_WR), 0);  // the peer half-closes
+  loop.run_once(0ms);
+  EXPECT_EQ(calls, 0);
+  ASSERT_TRUE(loop.modify_fd(sv[0], Interest::Read));
+  loop.run_once(1000ms);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(got.readable);
+  EXPECT_TRUE(got.hangup);  // EPOLLRDHUP, reported with read interest
+  loop.remove_fd(sv[0]);
+  close(sv[0]);
+  close(sv[1]);
 }
 
 TEST(EventLoopFd, SecondWatchOnSameFdIsRefused) {

@@ -67,6 +67,9 @@ bool WireWriter::name(const Name& n, bool compress) noexcept {
   const std::size_t labels_end = compressed ? literal : literal - 1;
   for (std::size_t i = 0; i < labels_end && ntargets_ < kMaxTargets; i += w[i] + 1u) {
     if (start + i >= 0x4000) break;  // pointers have 14 bits
+    // read_name rejects pointers into the 12-octet header (PointerIntoHeader), so a name
+    // written there (a writer not starting with a header) is never a target.
+    if (start + i < 12) continue;
     targets_[ntargets_++] = static_cast<uint16_t>(start + i);
   }
   return true;

@@ -247,6 +247,12 @@ TEST(MessageParse, ReportsNameErrorsInQuestion) {
   expect_error("question-forward-pointer", r, ParseError::PointerNotBackward, 12);
 }
 
+TEST(MessageParse, RejectsPointerIntoHeader) {
+  // An answer owner pointing at offset 4 (QDCOUNT): backward, but into the header.
+  auto p = response().rr_raw_owner(0, {0xC0, 0x04}, kA, 0, {1, 2, 3, 4}).build();
+  expect_error("pointer-into-header", p, ParseError::PointerIntoHeader, kAfterQuestion);
+}
+
 TEST(MessageParse, ReportsTooManyPointersInOwner) {
   // Answer 1 holds a chain of 200 backward pointers as opaque RDATA (TYPE65534); answer 2's
   // owner points at the last of them.

@@ -19,6 +19,15 @@ Name N(std::string_view s) {
   return n ? *n : Name();
 }
 
+// read_name rejects pointers into the first 12 octets (a message's header), so buffers whose
+// names are pointed at start with this 12-octet pad.
+constexpr std::size_t kPad = 12;
+Bytes padded(std::initializer_list<uint8_t> tail) {
+  Bytes b(kPad, 0);
+  b.insert(b.end(), tail);
+  return b;
+}
+
 // read_name on `buf` starting at `start`; returns the Result and leaves the reader's offset.
 Result<Name> read_at(const Bytes& buf, std::size_t start, std::size_t* end = nullptr) {
   WireReader r(buf, start);
@@ -138,14 +147,23 @@ TEST(NameFromWire, RejectsPointersAndTrailingBytes) {
 }
 
 TEST(ReadName, DecompressesBackwardPointers) {
-  // "example.com" at 0, then "www" + pointer to 0 at 13.
-  Bytes buf = test::wire_name("example.com");
-  buf.insert(buf.end(), {3, 'w', 'w', 'w', 0xC0, 0x00});
+  // "example.com" at 12, then "www" + pointer to 12 at 25.
+  Bytes buf(kPad, 0);
+  const auto ex = test::wire_name("example.com");
+  buf.insert(buf.end(), ex.begin(), ex.end());
+  buf.insert(buf.end(), {3, 'w', 'w', 'w', 0xC0, kPad});
   std::size_t end = 0;
-  auto n = read_at(buf, 13, &end);
+  auto n = read_at(buf, 25, &end);
   ASSERT_TRUE(n.has_value());
   EXPECT_EQ(n->to_text(), "www.example.com.");
   EXPECT_EQ(end, buf.size());  // the reader stops after the first pointer
+}
+
+TEST(ReadName, RejectsPointerIntoHeader) {
+  // A backward pointer to offset 5: inside the header, never a name (the ID and flags would
+  // decode as labels, and change when a responder rewrites them).
+  const Bytes buf = padded({0xC0, 0x05});
+  EXPECT_EQ(read_at(buf, kPad).error(), (Error{ParseError::PointerIntoHeader, kPad}));
 }
 
 TEST(ReadName, RejectsSelfPointer) {
@@ -154,11 +172,11 @@ TEST(ReadName, RejectsSelfPointer) {
 }
 
 TEST(ReadName, RejectsTwoPointerCycle) {
-  // At 0: pointer to 2. At 2: pointer to 0. Reading from 2 jumps to 0 (backward, allowed),
-  // whose pointer to 2 is not before the current part (0): rejected at offset 0.
-  const Bytes buf = {0xC0, 0x02, 0xC0, 0x00};
-  EXPECT_EQ(read_at(buf, 2).error(), (Error{ParseError::PointerNotBackward, 0}));
-  EXPECT_EQ(read_at(buf, 0).error(), (Error{ParseError::PointerNotBackward, 0}));
+  // At 12: pointer to 14. At 14: pointer to 12. Reading from 14 jumps to 12 (backward,
+  // allowed), whose pointer to 14 is not before the current part (12): rejected at 12.
+  const Bytes buf = padded({0xC0, 14, 0xC0, 12});
+  EXPECT_EQ(read_at(buf, 14).error(), (Error{ParseError::PointerNotBackward, 12}));
+  EXPECT_EQ(read_at(buf, 12).error(), (Error{ParseError::PointerNotBackward, 12}));
 }
 
 TEST(ReadName, RejectsForwardPointer) {
@@ -173,18 +191,18 @@ TEST(ReadName, RejectsPointerIntoTheSameName) {
 }
 
 TEST(ReadName, RejectsTooManyPointers) {
-  // A root label at 0, then 200 pointers each pointing at the previous one.
-  Bytes buf = {0};
+  // A root label at 12, then 200 pointers each pointing at the previous one.
+  Bytes buf = padded({0});
   for (int i = 0; i < 200; ++i) {
-    const std::size_t prev = i == 0 ? 0 : 1 + 2 * static_cast<std::size_t>(i - 1);
+    const std::size_t prev = i == 0 ? kPad : kPad + 1 + 2 * static_cast<std::size_t>(i - 1);
     buf.push_back(static_cast<uint8_t>(0xC0 | (prev >> 8)));
     buf.push_back(static_cast<uint8_t>(prev));
   }
-  // From the last pointer, hop 128 fails: it is read at offset 1 + 2 * (199 - 127).
+  // From the last pointer (199), pointer k is hop 200 - k: hop 128 is pointer 72.
   auto r = read_at(buf, buf.size() - 2);
-  EXPECT_EQ(r.error(), (Error{ParseError::TooManyPointers, 1 + 2 * (199 - 127)}));
+  EXPECT_EQ(r.error(), (Error{ParseError::TooManyPointers, kPad + 1 + 2 * 72}));
   // 127 hops is the most a legal name needs, and is accepted.
-  EXPECT_TRUE(read_at(buf, 1 + 2 * 126).has_value());
+  EXPECT_TRUE(read_at(buf, kPad + 1 + 2 * 126).has_value());
 }
 
 TEST(ReadName, AcceptsMaximum255OctetName) {
@@ -204,12 +222,14 @@ TEST(ReadName, RejectsName256Octets) {
 
 TEST(ReadName, RejectsLongNameBuiltFromPointers) {
   // Two 127-octet halves joined by a pointer: 254 + root would be 255, add one more label.
-  Bytes buf = test::wire_name(test::long_name({63, 63}));  // 129 octets at 0
+  Bytes buf(kPad, 0);
+  const auto first = test::wire_name(test::long_name({63, 63}));  // 129 octets at 12
+  buf.insert(buf.end(), first.begin(), first.end());
   const std::size_t second = buf.size();
   auto more = test::wire_name(test::long_name({63, 61, 1}));
   more.pop_back();  // drop the root: continue into the first name
   buf.insert(buf.end(), more.begin(), more.end());
-  buf.insert(buf.end(), {0xC0, 0x00});
+  buf.insert(buf.end(), {0xC0, kPad});
   EXPECT_EQ(read_at(buf, second).error().code, ParseError::NameTooLong);
 }
 
@@ -236,9 +256,11 @@ TEST(ReadName, ReportsTruncation) {
 }
 
 TEST(SkipName, AgreesWithReadName) {
-  Bytes buf = test::wire_name("example.com");
-  buf.insert(buf.end(), {3, 'w', 'w', 'w', 0xC0, 0x00});
-  WireReader r(buf, 13);
+  Bytes buf(kPad, 0);
+  const auto ex = test::wire_name("example.com");
+  buf.insert(buf.end(), ex.begin(), ex.end());
+  buf.insert(buf.end(), {3, 'w', 'w', 'w', 0xC0, kPad});
+  WireReader r(buf, 25);
   ASSERT_TRUE(skip_name(r).has_value());
   EXPECT_EQ(r.offset(), buf.size());
   const Bytes hostile = {0xC0, 0x00};

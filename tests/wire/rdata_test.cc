@@ -72,11 +72,14 @@ TEST(ReadRdata, DecodesTxtStrings) {
 }
 
 TEST(ReadRdata, DecompressesNamesAgainstThePacket) {
-  // Packet: "example" at 0, then MX RDATA at 9: preference 5, "mx" + pointer to 0.
-  Bytes packet = wire_name("example");
-  const Bytes rdata = {0, 5, 2, 'm', 'x', 0xC0, 0x00};
+  // Packet: 12 octets of header, "example" at 12, then MX RDATA at 21: preference 5, "mx" +
+  // pointer to 12.
+  Bytes packet(12, 0);
+  const auto ex = wire_name("example");
+  packet.insert(packet.end(), ex.begin(), ex.end());
+  const Bytes rdata = {0, 5, 2, 'm', 'x', 0xC0, 12};
   packet.insert(packet.end(), rdata.begin(), rdata.end());
-  auto rd = read_rdata(packet, RRType::MX, 9, rdata.size());
+  auto rd = read_rdata(packet, RRType::MX, 21, rdata.size());
   ASSERT_TRUE(rd.has_value());
   EXPECT_EQ(rdata_to_text(*rd), "5 mx.example.");
 }
@@ -100,7 +103,8 @@ TEST(ReadRdata, RejectsLengthDisagreement) {
 TEST(WriteRdata, CompressesOnlyRfc1035Types) {
   Bytes buf(512);
   WireWriter w(buf);
-  ASSERT_TRUE(w.name(N("example.com")));  // 13 octets at 0: a compression target
+  ASSERT_TRUE(w.bytes(Bytes(12, 0)));     // a header: names there are never targets
+  ASSERT_TRUE(w.name(N("example.com")));  // 13 octets at 12: a compression target
   const std::size_t mx_start = w.size();
   ASSERT_TRUE(write_rdata(w, RRType::MX, RdataMX{10, N("mail.example.com")}));
   // 2 (preference) + "mail" (5) + pointer (2).

@@ -35,26 +35,42 @@ TEST(WireWriter, RefusesToExceedTheLimit) {
 TEST(WireWriter, CompressesRepeatedSuffixes) {
   Bytes buf(512);
   WireWriter w(buf);
-  ASSERT_TRUE(w.name(N("www.example.com")));   // 17 octets at 0
-  ASSERT_TRUE(w.name(N("mail.example.com")));  // "mail" + pointer to 4
-  EXPECT_EQ(w.size(), 17u + 5 + 2);
-  EXPECT_EQ(buf[22], 0xC0);
-  EXPECT_EQ(buf[23], 4);
-  ASSERT_TRUE(w.name(N("www.example.com")));  // a bare pointer to 0
-  EXPECT_EQ(w.size(), 26u);
-  EXPECT_EQ(buf[24], 0xC0);
-  EXPECT_EQ(buf[25], 0);
-  ASSERT_TRUE(w.name(N("a.mail.example.com")));  // "a" + pointer to "mail..." at 17
-  EXPECT_EQ(buf[28], 0xC0);
-  EXPECT_EQ(buf[29], 17);
+  ASSERT_TRUE(w.bytes(Bytes(12, 0)));          // the header
+  ASSERT_TRUE(w.name(N("www.example.com")));   // 17 octets at 12
+  ASSERT_TRUE(w.name(N("mail.example.com")));  // "mail" + pointer to 16
+  EXPECT_EQ(w.size(), 12u + 17 + 5 + 2);
+  EXPECT_EQ(buf[34], 0xC0);
+  EXPECT_EQ(buf[35], 16);
+  ASSERT_TRUE(w.name(N("www.example.com")));  // a bare pointer to 12
+  EXPECT_EQ(w.size(), 38u);
+  EXPECT_EQ(buf[36], 0xC0);
+  EXPECT_EQ(buf[37], 12);
+  ASSERT_TRUE(w.name(N("a.mail.example.com")));  // "a" + pointer to "mail..." at 29
+  EXPECT_EQ(buf[40], 0xC0);
+  EXPECT_EQ(buf[41], 29);
   // The result decodes back to the same names.
-  WireReader r(w.written(), 17);
-  EXPECT_EQ(read_name(r).value().to_text(), "mail.example.com.");
+  WireReader r(w.written(), 29);
+  auto back = read_name(r);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->to_text(), "mail.example.com.");
+}
+
+TEST(WireWriter, NeverPointsIntoTheHeader) {
+  // A name written in the first 12 octets is not a target: read_name would reject the
+  // pointer (PointerIntoHeader).
+  Bytes buf(512);
+  WireWriter w(buf);
+  ASSERT_TRUE(w.name(N("example.com")));  // 13 octets at 0
+  ASSERT_TRUE(w.name(N("example.com")));  // at 13: written in full, "com" at 21 is new
+  EXPECT_EQ(w.size(), 26u);
+  ASSERT_TRUE(w.name(N("com")));  // a pointer to 21
+  EXPECT_EQ(w.size(), 28u);
 }
 
 TEST(WireWriter, CompressionPreservesLetterCase) {
   Bytes buf(512);
   WireWriter w(buf);
+  ASSERT_TRUE(w.bytes(Bytes(12, 0)));
   ASSERT_TRUE(w.name(N("www.example.com")));
   const std::size_t second = w.size();
   ASSERT_TRUE(w.name(N("WWW.Example.com")));  // only "com" may be shared

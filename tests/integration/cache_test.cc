@@ -180,5 +180,35 @@ TEST_F(CacheTest, WrongQuestionFromUpstreamIsDiscarded) {
   EXPECT_TRUE(again->msg.answer.empty()) << again->text();
 }
 
+// DESIGN.md lessons: a TTL-0 answer evicts the cached copy instead of leaving it to be served
+// stale later.
+TEST_F(CacheTest, TtlZeroAnswerEvictsStaleCopy) {
+  upstream_.on("evict.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.1")}));
+  start();
+  ASSERT_TRUE(udp_query(port(), build_query({.name = "evict.test"})));
+  std::this_thread::sleep_for(Millis{1100});
+  upstream_.on("evict.test", FakeReply::records({FakeRecord::a("", 0, "192.0.2.2")}));
+  auto zero = udp_query(port(), build_query({.name = "evict.test"}));
+  ASSERT_TRUE(zero);
+  ASSERT_EQ(zero->ttls(), std::vector<uint32_t>{0}) << zero->text();
+  upstream_.on("evict.test", FakeReply::servfail());
+  auto after = udp_query(port(), build_query({.name = "evict.test"}));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->rcode(), RCode::ServFail) << "the old copy must not come back as stale\n"
+                                             << after->text();
+}
+
+TEST_F(CacheTest, TtlCapLowersCachedTtl) {
+  upstream_.on("www.shop.test", FakeReply::records({FakeRecord::a("", 3600, "192.0.2.1")}));
+  upstream_.on("www.other.test", FakeReply::records({FakeRecord::a("", 3600, "192.0.2.2")}));
+  start({"--ttl-cap", "shop.test=2"});
+  auto capped = udp_query(port(), build_query({.name = "www.shop.test"}));
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->ttls(), std::vector<uint32_t>{2}) << capped->text();
+  auto other = udp_query(port(), build_query({.name = "www.other.test"}));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->ttls(), std::vector<uint32_t>{3600});
+}
+
 }  // namespace
 }  // namespace hg::integration

@@ -166,5 +166,35 @@ TEST(FailureCache, FiveQuickQueriesForSilentNameMakeOneResolution) {
   EXPECT_LE(upstream.queries(name), 2u);
 }
 
+// Waiters per in-flight query are bounded (256): beyond that, SERVFAIL at once, and the
+// first 256 still get the upstream's answer.
+TEST(Coalescing, WaitersBeyondTheBoundGetServfailAtOnce) {
+  FakeUpstream upstream;
+  const std::string name = random_label() + ".crowd.test";
+  FakeReply reply = FakeReply::records({FakeRecord::a("", 60, "192.0.2.7")});
+  reply.delay = Millis{800};
+  upstream.on(name, reply);
+  auto d = Daemon::start({"--upstream", upstream.address()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  constexpr int kClients = 300;
+  std::vector<std::unique_ptr<UdpClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<UdpClient>());
+    ASSERT_TRUE(clients.back()->send(d->port(), build_query({.name = name})));
+  }
+  int answered = 0, servfail = 0;
+  for (auto& c : clients) {
+    auto got = c->receive(Millis{3000});
+    if (!got) continue;
+    auto a = parse_answer(*got);
+    ASSERT_TRUE(a);
+    ++answered;
+    if (a->rcode() == RCode::ServFail) ++servfail;
+  }
+  EXPECT_EQ(answered, kClients);
+  EXPECT_EQ(servfail, kClients - 256);
+  EXPECT_EQ(upstream.queries(name), 1u);
+}
+
 }  // namespace
 }  // namespace hg::integration

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "alloc_counter.h"
 #include "cache/clock.h"
 #include "cache_test_util.h"
 
@@ -305,6 +306,27 @@ TEST_F(CacheTest, SnapshotListsEntriesWithRemainingTtls) {
   EXPECT_EQ(entries[0]->remaining_ttl(0, clock_.now()), 260u);
   EXPECT_EQ(entries[1]->remaining_ttl(0, clock_.now()), 60u);
   EXPECT_EQ(decode(entries[1]->to_wire(clock_.now())).answer.at(0).ttl, 60u);
+}
+
+TEST_F(CacheTest, LookupAndRenderOfAHitDoNotAllocate) {
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(CNAME("www.example.com", 3600, "cdn.example.net"));
+  m.answer.push_back(A("cdn.example.net", 300));
+  ASSERT_EQ(put(m, key("www.example.com")), InsertOutcome::Cached);
+  const CacheKey k = key("www.example.com");
+  const Packet q(query("WWW.example.COM"));
+  std::vector<uint8_t> buf(512);
+  clock_.advance(Seconds{280});  // inside the prefetch window too
+  const long before = testing::allocation_count();
+  for (int i = 0; i < 100; ++i) {
+    const Hit hit = cache_->lookup(k, clock_.now());
+    wire::WireWriter w(buf, 512);
+    ASSERT_TRUE(render(hit, {.id = 1, .question = q.question()}, clock_.now(), w, 11).ok);
+  }
+  EXPECT_EQ(testing::allocation_count() - before, 0);
+  // The counter does count: an insert allocates (the entry, its blob, its record table).
+  ASSERT_EQ(put(m, key("www.example.com")), InsertOutcome::Cached);
+  EXPECT_GT(testing::allocation_count() - before, 0);
 }
 
 TEST_F(CacheTest, HitStaysValidAfterEviction) {

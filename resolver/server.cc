@@ -554,14 +554,19 @@ void Server::reload_upstreams() {
   std::string ups;
   for (const auto& e : rc->nameservers)
     ups += (ups.empty() ? "" : " ") + e.to_string();
+  // Each worker switches its own channel on its own thread; the last one to do so logs it,
+  // so the line means "new queries now go to the new servers".
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
+  auto message = std::make_shared<const std::string>(
+      fmt::format("SIGHUP: upstreams now {} (from {})", ups, c.upstream_file));
   for (auto& w : workers_) {
     Worker* wp = w.get();
-    wp->loop.post([wp, servers = rc->nameservers] {
+    wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
       if (auto err = wp->upstream->reload_servers(servers))
         fmt::print(stderr, "SIGHUP: worker {}: {}\n", wp->index, *err);
+      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", *message);
     });
   }
-  fmt::print(stderr, "SIGHUP: upstreams now {} (from {})\n", ups, c.upstream_file);
 }
 
 void Server::begin_shutdown() {

@@ -16,7 +16,8 @@
 //    writes a fresh random ID (getrandom) that no other in-flight query uses. This (with
 //    c-ares's question check) is all the spoofing resistance a UDP forwarder has.
 //  - An answer with RCODE SERVFAIL, REFUSED or NOTIMP is not delivered: c-ares tries the
-//    other servers, and if all fail the callback gets ServFail/Refused/NotImp and no bytes.
+//    other servers (each once per query: a server that said SERVFAIL is not asked again),
+//    and if all fail the callback gets ServFail/Refused/NotImp and no bytes.
 //    NOERROR, NXDOMAIN, FORMERR answers arrive as Ok with the answer bytes.
 //  - A late retransmission is not a new query: per-try timeout and tries are chosen so a
 //    slow but alive server (300 ms) is not asked twice. c-ares doubles the per-try timeout
@@ -43,17 +44,21 @@ namespace hg::resolver {
 
 /// How an upstream query ended. Every value but Ok goes down the stale-or-SERVFAIL path.
 enum class UpstreamStatus : uint8_t {
-  Ok,            ///< an answer arrived (any RCODE but SERVFAIL, REFUSED, NOTIMP)
-  Timeout,       ///< no server answered within its tries (ARES_ETIMEOUT)
-  ServFail,      ///< every server answered SERVFAIL (ARES_ESERVFAIL)
-  Refused,       ///< every server answered REFUSED (ARES_EREFUSED)
-  NotImp,        ///< every server answered NOTIMP (ARES_ENOTIMP)
-  NetworkError,  ///< ICMP unreachable, TCP reset or refused (ARES_ECONNREFUSED, ...)
-  BadResponse,   ///< the server's answers could not be used (ARES_EBADRESP, ARES_EFORMERR)
-  BadQuery,      ///< our query was shorter than a header or longer than 65535 bytes
-  NoServers,     ///< the server list is empty
-  Cancelled,     ///< cancel_all() ran before an answer came
-  Internal,      ///< out of memory, out of query IDs, or a c-ares status we do not know
+  Ok,       ///< an answer arrived (any RCODE but SERVFAIL, REFUSED, NOTIMP)
+  Timeout,  ///< no server answered within its tries (ARES_ETIMEOUT)
+  /// Every server answered SERVFAIL. c-ares 1.18.1 itself says ARES_ECONNREFUSED here;
+  /// we tell the two apart by the RCODE of the UDP answers it discarded (upstream.cc).
+  ServFail,
+  Refused,  ///< every server answered REFUSED (as for ServFail)
+  NotImp,   ///< every server answered NOTIMP (as for ServFail)
+  /// ICMP unreachable, TCP reset or refused (ARES_ECONNREFUSED), or a SERVFAIL that came
+  /// only over TCP, which we cannot see.
+  NetworkError,
+  BadResponse,  ///< the server's answers could not be used (ARES_EBADRESP, ARES_EFORMERR)
+  BadQuery,     ///< our query was shorter than a header or longer than 65535 bytes
+  NoServers,    ///< the server list is empty
+  Cancelled,    ///< cancel_all() ran before an answer came
+  Internal,     ///< out of memory, out of query IDs, or a c-ares status we do not know
 };
 
 /// Stable lowercase identifier ("timeout", "servfail"...), for logs and metrics.

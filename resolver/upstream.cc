@@ -223,8 +223,14 @@ Checked<Upstream::Channel*> Upstream::open_channel(std::span<const Endpoint> ser
   int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
              ARES_OPT_EDNSPSZ | (options_.rotate ? ARES_OPT_ROTATE : ARES_OPT_NOROTATE);
   // EDNS: without it, every UDP answer over 512 bytes counts as truncated and is retried
-  // over TCP. NOCHECKRESP stays off: SERVFAIL/REFUSED make c-ares try the next server.
+  // over TCP. With several servers NOCHECKRESP stays off: SERVFAIL/REFUSED make c-ares try
+  // the next server.
   opts.flags = ARES_FLAG_EDNS;
+  // With a single server, c-ares 1.18 answers a SERVFAIL/REFUSED/NOTIMP by asking the same
+  // server again (its skip_server() never skips the only server), so one failing name cost
+  // two upstream queries. With one server there is no other to try: take such answers as
+  // they are (NOCHECKRESP) and turn them into failures in on_answer().
+  if (servers.size() == 1) opts.flags |= ARES_FLAG_NOCHECKRESP;
   opts.timeout = static_cast<int>(options_.try_timeout.count());
   opts.tries = options_.tries;
   opts.ednspsz = options_.edns_payload;
@@ -427,6 +433,23 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
     answer = {abuf, static_cast<std::size_t>(alen)};
   } else if (s == UpstreamStatus::Ok) {
     s = UpstreamStatus::BadResponse;  // success without bytes: not seen, but not trusted
+  }
+  if (s == UpstreamStatus::Ok && answer.size() >= 4) {
+    // Only reached on single-server channels (ARES_FLAG_NOCHECKRESP, see open_channel).
+    switch (answer[3] & 0x0f) {
+      case 2:
+        s = UpstreamStatus::ServFail;
+        break;
+      case 4:
+        s = UpstreamStatus::NotImp;
+        break;
+      case 5:
+        s = UpstreamStatus::Refused;
+        break;
+      default:
+        break;
+    }
+    if (s != UpstreamStatus::Ok) answer = {};
   }
   if (self->in_send_) {
     // c-ares failed the query inside ares_send (e.g. the UDP send was refused); report it

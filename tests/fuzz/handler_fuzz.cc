@@ -18,6 +18,7 @@
 //  1. every answer parses in Strict mode and carries the client's ID;
 //  2. a UDP answer is at most the client's payload size (512 without EDNS) and at most 1232;
 //  3. every query that was deferred is answered exactly once by the end of the input.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -90,11 +91,15 @@ std::vector<uint8_t> build_answer(const std::vector<uint8_t>& query,
   // Our query's header and question, QR set, counts from the first 6 record bytes.
   wire::Message q;
   if (!q.parse(query) || q.questions().empty()) Harness::fail("our upstream query is malformed");
-  std::vector<uint8_t> out(query.begin(), query.begin() + q.questions()[0].end);
-  out[2] |= 0x80;
+  const std::size_t question_end = q.questions()[0].end;
+  std::vector<uint8_t> out(question_end + (records.size() > 6 ? records.size() - 6 : 0));
+  std::copy(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(question_end), out.begin());
+  out.at(2) = static_cast<uint8_t>(out.at(2) | 0x80);
   for (std::size_t i = 0; i < 6; ++i)
-    out[6 + i] = i < records.size() ? records[i] : 0;
-  if (records.size() > 6) out.insert(out.end(), records.begin() + 6, records.end());
+    out.at(6 + i) = i < records.size() ? records[i] : 0;
+  if (records.size() > 6)
+    std::copy(records.begin() + 6, records.end(),
+              out.begin() + static_cast<std::ptrdiff_t>(question_end));
   return out;
 }
 

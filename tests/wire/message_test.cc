@@ -247,6 +247,18 @@ TEST(MessageParse, ReportsNameErrorsInQuestion) {
   expect_error("question-forward-pointer", r, ParseError::PointerNotBackward, 12);
 }
 
+TEST(MessageParse, AcceptsA255OctetQnameAndRejects256) {
+  PacketBuilder ok;
+  ok.question(test::long_name({63, 63, 63, 61}), kA);
+  Message m;
+  ASSERT_TRUE(m.parse(ok.build(), ParseMode::Strict).has_value());
+  EXPECT_EQ(m.questions()[0].name.size(), 255u);
+  PacketBuilder bad;
+  bad.question(test::long_name({63, 63, 63, 62}), kA);
+  // The fourth label starts at 12 + 3 x 64.
+  expect_error("qname-256-octets", bad.build(), ParseError::NameTooLong, 12 + 192);
+}
+
 TEST(MessageParse, RejectsPointerIntoHeader) {
   // An answer owner pointing at offset 4 (QDCOUNT): backward, but into the header.
   auto p = response().rr_raw_owner(0, {0xC0, 0x04}, kA, 0, {1, 2, 3, 4}).build();

@@ -154,6 +154,8 @@ struct ClientQuery {
   bool cd = false;
   bool dnssec_ok = false;
   /// The client's question bytes, qname through QCLASS, exactly as received (its letter case).
+  /// Precondition (not checked: no name parsing on the hot path): the question of the key the
+  /// hit was looked up with — same name up to case, so the same length as ours.
   std::span<const uint8_t> question = {};
 };
 

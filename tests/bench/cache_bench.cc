@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,26 @@ void BM_LookupRenderThreads(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 BENCHMARK(BM_LookupRenderThreads)->Threads(1)->Threads(2)->UseRealTime();
+
+// The baseline that sharding avoids: the same work behind one process-wide mutex, as a
+// cache with a single lock (or an LRU list every hit must reorder) would need.
+void BM_LookupRenderOneLockThreads(benchmark::State& state) {
+  static std::mutex one_lock;
+  Fixture& f = Fixture::get();
+  const Time now = f.clock.now() + std::chrono::seconds{10};
+  std::vector<uint8_t> out(1232);
+  std::size_t i = static_cast<std::size_t>(state.thread_index()) * 7919;
+  for (auto _ : state) {
+    const Client& c = f.clients[i++ % Fixture::kNames];
+    std::lock_guard lock(one_lock);
+    const Hit hit = f.cache->lookup(c.key, now);
+    wire::WireWriter w(out, 1232);
+    benchmark::DoNotOptimize(
+        hg::cache::render(hit, ClientQuery{.id = 7, .question = c.question}, now, w, 11));
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_LookupRenderOneLockThreads)->Threads(1)->Threads(2)->UseRealTime();
 
 // The worst case for sharding: every thread asks the same name (one shard, one entry), so
 // the shard's reader lock word and the entry's reference count bounce between cores.

@@ -11,6 +11,7 @@
 
 #include "wire/edns.h"
 #include "wire/header.h"
+#include "wire/owned.h"
 #include "wire/writer.h"
 
 namespace hg::resolver {
@@ -68,7 +69,8 @@ QueryEngine::QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int wor
       loop_(loop),
       sender_(std::move(sender)),
       worker_(worker),
-      buf_(kMaxTcpAnswer) {}
+      buf_(kMaxTcpAnswer),
+      norm_buf_(kMaxTcpAnswer) {}
 
 bool QueryEngine::allowed(const sockaddr* peer) const noexcept {
   if (peer == nullptr) return true;  // tests and fuzzing: no address
@@ -254,8 +256,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                               std::span<const uint8_t> answer) {
   const MonoTime now = loop_.now();
   auto& st = shared_.stats;
-  if (status == UpstreamStatus::Ok &&
-      upstream_msg_.parse(answer, wire::ParseMode::Lenient).has_value()) {
+  if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
     const auto outcome = shared_.cache.insert(key, upstream_msg_, now);
     using O = cache::InsertOutcome;
     if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
@@ -293,6 +294,24 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                                                                : wire::ede::NoReachableAuthority;
   for (const Waiter& w : shared_.inflight.complete(key))
     answer_failed(w, code, text, "failed");
+}
+
+bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
+  // The upstream's bytes are re-encoded by our own writer before they are cached or passed
+  // on. Cached sections are copied to clients with rewritten headers and TTLs, so every
+  // compression pointer in them must lead to name bytes that never change; an upstream may
+  // point anywhere a parser accepts (into its RDATA lengths, its TTL fields...). Our writer
+  // only points at names it wrote itself. It also drops the upstream's OPT record and any
+  // bytes after the last record. This costs a few microseconds per upstream answer, never
+  // anything on the cache-hit path.
+  if (!raw_msg_.parse(answer, wire::ParseMode::Lenient)) return false;
+  auto owned = wire::to_owned(raw_msg_);
+  if (!owned) return false;
+  owned->edns.reset();
+  wire::WireWriter w(norm_buf_);
+  const auto out = wire::write_message(w, *owned);
+  if (!out.ok || out.truncated) return false;
+  return upstream_msg_.parse(w.written(), wire::ParseMode::Strict).has_value();
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {

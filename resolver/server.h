@@ -117,6 +117,8 @@ class QueryEngine {
   void start_upstream(const cache::CacheKey& key);
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                    std::span<const uint8_t> answer);
+  /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
+  bool normalize_upstream(std::span<const uint8_t> answer);
   void on_deadline(const cache::CacheKey& key);
   /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
   /// SERVFAIL with `ede`.
@@ -132,8 +134,10 @@ class QueryEngine {
   Sender sender_;
   int worker_;
   wire::Message scratch_;
-  wire::Message upstream_msg_;
-  std::vector<uint8_t> buf_;  // answers rendered for waiters
+  wire::Message raw_msg_;       // the upstream's answer as received
+  wire::Message upstream_msg_;  // the same, re-encoded into norm_buf_
+  std::vector<uint8_t> buf_;    // answers rendered for waiters
+  std::vector<uint8_t> norm_buf_;
 };
 
 /// The daemon: sockets, threads, signals.

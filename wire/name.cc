@@ -216,9 +216,16 @@ Status decode_name(WireReader& r, std::array<uint8_t, kMaxNameOctets>* out, uint
   std::size_t part_start = pos;   // start of the current name part (for the backward rule)
   std::size_t resume = SIZE_MAX;  // where r continues after the first pointer
   std::size_t len = 0;            // wire octets so far, length bytes included
+  // After a jump, the name must end before the pointer that jumped (see below); `limit` is
+  // that pointer's offset, `jumped_from` too (for the error), SIZE_MAX before any jump.
+  std::size_t limit = data.size();
+  std::size_t jumped_from = SIZE_MAX;
   int hops = 0;
   for (;;) {
-    if (pos >= data.size()) return Error{ParseError::Truncated, pos};
+    if (pos >= limit) {
+      if (jumped_from != SIZE_MAX) return Error{ParseError::PointerNotBackward, jumped_from};
+      return Error{ParseError::Truncated, pos};
+    }
     uint8_t l = data[pos];
     switch (l & 0xC0) {
       case 0x00: {
@@ -230,7 +237,10 @@ Status decode_name(WireReader& r, std::array<uint8_t, kMaxNameOctets>* out, uint
           if (resume == SIZE_MAX) resume = pos + 1;
           return r.seek(resume);
         }
-        if (pos + 1 + l > data.size()) return Error{ParseError::Truncated, pos};
+        if (pos + 1 + l > limit) {
+          if (jumped_from != SIZE_MAX) return Error{ParseError::PointerNotBackward, jumped_from};
+          return Error{ParseError::Truncated, pos};
+        }
         // Keep room for the root label that must follow.
         if (len + 1 + l + 1 > kMaxNameOctets) return Error{ParseError::NameTooLong, pos};
         if constexpr (kBuild) std::memcpy(out->data() + len, data.data() + pos, 1u + l);
@@ -239,7 +249,10 @@ Status decode_name(WireReader& r, std::array<uint8_t, kMaxNameOctets>* out, uint
         break;
       }
       case 0xC0: {
-        if (pos + 2 > data.size()) return Error{ParseError::Truncated, pos};
+        if (pos + 2 > limit) {
+          if (jumped_from != SIZE_MAX) return Error{ParseError::PointerNotBackward, jumped_from};
+          return Error{ParseError::Truncated, pos};
+        }
         std::size_t target = static_cast<std::size_t>(((l & 0x3F) << 8) | data[pos + 1]);
         // RFC 1035 §4.1.4: a pointer names a *prior* occurrence. Requiring it to point before
         // the start of the current name part makes every jump go backwards, so decoding
@@ -251,6 +264,11 @@ Status decode_name(WireReader& r, std::array<uint8_t, kMaxNameOctets>* out, uint
         if (target < 12) return Error{ParseError::PointerIntoHeader, pos};
         if (++hops > kMaxPointerHops) return Error{ParseError::TooManyPointers, pos};
         if (resume == SIZE_MAX) resume = pos + 2;
+        // The name found at the target must also end before this pointer: otherwise it runs
+        // through the pointer itself and the bytes after it (fixed fields, TTLs, RDATA), and
+        // means something else as soon as a responder rewrites a TTL or drops a record
+        // (found by handler_fuzz). A real earlier occurrence always ends before the pointer.
+        limit = jumped_from = pos;
         pos = part_start = target;
         break;
       }

@@ -69,7 +69,14 @@ struct Harness {
     ++answers;
     if (b.empty()) return;  // a dropped TCP query
     wire::Message m;
-    if (!m.parse(b, wire::ParseMode::Strict)) fail("answer does not parse");
+    if (auto st = m.parse(b, wire::ParseMode::Strict); !st) {
+      std::fprintf(stderr, "handler_fuzz: %s at offset %zu in:", to_string(st.error().code).data(),
+                   st.error().offset);
+      for (uint8_t c : b)
+        std::fprintf(stderr, " %02x", c);
+      std::fprintf(stderr, "\n");
+      fail("answer does not parse");
+    }
     if (m.header().id != id) fail("answer has another ID");
     if (!m.header().qr()) fail("answer without QR");
     if (b.size() > limit) fail("answer larger than the client may receive");

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "resolver/control.h"
+#include "resolver/metrics.h"
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/owned.h"
@@ -461,6 +463,20 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
       wk->tcp.push_back(std::move(tcp.value()));
     }
     srv->workers_.push_back(std::move(wk));
+  }
+  // Operations (DESIGN.md): the control socket and the metrics endpoint, on worker 0's loop.
+  if (!config.control_path.empty()) {
+    auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
+    if (!ctl) return R::failure(ctl.error());
+    srv->control_ = std::move(ctl.value());
+    fmt::print(stderr, "control socket on {}\n", srv->control_->path());
+  }
+  if (config.metrics) {
+    auto m = Metrics::open(srv->workers_[0]->loop, shared, *config.metrics);
+    if (!m) return R::failure(m.error());
+    srv->metrics_ = std::move(m.value());
+    fmt::print(stderr, "metrics on {} (http://{}/metrics)\n", srv->metrics_->local().to_string(),
+               srv->metrics_->local().to_string());
   }
   return srv;
 }

@@ -88,6 +88,9 @@ struct Shared {
   std::atomic<int64_t> last_upstream_log_ms{0};
 };
 
+class Control;
+class Metrics;
+
 class QueryEngine {
  public:
   /// Sends one upstream query; the callback runs later on this worker's loop thread.
@@ -163,6 +166,9 @@ class Server {
 
   std::unique_ptr<Shared> shared_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  // On worker 0's loop; declared after workers_ so they are destroyed before it.
+  std::unique_ptr<Control> control_;
+  std::unique_ptr<Metrics> metrics_;
   int signal_fd_ = -1;
   bool stopping_ = false;
 };

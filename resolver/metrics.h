@@ -1,0 +1,70 @@
+// Metrics: the daemon's counters and gauges in the Prometheus text exposition format
+// (version 0.0.4), served over HTTP at `--metrics ADDR:PORT` (DESIGN.md § Operations).
+//
+//   GET /metrics (or HEAD)  → 200, Content-Type: text/plain; version=0.0.4
+//   any other path          → 404;  another method → 405;  not HTTP/1.x → 400
+//   headers over 8 KiB      → 431
+//
+// Every response carries Content-Length and "Connection: close", and the connection is
+// closed once it is sent: a scraper opens one connection per scrape, so keep-alive buys
+// nothing here. The responder is a few dozen lines on worker 0's event loop (StreamServer:
+// non-blocking, at most 16 connections, 10 s idle timeout) rather than a thread per
+// connection or an HTTP library.
+//
+// What is exported (each with # HELP and # TYPE):
+//   counters  hourglass_queries_total{transport}, hourglass_cache_hits_total,
+//             hourglass_cache_stale_answers_total, hourglass_cache_misses_total,
+//             hourglass_coalesced_total, hourglass_prefetches_total,
+//             hourglass_upstream_queries_total, hourglass_upstream_answers_total,
+//             hourglass_upstream_failures_total, hourglass_servfail_total,
+//             hourglass_deadline_answers_total, hourglass_failure_cached_answers_total,
+//             hourglass_rejected_total{reason}, hourglass_truncated_total,
+//             hourglass_cache_inserts_total, hourglass_cache_evictions_total,
+//             hourglass_cache_expired_total
+//   gauges    hourglass_cache_entries, hourglass_cache_bytes, hourglass_cache_capacity_bytes,
+//             hourglass_cache_failure_entries, hourglass_cache_ttl_caps, hourglass_inflight,
+//             hourglass_inflight_waiters
+// Answers are not counted per RCODE (Stats has no such counters); servfail_total and
+// rejected_total cover the error answers hourglass makes itself.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "resolver/config.h"
+#include "resolver/event_loop.h"
+#include "resolver/server.h"
+#include "resolver/stream_server.h"
+
+namespace hg::resolver {
+
+/// The exposition text for `shared` as it is now.
+std::string render_metrics(Shared& shared);
+
+/// The HTTP response (status line, headers, body) to the request head `head` (the request
+/// line and headers up to and including the empty line). Exposed for tests.
+std::string metrics_http_response(Shared& shared, std::string_view head);
+
+class Metrics {
+ public:
+  /// Listens on `addr` (TCP; port 0 lets the kernel choose: see local()) and serves on
+  /// `loop`. The error names the address, what failed and what to do.
+  static Checked<std::unique_ptr<Metrics>> open(EventLoop& loop, Shared& shared,
+                                                const Endpoint& addr);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  /// The bound address (the kernel's port when 0 was asked).
+  const Endpoint& local() const noexcept { return local_; }
+
+  static constexpr std::size_t kMaxRequest = 8192;
+
+ private:
+  explicit Metrics(Endpoint local) : local_(local) {}
+  Endpoint local_;
+  std::unique_ptr<StreamServer> server_;
+};
+
+}  // namespace hg::resolver

@@ -1,0 +1,193 @@
+#include "resolver/stream_server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace hg::resolver {
+
+namespace {
+constexpr std::size_t kReadChunk = 4096;
+constexpr int kAcceptsPerWakeup = 16;
+constexpr int kReadsPerWakeup = 16;
+}  // namespace
+
+std::unique_ptr<StreamServer> StreamServer::start(EventLoop& loop, int listen_fd,
+                                                  StreamServerSettings settings, Handler handler) {
+  std::unique_ptr<StreamServer> s(new StreamServer(loop, listen_fd, settings, std::move(handler)));
+  if (!loop.add_fd(listen_fd, Interest::Read, [p = s.get()](FdEvents) { p->on_accept(); })) {
+    const int err = errno;
+    s->fd_ = -1;  // the caller still owns the fd on failure
+    errno = err;
+    return nullptr;
+  }
+  return s;
+}
+
+StreamServer::StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler)
+    : loop_(loop), fd_(fd), settings_(settings), handler_(std::move(handler)) {}
+
+StreamServer::~StreamServer() {
+  for (auto& [fd, c] : conns_) {
+    loop_.remove_fd(fd);
+    if (c->idle_timer) loop_.cancel_timer(c->idle_timer);
+    ::close(fd);
+  }
+  conns_.clear();
+  if (fd_ >= 0) {
+    loop_.remove_fd(fd_);
+    ::close(fd_);
+  }
+}
+
+void StreamServer::on_accept() {
+  for (int i = 0; i < kAcceptsPerWakeup; ++i) {
+    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (conns_.size() >= settings_.max_connections) {
+      ::close(fd);  // over the limit: refuse at once rather than queue
+      continue;
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->serial = next_serial_++;
+    c->last_activity = loop_.now();
+    if (!loop_.add_fd(fd, Interest::Read, [this, fd](FdEvents ev) { on_events(fd, ev); })) {
+      ::close(fd);
+      continue;
+    }
+    Conn& ref = *c;
+    conns_.emplace(fd, std::move(c));
+    arm_idle_timer(ref);
+  }
+}
+
+void StreamServer::on_events(int fd, FdEvents ev) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  if (ev.writable) flush(c);
+  if (ev.readable || ev.hangup || ev.error) read_some(c);
+  fill_output(c);
+  handle_input(c);
+  fill_output(c);
+  flush(c);
+  settle(c);
+}
+
+void StreamServer::read_some(Conn& c) {
+  char buf[kReadChunk];
+  for (int i = 0; i < kReadsPerWakeup && !c.peer_closed && c.fd >= 0; ++i) {
+    if (c.in.size() >= settings_.max_request) return;
+    const std::size_t room = std::min(sizeof buf, settings_.max_request - c.in.size());
+    const ssize_t n = ::recv(c.fd, buf, room, MSG_DONTWAIT);
+    if (n > 0) {
+      c.in.append(buf, static_cast<std::size_t>(n));
+      c.last_activity = loop_.now();
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    // End of input, or an error: nothing more will be read. Replies still go out if the
+    // peer only shut down its sending side; a send error closes the connection.
+    c.peer_closed = true;
+  }
+}
+
+void StreamServer::handle_input(Conn& c) {
+  while (!c.more && !c.close_after && !c.in.empty() &&
+         c.out.size() - c.out_sent < settings_.high_water) {
+    const bool full = c.in.size() >= settings_.max_request;
+    const std::size_t before = c.out.size();
+    Reply r = handler_(c.in, full, c.out);
+    const std::size_t used = std::min(r.consumed, c.in.size());
+    c.in.erase(0, used);
+    if (r.close) c.close_after = true;
+    if (r.more) c.more = std::move(r.more);
+    if (used == 0 && c.out.size() == before && !r.close && !r.more) {
+      // Incomplete. A handler that neither answers nor closes a full buffer would leave the
+      // connection stuck; close it instead.
+      if (full) c.close_after = true;
+      return;
+    }
+  }
+}
+
+void StreamServer::fill_output(Conn& c) {
+  while (c.more && c.out.size() - c.out_sent < settings_.high_water) {
+    if (!c.more(c.out)) c.more = nullptr;
+  }
+}
+
+void StreamServer::flush(Conn& c) {
+  while (c.fd >= 0 && c.out_sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+                             MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      // The reader is gone: drop what is left and close.
+      c.out.clear();
+      c.out_sent = 0;
+      c.more = nullptr;
+      c.in.clear();
+      c.peer_closed = true;
+      c.close_after = true;
+      return;
+    }
+    c.out_sent += static_cast<std::size_t>(n);
+    c.last_activity = loop_.now();
+  }
+  if (c.out_sent == c.out.size()) {
+    c.out.clear();
+    c.out_sent = 0;
+  } else if (c.out_sent >= settings_.high_water) {
+    c.out.erase(0, c.out_sent);
+    c.out_sent = 0;
+  }
+}
+
+bool StreamServer::settle(Conn& c) {
+  const bool pending = c.out_sent < c.out.size() || static_cast<bool>(c.more);
+  if (!pending && (c.close_after || c.peer_closed)) {
+    close_conn(c.fd);
+    return false;
+  }
+  const bool want_write = c.out_sent < c.out.size();
+  const bool want_read = !c.peer_closed && !c.close_after && !c.more &&
+                         c.in.size() < settings_.max_request &&
+                         c.out.size() - c.out_sent < settings_.high_water;
+  const Interest i = want_read ? (want_write ? Interest::ReadWrite : Interest::Read)
+                               : (want_write ? Interest::Write : Interest::None);
+  loop_.modify_fd(c.fd, i);
+  return true;
+}
+
+void StreamServer::arm_idle_timer(Conn& c) {
+  const Millis left = settings_.idle_timeout - (loop_.now() - c.last_activity);
+  c.idle_timer = loop_.add_timer(std::max(left, Millis{1}),
+                                 [this, fd = c.fd, serial = c.serial] { on_idle(fd, serial); });
+}
+
+void StreamServer::on_idle(int fd, uint64_t serial) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end() || it->second->serial != serial) return;
+  Conn& c = *it->second;
+  c.idle_timer = {};
+  if (loop_.now() - c.last_activity >= settings_.idle_timeout) {
+    close_conn(fd);
+  } else {
+    arm_idle_timer(c);
+  }
+}
+
+void StreamServer::close_conn(int fd) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  loop_.remove_fd(fd);
+  if (it->second->idle_timer) loop_.cancel_timer(it->second->idle_timer);
+  ::close(fd);
+  conns_.erase(it);
+}
+
+}  // namespace hg::resolver

@@ -162,7 +162,7 @@ Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime no
     }
     if (next < entries->size()) return true;
     out += fmt::format("; {} {}{}\n", entries->size(), entries->size() == 1 ? "entry" : "entries",
-                       only ? " for " + only->to_text() : std::string());
+                       only ? " for " + only->lowercased().to_text() : std::string());
     return false;
   };
   return o;

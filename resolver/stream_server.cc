@@ -153,7 +153,9 @@ bool StreamServer::settle(Conn& c) {
     close_conn(c.fd);
     return false;
   }
-  const bool want_write = c.out_sent < c.out.size();
+  // With more() pending and nothing queued, ask to hear when the socket is writable (at
+  // once): the next chunk is produced on the next iteration, after other work on the loop.
+  const bool want_write = pending;
   const bool want_read = !c.peer_closed && !c.close_after && !c.more &&
                          c.in.size() < settings_.max_request &&
                          c.out.size() - c.out_sent < settings_.high_water;

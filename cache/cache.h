@@ -139,6 +139,11 @@ class Cache {
 
   /// Offers a parsed upstream response for `key` (see InsertOutcome for what is refused).
   /// A response that resolves the key (Cached or RemovedZeroTtl) also clears its failure state.
+  /// Precondition: every compression pointer in `response` leads to name bytes — true of any
+  /// message written by wire::write_message(). The stored sections are copied to clients with
+  /// a new header and new TTLs, so a pointer into a header or TTL field (which an upstream may
+  /// send and a parser accepts) would decode differently later. The resolver re-encodes
+  /// upstream answers before inserting them (QueryEngine::normalize_upstream).
   InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now);
 
   /// Removes one key; false when it was not cached.

@@ -166,6 +166,23 @@ TEST(ReadName, RejectsPointerIntoHeader) {
   EXPECT_EQ(read_at(buf, kPad).error(), (Error{ParseError::PointerIntoHeader, kPad}));
 }
 
+TEST(ReadName, RejectsAJumpWhoseNameRunsThroughThePointer) {
+  // 12: 00 | 13: 01 | 14: C0 0D (pointer to 13) | 16: 00. Reading at 14 jumps back to 13: a
+  // label of length 1 whose content is the pointer's own first byte, then 0x0D at 15 as the
+  // next length. The pointer is backward, but the name it leads to runs through the pointer
+  // itself (and beyond), so its meaning changes when those bytes do (a rewritten TTL).
+  const Bytes buf = padded({0x00, 0x01, 0xC0, 0x0D, 0x00});
+  EXPECT_EQ(read_at(buf, 14).error(), (Error{ParseError::PointerNotBackward, 14}));
+}
+
+TEST(ReadName, AcceptsAJumpToANameThatEndsBeforeThePointer) {
+  // 12: 01 'a' 00 | 15: 01 'b' C0 0C  → "b.a."
+  const Bytes buf = padded({0x01, 'a', 0x00, 0x01, 'b', 0xC0, 0x0C});
+  auto n = read_at(buf, 15);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->to_text(), "b.a.");
+}
+
 TEST(ReadName, RejectsSelfPointer) {
   const Bytes buf = {0, 0, 0xC0, 0x02};  // the pointer at 2 points at itself
   EXPECT_EQ(read_at(buf, 2).error(), (Error{ParseError::PointerNotBackward, 2}));

@@ -96,7 +96,7 @@ struct OptSpec {
   uint8_t version = 0;
   uint16_t flags = 0;                        ///< kEdnsDoBit and the Z bits
   std::span<const EdnsOption> options = {};  ///< written first, in order, verbatim
-  std::optional<ExtendedError> ede;          ///< appended as option 15 (RFC 8914) after them
+  std::optional<ExtendedError> ede = {};     ///< appended as option 15 (RFC 8914) after them
 };
 
 /// Octets write_opt() needs for `spec` (11 for a bare OPT record).

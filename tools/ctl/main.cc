@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> words;
   app.add_option("-s,--socket", path, "hourglassd's control socket ($HOURGLASS_CONTROL)")
       ->capture_default_str();
-  app.add_option("-t,--timeout", timeout_s, "Seconds to wait for the reply")
+  app.add_option("-t,--timeout", timeout_s,
+                 "Seconds to wait for hourglassd to send (more of) its reply")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   app.add_option("command", words,
@@ -125,8 +126,9 @@ int main(int argc, char** argv) {
   // The reply is lines ending in '\n', closed by an empty line. Print each line as it comes,
   // so a long dump streams.
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s));
+  const auto patience =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto deadline = Clock::now() + patience;  // renewed by every part of the reply
   std::string buf;
   bool first_line = true;
   bool failed = false;
@@ -152,7 +154,8 @@ int main(int argc, char** argv) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {
       std::fflush(stdout);
-      fmt::print(stderr, "hourglass-ctl: no complete reply from {} within {}s\n", path, timeout_s);
+      fmt::print(stderr, "hourglass-ctl: {} sent nothing for {}s; the reply is incomplete\n", path,
+                 timeout_s);
       ::close(fd);
       return 2;
     }
@@ -165,5 +168,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     buf.append(chunk, static_cast<std::size_t>(n));
+    deadline = Clock::now() + patience;
   }
 }

@@ -1,5 +1,7 @@
 #include "resolver/tcp_listener.h"
 
+#include "resolver/bound_socket.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,28 +21,10 @@ Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const E
                                                         bool reuse_port, Settings settings,
                                                         Handler handler) {
   using R = Checked<std::unique_ptr<TcpListener>>;
-  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return R::failure("cannot create a TCP socket for " + addr.to_string() + ": " +
-                      std::strerror(errno));
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  if (addr.family() == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  if (::bind(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0 || ::listen(fd, 128) != 0) {
-    int err = errno;
-    ::close(fd);
-    std::string hint = err == EACCES       ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
-                       : err == EADDRINUSE ? " (another program, or another hourglassd, "
-                                             "already uses it: pick another --listen)"
-                                           : "";
-    return R::failure("cannot listen on TCP " + addr.to_string() + ": " + std::strerror(err) +
-                      hint);
-  }
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  auto local = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(addr);
+  auto sock = open_bound_socket(SOCK_STREAM, addr, reuse_port);
+  if (!sock) return R::failure(sock.error());
+  const int fd = sock->fd;
+  const Endpoint local = sock->local;
   std::unique_ptr<TcpListener> l(new TcpListener(loop, fd, local, settings, std::move(handler)));
   if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_accept(); }))
     return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(errno));

@@ -1,5 +1,7 @@
 #include "resolver/udp_listener.h"
 
+#include "resolver/bound_socket.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,30 +14,10 @@ namespace hg::resolver {
 
 Checked<std::unique_ptr<UdpListener>> UdpListener::open(EventLoop& loop, const Endpoint& addr,
                                                         bool reuse_port, Handler handler) {
-  int fd = ::socket(addr.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return Checked<std::unique_ptr<UdpListener>>::failure(
-        "cannot create a UDP socket for " + addr.to_string() + ": " + std::strerror(errno));
-  int one = 1;
-  if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  if (addr.family() == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  // A larger receive buffer absorbs bursts while the loop is busy.
-  int rcvbuf = 4 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  if (::bind(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0) {
-    int err = errno;
-    ::close(fd);
-    std::string hint = err == EACCES       ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
-                       : err == EADDRINUSE ? " (another program, or another hourglassd, "
-                                             "already uses it: pick another --listen)"
-                                           : "";
-    return Checked<std::unique_ptr<UdpListener>>::failure(
-        "cannot listen on UDP " + addr.to_string() + ": " + std::strerror(err) + hint);
-  }
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  auto local = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(addr);
+  auto sock = open_bound_socket(SOCK_DGRAM, addr, reuse_port);
+  if (!sock) return Checked<std::unique_ptr<UdpListener>>::failure(sock.error());
+  const int fd = sock->fd;
+  const Endpoint local = sock->local;
   std::unique_ptr<UdpListener> l(new UdpListener(loop, fd, local, std::move(handler)));
   if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_readable(); })) {
     return Checked<std::unique_ptr<UdpListener>>::failure(

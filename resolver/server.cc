@@ -621,24 +621,24 @@ void Server::begin_shutdown() {
   // cancelled (any waiter left gets SERVFAIL) and the loops stop.
   Worker& main = *workers_[0];
   const MonoTime give_up = main.loop.now() + shared_->config.upstream_timeout + Millis{200};
-  auto finish = std::make_shared<std::function<void()>>();
-  *finish = [this, give_up, finish] {
-    Worker& m = *workers_[0];
-    if (shared_->inflight.waiters() > 0 && m.loop.now() < give_up) {
-      m.loop.add_timer(Millis{20}, *finish);
-      return;
-    }
-    for (auto& w : workers_) {
-      Worker* wp = w.get();
-      wp->loop.post([wp] {
-        wp->upstream->cancel_all();
-        for (auto& t : wp->tcp)
-          t->close_all();
-        wp->loop.stop();
-      });
-    }
-  };
-  main.loop.add_timer(Millis{0}, *finish);
+  main.loop.add_timer(Millis{0}, [this, give_up] { finish_shutdown(give_up); });
+}
+
+void Server::finish_shutdown(MonoTime give_up) {
+  Worker& main = *workers_[0];
+  if (shared_->inflight.waiters() > 0 && main.loop.now() < give_up) {
+    main.loop.add_timer(Millis{20}, [this, give_up] { finish_shutdown(give_up); });
+    return;
+  }
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    wp->loop.post([wp] {
+      wp->upstream->cancel_all();
+      for (auto& t : wp->tcp)
+        t->close_all();
+      wp->loop.stop();
+    });
+  }
 }
 
 }  // namespace hg::resolver

@@ -163,6 +163,8 @@ class Server {
   void on_signal();
   void reload_upstreams();
   void begin_shutdown();
+  /// Polls until no client waits (or `give_up`), then cancels upstreams and stops the loops.
+  void finish_shutdown(MonoTime give_up);
 
   std::unique_ptr<Shared> shared_;
   std::vector<std::unique_ptr<Worker>> workers_;

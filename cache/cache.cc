@@ -96,6 +96,18 @@ Cache::Shard& Cache::shard_for(uint64_t hash) const noexcept {
   return shards_.size() == 1 ? *shards_[0] : *shards_[hash >> shard_shift_];
 }
 
+Hit Cache::peek(const CacheKey& key, Time now) const {
+  Shard& s = shard_for(key.hash);
+  std::shared_lock lock(s.mu);
+  auto it = s.index.find(key.hash);
+  if (it == s.index.end() || !s.slots[it->second]->matches(key)) return Hit{};
+  const std::shared_ptr<const Entry>& e = s.slots[it->second];
+  if (now < e->expires_at()) return Hit{e, Freshness::Fresh, false, settings_.stale_ttl};
+  if (now < e->expires_at() + settings_.stale_max)
+    return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
+  return Hit{};
+}
+
 Hit Cache::lookup(const CacheKey& key, Time now) {
   Shard& s = shard_for(key.hash);
   {

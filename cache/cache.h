@@ -137,6 +137,13 @@ class Cache {
   /// otherwise (an entry found past its stale window is removed on the way).
   Hit lookup(const CacheKey& key, Time now);
 
+  /// Like lookup() but for the cache's own bookkeeping's sake invisible: no frequency bump
+  /// (so it does not promote the entry out of S3-FIFO's probationary queue), no hit/miss
+  /// counted, no prefetch, no reclaim. The resolver uses it to render an answer it has just
+  /// inserted for the clients that waited: counting that as a hit would give every one-hit
+  /// name the hit that promotes it, and a flood would wash out the hot set.
+  Hit peek(const CacheKey& key, Time now) const;
+
   /// Offers a parsed upstream response for `key` (see InsertOutcome for what is refused).
   /// A response that resolves the key (Cached or RemovedZeroTtl) also clears its failure state.
   /// Precondition: every compression pointer in `response` leads to name bytes — true of any

@@ -36,6 +36,34 @@ class CacheTest : public ::testing::Test {
   Hit get(std::string_view name) { return cache_->lookup(key(name), clock_.now()); }
 };
 
+TEST_F(CacheTest, PeekFindsAnEntryWithoutCountingOrPromotingIt) {
+  ASSERT_EQ(put_a("www.example.com", 60), InsertOutcome::Cached);
+  EXPECT_EQ(cache_->peek(key("www.example.com"), clock_.now()).freshness, Freshness::Fresh);
+  EXPECT_EQ(cache_->peek(key("other.example.com"), clock_.now()).freshness, Freshness::Miss);
+  clock_.advance(Seconds{61});
+  EXPECT_EQ(cache_->peek(key("www.example.com"), clock_.now()).freshness, Freshness::Stale);
+  const CacheStats st = cache_->stats();
+  EXPECT_EQ(st.hits, 0u);
+  EXPECT_EQ(st.stale_hits, 0u);
+  EXPECT_EQ(st.misses, 0u);
+}
+
+TEST_F(CacheTest, OneHitNamesInsertedAndPeekedDoNotWashOutTheHotSet) {
+  // The resolver's miss path: insert, then peek to answer the waiters. A hot name looked up
+  // a few times must survive a flood of such one-hit names (found in review: rendering the
+  // waiters with lookup() bumped every new entry and defeated S3-FIFO's small queue).
+  reset({.max_bytes = 200 << 10, .shards = 1});
+  ASSERT_EQ(put_a("hot.example", 3600), InsertOutcome::Cached);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(get("hot.example").freshness, Freshness::Fresh);
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = "flood" + std::to_string(i) + ".example";
+    ASSERT_EQ(put_a(name, 3600), InsertOutcome::Cached);
+    (void)cache_->peek(key(name), clock_.now());
+  }
+  EXPECT_GT(cache_->stats().evictions, 0u);
+  EXPECT_EQ(get("hot.example").freshness, Freshness::Fresh);
+}
+
 TEST_F(CacheTest, LookupMissesWhenEmpty) {
   EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
   EXPECT_EQ(cache_->stats().misses, 1u);

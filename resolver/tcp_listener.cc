@@ -50,6 +50,7 @@ TcpListener::~TcpListener() {
 void TcpListener::pause() {
   if (accepting_) loop_.remove_fd(fd_);
   accepting_ = false;
+  paused_ = true;
 }
 
 void TcpListener::close_all() {
@@ -63,13 +64,30 @@ void TcpListener::forget(int fd) {
   conns_.erase(fd);
 }
 
+void TcpListener::resume_accepting() {
+  if (accepting_ || paused_) return;
+  accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
+}
+
 void TcpListener::on_accept() {
-  loop_thread_ = std::this_thread::get_id();  // run() may be on a different thread than open()
+  // run() may be on another thread than open(); answer() reads this from other workers.
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   for (int i = 0; i < 64; ++i) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: the pending connection stays, and a level-triggered listener
+        // would wake us at once, forever. Stop accepting for a moment instead.
+        if (accepting_) {
+          loop_.remove_fd(fd_);
+          accepting_ = false;
+          loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
+        }
+      }
+      return;
+    }
     if (conns_.size() >= settings_.max_connections) {
       ::close(fd);  // over the limit: refuse rather than let one client exhaust us
       continue;
@@ -111,12 +129,19 @@ void TcpConnection::close() {
 void TcpConnection::arm_idle_timer() {
   // RFC 7766 §6.2.3: close idle connections; a connection with queries still being resolved
   // is not idle.
-  idle_timer_ = owner_.loop_.add_timer(owner_.settings_.idle_timeout, [w = weak_from_this()] {
+  // A message that has started must also finish within partial_timeout, counted from its
+  // first byte: trickling one byte at a time must not hold a connection slot forever.
+  const auto& s = owner_.settings_;
+  const Millis wait = in_.empty() ? s.idle_timeout : std::min(s.idle_timeout, s.partial_timeout);
+  idle_timer_ = owner_.loop_.add_timer(wait, [w = weak_from_this()] {
     auto self = w.lock();
     if (!self || self->closed()) return;
     self->idle_timer_ = {};
-    auto idle_for = self->owner_.loop_.now() - self->last_activity_;
-    if (self->outstanding_ == 0 && idle_for >= self->owner_.settings_.idle_timeout) {
+    const auto& st = self->owner_.settings_;
+    const MonoTime now = self->owner_.loop_.now();
+    const bool stalled = !self->in_.empty() && now - self->partial_since_ >= st.partial_timeout;
+    const bool idle = self->outstanding_ == 0 && now - self->last_activity_ >= st.idle_timeout;
+    if (stalled || idle) {
       self->close();
     } else {
       self->arm_idle_timer();
@@ -126,6 +151,13 @@ void TcpConnection::arm_idle_timer() {
 
 void TcpConnection::on_events(FdEvents ev) {
   if (closed()) return;
+  // A reset (EPOLLERR), or a hang-up after we already saw the end of the stream: nothing can
+  // be read or written any more, and epoll would report it again on every iteration while
+  // queries are outstanding. Close now; late answers find the connection closed.
+  if (ev.error || (ev.hangup && peer_closed_)) {
+    close();
+    return;
+  }
   if (ev.writable) flush();
   if (closed()) return;
   if (ev.readable || ev.hangup || ev.error) read_some();
@@ -150,6 +182,7 @@ void TcpConnection::read_some() {
     }
     in_.resize(old + static_cast<std::size_t>(n));
     last_activity_ = owner_.loop_.now();
+    if (old == 0) partial_since_ = last_activity_;
     dispatch_buffered();
   }
   finish_or_update();
@@ -160,7 +193,10 @@ void TcpConnection::dispatch_buffered() {
   dispatching_ = true;
   const auto& s = owner_.settings_;
   std::size_t pos = 0;
-  while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding) {
+  // Cache hits are answered inside the handler, so outstanding_ does not grow for them: the
+  // bytes queued for a client that does not read are what bounds a pipelined burst.
+  while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding &&
+         out_.size() - out_sent_ < s.max_queued_bytes) {
     const std::size_t len = static_cast<std::size_t>((in_[pos] << 8) | in_[pos + 1]);
     if (in_.size() - pos - 2 < len) break;
     ++outstanding_;
@@ -169,6 +205,7 @@ void TcpConnection::dispatch_buffered() {
     pos += 2 + len;
   }
   in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(pos));
+  if (pos > 0 && !in_.empty()) partial_since_ = owner_.loop_.now();  // the next message began
   dispatching_ = false;
 }
 
@@ -193,7 +230,7 @@ void TcpConnection::update_interest() {
 }
 
 void TcpConnection::answer(std::span<const uint8_t> message) {
-  if (std::this_thread::get_id() == owner_.loop_thread_) {
+  if (std::this_thread::get_id() == owner_.loop_thread_.load(std::memory_order_relaxed)) {
     answer_on_loop(message);
     return;
   }

@@ -12,6 +12,7 @@
 // (reading pauses while a slow reader's answers pile up).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   unsigned outstanding_ = 0;
   TimerId idle_timer_;
   MonoTime last_activity_{};
+  MonoTime partial_since_{};  ///< when in_ last went from empty to holding a partial message
   bool peer_closed_ = false;
   bool dispatching_ = false;
 };
@@ -73,6 +75,8 @@ class TcpListener {
  public:
   struct Settings {
     std::chrono::milliseconds idle_timeout{10000};
+    /// A message must be complete this long after its first byte arrived.
+    std::chrono::milliseconds partial_timeout{3000};
     unsigned max_connections = 256;
     unsigned max_outstanding = 64;              ///< per connection
     std::size_t max_queued_bytes = 256 * 1024;  ///< per connection
@@ -101,13 +105,15 @@ class TcpListener {
   TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings, Handler handler);
   void on_accept();
   void forget(int fd);
+  void resume_accepting();
 
   EventLoop& loop_;
   int fd_;
   Endpoint local_;
   Settings settings_;
   Handler handler_;
-  std::thread::id loop_thread_;
+  std::atomic<std::thread::id> loop_thread_;
+  bool paused_ = false;  ///< pause() was called: never accept again
   bool accepting_ = false;
   std::unordered_map<int, std::shared_ptr<TcpConnection>> conns_;
 };

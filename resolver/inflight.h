@@ -32,7 +32,8 @@ enum class JoinOutcome : uint8_t {
 
 struct InflightSettings {
   std::size_t max_entries = 4096;
-  std::size_t max_waiters = 256;
+  std::size_t max_waiters = 256;          ///< per key
+  std::size_t max_total_waiters = 65536;  ///< all keys together (a waiter is ~0.5 KiB)
 };
 
 /// `W` must have a `MonoTime deadline` member.
@@ -45,6 +46,7 @@ class InflightTable {
   /// upstream query and run its timers) when absent.
   JoinOutcome join(const Key& key, W&& w, MonoTime now, int owner = 0) {
     std::lock_guard lock(mu_);
+    if (total_waiters_ >= settings_.max_total_waiters) return JoinOutcome::WaitersFull;
     auto it = map_.find(key);
     if (it == map_.end()) {
       if (map_.size() >= settings_.max_entries) return JoinOutcome::TableFull;
@@ -52,10 +54,12 @@ class InflightTable {
       it->second.owner = owner;
       it->second.started = now;
       it->second.waiters.push_back(std::move(w));
+      ++total_waiters_;
       return JoinOutcome::Created;
     }
     if (it->second.waiters.size() >= settings_.max_waiters) return JoinOutcome::WaitersFull;
     it->second.waiters.push_back(std::move(w));
+    ++total_waiters_;
     return JoinOutcome::Joined;
   }
 
@@ -77,11 +81,6 @@ class InflightTable {
     return it->second.started;
   }
 
-  bool contains(const Key& key) const {
-    std::lock_guard lock(mu_);
-    return map_.contains(key);
-  }
-
   /// The upstream query finished (answer or failure): removes the entry and returns every
   /// waiter still waiting.
   std::vector<W> complete(const Key& key) {
@@ -89,16 +88,15 @@ class InflightTable {
     auto it = map_.find(key);
     if (it == map_.end()) return {};
     std::vector<W> out = std::move(it->second.waiters);
+    total_waiters_ -= out.size();
     map_.erase(it);
     return out;
   }
 
   /// Removes and returns the waiters whose deadline is at or before `now`; the entry stays
-  /// (the upstream query goes on, and its answer will still be cached). `next` receives the
-  /// earliest remaining deadline, if any.
-  std::vector<W> take_due(const Key& key, MonoTime now, std::optional<MonoTime>& next) {
+  /// (the upstream query goes on, and its answer will still be cached).
+  std::vector<W> take_due(const Key& key, MonoTime now) {
     std::lock_guard lock(mu_);
-    next.reset();
     std::vector<W> due;
     auto it = map_.find(key);
     if (it == map_.end()) return due;
@@ -107,8 +105,7 @@ class InflightTable {
         std::stable_partition(ws.begin(), ws.end(), [&](const W& w) { return w.deadline > now; });
     due.assign(std::make_move_iterator(keep), std::make_move_iterator(ws.end()));
     ws.erase(keep, ws.end());
-    for (const W& w : ws)
-      if (!next || w.deadline < *next) next = w.deadline;
+    total_waiters_ -= due.size();
     return due;
   }
 
@@ -118,10 +115,7 @@ class InflightTable {
   }
   std::size_t waiters() const {
     std::lock_guard lock(mu_);
-    std::size_t n = 0;
-    for (const auto& [k, e] : map_)
-      n += e.waiters.size();
-    return n;
+    return total_waiters_;
   }
 
  private:
@@ -133,6 +127,7 @@ class InflightTable {
   InflightSettings settings_;
   mutable std::mutex mu_;
   std::unordered_map<Key, Entry, Hash> map_;
+  std::size_t total_waiters_ = 0;
 };
 
 }  // namespace hg::resolver

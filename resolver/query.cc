@@ -72,11 +72,17 @@ AdmissionResult admit_query(std::span<const uint8_t> packet, bool allowed, wire:
     return res;
   };
 
-  if (auto st = scratch.parse(packet, wire::ParseMode::Strict); !st) {
-    res.parse_error = st.error();
+  const auto parsed = scratch.parse(packet, wire::ParseMode::Strict);
+  const bool one_question = parsed.has_value() && req.qdcount == 1;
+  // A client outside --allow learns nothing but REFUSED, whatever it sent: the ACL comes
+  // before every other check (with the question echoed when there is exactly one).
+  if (!allowed && !one_question)
+    return respond(Rejection::NotAllowed, write_bare(out, req, RCode::Refused));
+  if (!parsed) {
+    res.parse_error = parsed.error();
     return respond(Rejection::Malformed, write_bare(out, req, RCode::FormErr));
   }
-  if (req.opcode() != wire::Opcode::Query)
+  if (allowed && req.opcode() != wire::Opcode::Query)
     return respond(Rejection::NotQuery, write_bare(out, req, RCode::NotImp));
   if (req.qdcount != 1)
     return respond(Rejection::BadQuestionCount, write_bare(out, req, RCode::FormErr));
@@ -93,13 +99,13 @@ AdmissionResult admit_query(std::span<const uint8_t> packet, bool allowed, wire:
   q.dnssec_ok = edns && edns->dnssec_ok();
   q.udp_size = edns ? edns->effective_udp_size() : wire::kMinUdpPayload;
 
-  if (edns && edns->version != 0) {
-    // RFC 6891 §6.1.3: BADVERS (16) = extended rcode 1, low bits 0; the OPT carries version 0.
-    return respond(Rejection::BadEdnsVersion, write_error(out, q, RCode::BadVers, std::nullopt));
-  }
   if (!allowed) {
     return respond(Rejection::NotAllowed,
                    write_error(out, q, RCode::Refused, EdeSpec{wire::ede::Prohibited, {}}));
+  }
+  if (edns && edns->version != 0) {
+    // RFC 6891 §6.1.3: BADVERS (16) = extended rcode 1, low bits 0; the OPT carries version 0.
+    return respond(Rejection::BadEdnsVersion, write_error(out, q, RCode::BadVers, std::nullopt));
   }
   if (q.qclass != static_cast<uint16_t>(wire::RRClass::IN)) {
     return respond(Rejection::BadClass,

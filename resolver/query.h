@@ -3,11 +3,12 @@
 //
 // The rules (DESIGN.md "The life of a query", step 2), in the order applied:
 //   - shorter than a header, or QR=1 (a response sent to us; answering could loop): drop;
+//   - client outside --allow: REFUSED, and nothing else — EDE 18 Prohibited and the question
+//     when the message has exactly one, else the bare header;
 //   - the message does not parse: FORMERR (header only; ID, opcode and RD echoed);
 //   - opcode other than QUERY: NOTIMP;
 //   - QDCOUNT != 1: FORMERR;
 //   - EDNS version other than 0: BADVERS, with an OPT record (RFC 6891 §6.1.3);
-//   - client outside --allow: REFUSED (EDE 18 Prohibited);
 //   - class other than IN: REFUSED (EDE 21 Not Supported) — hourglass forwards the Internet
 //     class only; CHAOS queries such as version.bind are not ours to answer;
 //   - QTYPE AXFR/IXFR: REFUSED (zone transfers are not a stub resolver's business); meta

@@ -202,7 +202,12 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
   w.question_len = static_cast<uint16_t>(q.question.size());
   std::copy(q.question.begin(), q.question.end(), w.question.begin());
   if (hit.stale()) w.stale = hit.entry;
-  const MonoTime deadline = w.deadline;
+  // Each waiter's deadline runs on the loop of the worker that received it; whichever worker
+  // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
+  // waiter is answered earlier (release_timer), so timers never outnumber waiters.
+  w.loop = &loop_;
+  w.timer = loop_.add_timer_at(w.deadline, [this, key] { on_deadline(key); });
+  const TimerId timer = w.timer;
 
   switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
     case JoinOutcome::Created:
@@ -214,6 +219,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
       break;
     case JoinOutcome::TableFull:
     case JoinOutcome::WaitersFull: {
+      loop_.cancel_timer(timer);
       st.overload.fetch_add(1, std::memory_order_relaxed);
       if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
       st.servfail.fetch_add(1, std::memory_order_relaxed);
@@ -223,9 +229,6 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
               false};
     }
   }
-  // Each waiter's deadline runs on the loop of the worker that received it; whichever worker
-  // owns the upstream query, the waiter is answered on time.
-  loop_.add_timer_at(deadline, [this, key] { on_deadline(key); });
   return {0, true};
 }
 
@@ -235,7 +238,10 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
   std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q{};
   wire::WireWriter w(q);
   wire::Header h;
-  h.flags = static_cast<uint16_t>(wire::flag::RD | (key.checking_disabled ? wire::flag::CD : 0));
+  // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even
+  // without DO; render_entry() and response_flags() pass AD on only to clients that asked.
+  h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
+                                  (key.checking_disabled ? wire::flag::CD : 0));
   h.qdcount = 1;
   h.arcount = 1;
   h.write_unchecked(q.data());
@@ -264,9 +270,10 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
     if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
         outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
       st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
-      const cache::Hit hit = outcome == O::Cached ? shared_.cache.lookup(key, now) : cache::Hit{};
+      const cache::Hit hit = outcome == O::Cached ? shared_.cache.peek(key, now) : cache::Hit{};
       const auto rcode = upstream_msg_.rcode();
       for (const Waiter& w : shared_.inflight.complete(key)) {
+        release_timer(w);
         const ClientQuery q = w.client();
         const std::size_t limit =
             w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.udp_size, kMaxTcpAnswer);
@@ -289,13 +296,18 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   }
 
   st.upstream_failures.fetch_add(1, std::memory_order_relaxed);
-  if (status != UpstreamStatus::Cancelled) shared_.cache.note_failure(key, now);
+  // Not when the deadline already recorded this failure (on_deadline): one failed resolution
+  // is one step of the holdoff, however late c-ares gives up.
+  if (status != UpstreamStatus::Cancelled && shared_.cache.failure_holdoff(key, now) == Millis{0})
+    shared_.cache.note_failure(key, now);
   log_upstream_failure(key, status);
   const std::string text = fmt::format("upstream: {}", to_string(status));
   const uint16_t code = status == UpstreamStatus::NetworkError ? wire::ede::NetworkError
                                                                : wire::ede::NoReachableAuthority;
-  for (const Waiter& w : shared_.inflight.complete(key))
+  for (const Waiter& w : shared_.inflight.complete(key)) {
+    release_timer(w);
     answer_failed(w, code, text, "failed");
+  }
 }
 
 bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
@@ -317,11 +329,27 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {
-  std::optional<MonoTime> next;
-  for (const Waiter& w : shared_.inflight.take_due(key, loop_.now(), next)) {
+  const MonoTime now = loop_.now();
+  const auto due = shared_.inflight.take_due(key, now);
+  // A client with nothing stale ran out of time: the resolution has failed (RFC 9520), even
+  // if c-ares is still retrying. Clients asking meanwhile get SERVFAIL at once instead of
+  // each waiting the full timeout; a late answer still lands in the cache and clears this.
+  const bool failed = std::any_of(due.begin(), due.end(), [](const Waiter& w) { return !w.stale; });
+  if (failed && shared_.cache.failure_holdoff(key, now) == Millis{0})
+    shared_.cache.note_failure(key, now);
+  for (const Waiter& w : due) {
+    release_timer(w);
     shared_.stats.deadline_answers.fetch_add(1, std::memory_order_relaxed);
     answer_failed(w, wire::ede::NoReachableAuthority, "upstream did not answer in time",
                   "deadline");
+  }
+}
+
+void QueryEngine::release_timer(const Waiter& w) {
+  if (w.loop == &loop_) {
+    loop_.cancel_timer(w.timer);
+  } else if (w.loop != nullptr) {
+    w.loop->post([loop = w.loop, timer = w.timer] { loop->cancel_timer(timer); });
   }
 }
 
@@ -423,6 +451,12 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     Worker* worker = wk.get();
     UpstreamOptions uo;
     uo.servers = config.upstreams;
+    // c-ares's first try waits 2/5 of the deadline (1.2 s of 3 s) and never less than 1 s, so
+    // a slow but alive server (300 ms) is never asked twice; its second, doubled try ends
+    // past the deadline, so a late answer still lands in the cache. A longer
+    // --upstream-timeout stretches both.
+    uo.try_timeout =
+        std::clamp(Millis{config.upstream_timeout.count() * 2 / 5}, Millis{1000}, Millis{5000});
     auto up = Upstream::create(wk->loop, uo);
     if (!up) return R::failure(up.error());
     wk->upstream = std::move(up.value());
@@ -630,13 +664,24 @@ void Server::finish_shutdown(MonoTime give_up) {
     main.loop.add_timer(Millis{20}, [this, give_up] { finish_shutdown(give_up); });
     return;
   }
+  // Two phases: first every worker cancels its upstream queries (their waiters, on any
+  // worker, get SERVFAIL; TCP answers are posted to their connection's loop), and only when
+  // all have done so do the loops close their connections and stop — so no answer is posted
+  // to a loop that has already stopped.
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
   for (auto& w : workers_) {
     Worker* wp = w.get();
-    wp->loop.post([wp] {
+    wp->loop.post([this, wp, remaining] {
       wp->upstream->cancel_all();
-      for (auto& t : wp->tcp)
-        t->close_all();
-      wp->loop.stop();
+      if (remaining->fetch_sub(1) != 1) return;
+      for (auto& other : workers_) {
+        Worker* op = other.get();
+        op->loop.post([op] {
+          for (auto& t : op->tcp)
+            t->close_all();
+          op->loop.stop();
+        });
+      }
     });
   }
 }

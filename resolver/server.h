@@ -56,6 +56,9 @@ struct Waiter {
   std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
   /// The stale entry this client may be given if the upstream fails or is late.
   std::shared_ptr<const cache::Entry> stale;
+  /// The loop that received the query, and the deadline timer on it.
+  EventLoop* loop = nullptr;
+  TimerId timer{};
 
   ClientQuery client() const noexcept;
 };
@@ -125,6 +128,8 @@ class QueryEngine {
   void on_deadline(const cache::CacheKey& key);
   /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
   /// SERVFAIL with `ede`.
+  /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
+  void release_timer(const Waiter& w);
   void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
   void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
                wire::RCode rcode);

@@ -89,8 +89,13 @@ void UdpListener::on_readable() {
     }
     for (unsigned sent = 0; sent < nout;) {
       int k = ::sendmmsg(fd_, out_msgs + sent, nout - sent, MSG_DONTWAIT);
-      if (k <= 0) break;  // a full send buffer drops answers; the clients will retry
-      sent += static_cast<unsigned>(k);
+      if (k > 0) {
+        sent += static_cast<unsigned>(k);
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        break;  // a full send buffer drops the rest; those clients will retry
+      } else {
+        ++sent;  // this one datagram was refused (EPERM, EINVAL...): skip it, send the others
+      }
     }
     if (static_cast<std::size_t>(n) < kBatch) return;
   }

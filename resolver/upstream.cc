@@ -465,8 +465,11 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
 std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> servers) {
   if (auto why = unusable_server(servers)) return why;
   Channel& cur = *channels_.back();
-  // Cheap path: nothing pending (as far as c-ares is concerned), so the channel can switch.
-  if (cur.pending == 0 && set_servers(cur.ares, servers) == ARES_SUCCESS) {
+  // Cheap path: nothing pending (as far as c-ares is concerned), so the channel can switch —
+  // unless the switch crosses between one server and several, which changes the channel's
+  // flags (NOCHECKRESP, see open_channel).
+  const bool same_shape = (servers.size() == 1) == (options_.servers.size() == 1);
+  if (same_shape && cur.pending == 0 && set_servers(cur.ares, servers) == ARES_SUCCESS) {
     options_.servers.assign(servers.begin(), servers.end());
     return std::nullopt;
   }

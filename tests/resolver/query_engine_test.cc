@@ -165,6 +165,7 @@ TEST_F(QueryEngineTest, UpstreamQueryIsLowercaseWithRdAndOneBareOpt) {
   wire::Message m;
   ASSERT_TRUE(m.parse(sent_[0].query, wire::ParseMode::Strict).has_value());
   EXPECT_TRUE(m.header().rd());
+  EXPECT_TRUE(m.header().ad());  // RFC 6840 §5.7: ask for AD even without DO
   EXPECT_EQ(m.questions()[0].name.to_text(), "www.example.com.");
   EXPECT_EQ(m.questions()[0].type, wire::RRType::AAAA);
   ASSERT_TRUE(m.edns().has_value());
@@ -197,6 +198,33 @@ TEST_F(QueryEngineTest, MuteUpstreamGetsServfailWithEde22AtTheDeadline) {
   auto hit = ask(query("slow.example"));
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->msg.rcode(), wire::RCode::NoError);
+}
+
+TEST_F(QueryEngineTest, TheDeadlineRecordsTheFailureSoLaterClientsDoNotWaitAgain) {
+  ask(query("mute.example"));
+  advance(Millis{3000});
+  ASSERT_EQ(deferred_.size(), 1u);
+  // c-ares is still retrying; a new client gets SERVFAIL now instead of waiting 3 s more.
+  auto again = ask(query("mute.example"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->msg.rcode(), wire::RCode::ServFail);
+  EXPECT_EQ(again->ede, 13);
+  // When c-ares gives up too, that is the same failure, not a second one: the holdoff is
+  // still the first 5 s (counted from the deadline), not 10 s.
+  advance(Millis{600});
+  upstream_fails(UpstreamStatus::Timeout);
+  advance(Millis{4400});
+  EXPECT_FALSE(ask(query("mute.example")));
+  EXPECT_EQ(sent_.size(), 1u);
+}
+
+TEST_F(QueryEngineTest, AnsweredWaitersLeaveNoDeadlineTimerBehind) {
+  for (uint16_t i = 0; i < 3; ++i)
+    ask(query("quick.example", 1, i));
+  EXPECT_EQ(loop_.pending_timers(), 3u);
+  upstream_answers([](const Bytes& q) { return a_answer(q, "quick.example", 60); });
+  EXPECT_EQ(deferred_.size(), 3u);
+  EXPECT_EQ(loop_.pending_timers(), 0u);
 }
 
 TEST_F(QueryEngineTest, FailureIsCachedSoABurstIsOneUpstreamQuery) {

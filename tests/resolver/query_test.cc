@@ -148,6 +148,20 @@ TEST(AdmitQuery, RefusesClientsOutsideTheAllowListWithEde18) {
   EXPECT_EQ(a.response.questions()[0].name.to_text(), "a.example.");
 }
 
+TEST(AdmitQuery, TellsClientsOutsideTheAllowListNothingButRefused) {
+  // Malformed, another opcode, EDNS version 1: each would get its own error when allowed.
+  for (const Bytes& p :
+       {PacketBuilder().id(5).flags(0).counts(1, 0, 0, 0).raw({0xC0, 12, 0, 1, 0, 1}).build(),
+        PacketBuilder().id(5).flags(0x2000).question("a.example", 1).build(),
+        PacketBuilder().id(5).flags(0).question("a.example", 1).opt(1232, 0x00010000).build()}) {
+    auto a = admit(p, /*allowed=*/false);
+    ASSERT_EQ(a.result.action, Admission::Respond);
+    EXPECT_EQ(a.result.why, Rejection::NotAllowed);
+    EXPECT_EQ(a.response.rcode(), wire::RCode::Refused);
+    EXPECT_EQ(a.response.header().id, 5);
+  }
+}
+
 TEST(AdmitQuery, RefusesClassChaos) {
   auto a = admit(PacketBuilder().flags(0).question("version.bind", 16, 3).build());
   EXPECT_EQ(a.result.why, Rejection::BadClass);

@@ -1,0 +1,73 @@
+// InflightTable: joining, bounds, completion and deadlines.
+#include "resolver/inflight.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+namespace hg::resolver {
+namespace {
+
+struct W {
+  MonoTime deadline{};
+  int id = 0;
+};
+using Table = InflightTable<std::string, std::hash<std::string>, W>;
+const MonoTime t0{Millis{1000}};
+
+TEST(InflightTable, FirstQueryCreatesLaterIdenticalOnesJoin) {
+  Table t;
+  EXPECT_EQ(t.join("a", W{t0, 1}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.join("a", W{t0, 2}, t0), JoinOutcome::Joined);
+  EXPECT_EQ(t.join("b", W{t0, 3}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.waiters(), 3u);
+  auto ws = t.complete("a");
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].id, 1);
+  EXPECT_EQ(ws[1].id, 2);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.waiters(), 1u);
+  EXPECT_TRUE(t.complete("a").empty());
+}
+
+TEST(InflightTable, BoundsEntriesWaitersPerKeyAndWaitersInAll) {
+  Table t(InflightSettings{.max_entries = 2, .max_waiters = 2, .max_total_waiters = 3});
+  EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Joined);
+  EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::WaitersFull);  // 2 for one key
+  EXPECT_EQ(t.join("b", W{}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.join("b", W{}, t0), JoinOutcome::WaitersFull);  // 3 in all
+  t.complete("a");
+  EXPECT_EQ(t.join("c", W{}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.join("d", W{}, t0), JoinOutcome::TableFull);  // 2 queries in flight
+}
+
+TEST(InflightTable, TakeDueReturnsOnlyExpiredWaitersAndKeepsTheEntry) {
+  Table t;
+  t.join("a", W{t0 + Millis{100}, 1}, t0);
+  t.join("a", W{t0 + Millis{300}, 2}, t0);
+  auto due = t.take_due("a", t0 + Millis{100});
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].id, 1);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.waiters(), 1u);
+  EXPECT_EQ(t.started_at("a"), t0);
+  EXPECT_TRUE(t.take_due("a", t0 + Millis{299}).empty());
+  EXPECT_EQ(t.take_due("a", t0 + Millis{300}).size(), 1u);
+  EXPECT_EQ(t.waiters(), 0u);
+  EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Joined);  // the upstream query goes on
+}
+
+TEST(InflightTable, BackgroundRefreshHasNoWaiterAndIsJoinable) {
+  Table t;
+  EXPECT_TRUE(t.start_background("a", t0));
+  EXPECT_FALSE(t.start_background("a", t0));
+  EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Joined);
+  EXPECT_EQ(t.complete("a").size(), 1u);
+  EXPECT_FALSE(t.started_at("a").has_value());
+}
+
+}  // namespace
+}  // namespace hg::resolver

@@ -68,8 +68,16 @@ void StreamServer::on_events(int fd, FdEvents ev) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
+  // A reset (EPOLLERR), or a hang-up after the end of the stream was already read: nothing
+  // can be sent any more. Close now rather than produce more of a dump for nobody, and so a
+  // connection parked at Interest::None (epoll reports ERR/HUP regardless) cannot wake the
+  // level-triggered loop on every iteration.
+  if (ev.error || (ev.hangup && c.peer_closed)) {
+    close_conn(fd);
+    return;
+  }
   if (ev.writable) flush(c);
-  if (ev.readable || ev.hangup || ev.error) read_some(c);
+  if (ev.readable || ev.hangup) read_some(c);
   fill_output(c);
   handle_input(c);
   fill_output(c);

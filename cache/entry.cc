@@ -285,7 +285,9 @@ RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time no
   r.ancount = static_cast<uint16_t>(std::min(n, an_total));
   r.nscount = static_cast<uint16_t>(std::min(n - r.ancount, ns_total));
   r.arcount = static_cast<uint16_t>(n - r.ancount - r.nscount);
-  r.truncated = n < an_total + ns_total;
+  // RFC 2181 §9: TC only when data the client needs was dropped. A positive answer is
+  // complete without its authority records (NS); a negative one needs the SOA (RFC 2308 §5).
+  r.truncated = entry.kind() == AnswerKind::Positive ? n < an_total : n < an_total + ns_total;
 
   wire::Header h;
   h.id = client.id;

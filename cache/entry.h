@@ -162,7 +162,7 @@ struct ClientQuery {
 struct RenderResult {
   bool ok = false;         ///< false: the question length differs, the writer was not empty,
                            ///< or not even header + question + reserve fit
-  bool truncated = false;  ///< TC=1 was set (answer or authority records were dropped)
+  bool truncated = false;  ///< TC=1 was set (records the client needs were dropped)
   uint16_t ancount = 0;
   uint16_t nscount = 0;
   uint16_t arcount = 0;  ///< records written to the additional section (no OPT yet)
@@ -177,8 +177,10 @@ struct RenderResult {
 ///   record's min(*stale_ttl, stored TTL) (RFC 8767 §4, never above the original).
 /// - Size: everything is kept within out.limit() - `reserve`, where `reserve` is what the
 ///   caller will append (the OPT record and any EDE option; 0 without EDNS). Records are
-///   dropped from the end, at a record boundary; if an answer or authority record had to go,
-///   TC=1 (RFC 2181 §9: dropping only additional records does not set TC).
+///   dropped from the end, at a record boundary. TC=1 only when data the client needs went
+///   (RFC 2181 §9): an answer record for a positive answer (its authority NS records are
+///   optional); an answer or authority record (the SOA, RFC 2308 §5) for NXDOMAIN/NODATA.
+///   Dropping only additional records never sets TC.
 /// Afterwards the writer sits at the end of the message: the caller may append the OPT
 /// record (wire::append_opt also bumps ARCOUNT) or anything else within `reserve`.
 RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time now,

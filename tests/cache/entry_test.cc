@@ -321,6 +321,38 @@ TEST(EntryRender, DroppingOnlyAdditionalRecordsDoesNotSetTc) {
   EXPECT_EQ(r.msg.additional.size(), 0u);
 }
 
+TEST(EntryRender, DroppingAuthorityOfAPositiveAnswerDoesNotSetTc) {
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(A("www.example.com", 300));
+  m.authority.push_back(NS("example.com", 300, "ns1.example.com"));
+  m.authority.push_back(NS("example.com", 300, "ns2.example.com"));
+  auto b = build(m, key("www.example.com"), t0);
+  ASSERT_EQ(b.outcome, InsertOutcome::Cached);
+  ASSERT_EQ(b.entry->kind(), AnswerKind::Positive);
+  const std::size_t full = b.entry->to_wire(t0).size();
+  const Rendered r = render_for(*b.entry, "www.example.com", t0, full - 1);
+  ASSERT_TRUE(r.result.ok);
+  EXPECT_FALSE(r.result.truncated);  // RFC 2181 §9: the answer is complete without its NS
+  EXPECT_FALSE(r.msg.header.tc());
+  EXPECT_EQ(r.msg.answer.size(), 1u);
+  EXPECT_EQ(r.msg.authority.size(), 1u);
+}
+
+TEST(EntryRender, DroppingTheSoaOfANegativeAnswerSetsTc) {
+  OwnedMessage m = response("www.example.com", RRType::AAAA);
+  m.authority.push_back(SOA("example.com", 300, 300));
+  auto b = build(m, key("www.example.com", RRType::AAAA), t0);
+  ASSERT_EQ(b.outcome, InsertOutcome::Cached);
+  ASSERT_EQ(b.entry->kind(), AnswerKind::NoData);
+  const std::size_t full = b.entry->to_wire(t0).size();
+  const Rendered r =
+      render_for(*b.entry, "www.example.com", t0, full - 1, std::nullopt, 0, RRType::AAAA);
+  ASSERT_TRUE(r.result.ok);
+  EXPECT_TRUE(r.result.truncated);  // RFC 2308 §5: the SOA is what makes it cacheable
+  EXPECT_TRUE(r.msg.header.tc());
+  EXPECT_EQ(r.msg.authority.size(), 0u);
+}
+
 TEST(EntryRender, KeepsReserveFreeForTheCallersOpt) {
   auto b = build(big_answer(60), key("big.example.com", RRType::AAAA), t0);
   const Packet q(query("big.example.com", RRType::AAAA, /*edns=*/true));

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iterator>
+#include <list>
 #include <random>
 
 namespace hg::cache {
@@ -36,6 +38,7 @@ bool in_prefetch_window(const Entry& e, Time now, double window) noexcept {
 struct FailureState {
   Time until;
   Millis holdoff;
+  std::list<uint64_t>::iterator order;  // this key's place in Shard::failure_order
 };
 
 struct alignas(64) Cache::Shard {
@@ -56,6 +59,13 @@ struct alignas(64) Cache::Shard {
 
   std::mutex failure_mu;
   std::unordered_map<uint64_t, FailureState> failures;  // key hash → state
+  // Every key of `failures`, least recently failed first: what a full table drops first.
+  std::list<uint64_t> failure_order;
+
+  void forget_failure_locked(std::unordered_map<uint64_t, FailureState>::iterator it) {
+    failure_order.erase(it->second.order);
+    failures.erase(it);
+  }
 
   void erase_locked(std::unordered_map<uint64_t, S3Fifo::Handle>::iterator it) {
     const S3Fifo::Handle h = it->second;
@@ -212,20 +222,24 @@ Millis Cache::note_failure(const CacheKey& key, Time now) {
   std::lock_guard lock(s.failure_mu);
   auto it = s.failures.find(key.hash);
   if (it == s.failures.end()) {
-    if (s.failures.size() >= settings_.failure_entries_per_shard) {
-      // Bounded: drop the records whose streak is over, then, if still full, any one.
-      std::erase_if(s.failures, [&](const auto& kv) {
-        return now > kv.second.until + settings_.failure_holdoff_max;
-      });
-      if (s.failures.size() >= settings_.failure_entries_per_shard) {
-        s.failures.erase(s.failures.begin());
-      }
+    // Bounded, at O(1) amortised per failure: from the least recently failed end, drop the
+    // records whose holdoff and streak window are over (each record is dropped once); if the
+    // table is still full, the least recently failed one goes — never a name failing now.
+    while (!s.failure_order.empty()) {
+      auto oldest = s.failures.find(s.failure_order.front());
+      const bool over = now > oldest->second.until + settings_.failure_holdoff_max;
+      if (!over && s.failures.size() < settings_.failure_entries_per_shard) break;
+      s.forget_failure_locked(oldest);
+      if (!over) break;
     }
     const Millis first = settings_.failure_holdoff_initial;
-    s.failures.emplace(key.hash, FailureState{now + first, first});
+    s.failure_order.push_back(key.hash);
+    s.failures.emplace(key.hash,
+                       FailureState{now + first, first, std::prev(s.failure_order.end())});
     return first;
   }
   FailureState& f = it->second;
+  s.failure_order.splice(s.failure_order.end(), s.failure_order, f.order);  // most recent
   // RFC 9520 §3.2 / RFC 8767 §4: back off exponentially on consecutive failures, to a cap.
   if (now <= f.until + settings_.failure_holdoff_max) {
     f.holdoff = std::min(f.holdoff * 2, settings_.failure_holdoff_max);
@@ -247,7 +261,8 @@ Millis Cache::failure_holdoff(const CacheKey& key, Time now) {
 void Cache::note_success(const CacheKey& key) {
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.failure_mu);
-  s.failures.erase(key.hash);
+  auto it = s.failures.find(key.hash);
+  if (it != s.failures.end()) s.forget_failure_locked(it);
 }
 
 void Cache::set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now) {

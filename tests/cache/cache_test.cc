@@ -54,7 +54,8 @@ TEST_F(CacheTest, OneHitNamesInsertedAndPeekedDoNotWashOutTheHotSet) {
   // waiters with lookup() bumped every new entry and defeated S3-FIFO's small queue).
   reset({.max_bytes = 200 << 10, .shards = 1});
   ASSERT_EQ(put_a("hot.example", 3600), InsertOutcome::Cached);
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(get("hot.example").freshness, Freshness::Fresh);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(get("hot.example").freshness, Freshness::Fresh);
   for (int i = 0; i < 3000; ++i) {
     const std::string name = "flood" + std::to_string(i) + ".example";
     ASSERT_EQ(put_a(name, 3600), InsertOutcome::Cached);
@@ -239,6 +240,38 @@ TEST_F(CacheTest, FailureCacheIsBounded) {
     cache_->note_failure(key(nm("n", i, ".example.com")), clock_.now());
   }
   EXPECT_LE(cache_->stats().failure_entries, 8u);
+}
+
+TEST_F(CacheTest, AFullFailureTableKeepsARecentlyFailedNameHeldOff) {
+  // Found in review: a full table evicted an arbitrary key (begin()), often the name that had
+  // just failed, which then went upstream again at once.
+  reset({.max_bytes = 1 << 20, .shards = 1, .failure_entries_per_shard = 4});
+  for (int i = 0; i < 4; ++i)
+    cache_->note_failure(key(nm("old", i, ".example.com")), clock_.now());
+  clock_.advance(Seconds{1});
+  const CacheKey hot = key("hot.example.com");
+  cache_->note_failure(hot, clock_.now());
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(Millis{100});
+    cache_->note_failure(key(nm("new", i, ".example.com")), clock_.now());
+    EXPECT_GT(cache_->failure_holdoff(hot, clock_.now()), Millis{0}) << i;
+  }
+  EXPECT_EQ(cache_->stats().failure_entries, 4u);
+  // The least recently failed went first: all four old names, none of the new ones.
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(cache_->note_failure(key(nm("old", i, ".example.com")), clock_.now()), Seconds{5});
+}
+
+TEST_F(CacheTest, AFullFailureTableDropsEveryRecordWhoseStreakIsOver) {
+  reset({.max_bytes = 1 << 20, .shards = 1, .failure_entries_per_shard = 4});
+  for (int i = 0; i < 3; ++i)
+    cache_->note_failure(key(nm("old", i, ".example.com")), clock_.now());
+  clock_.advance(Seconds{5 + 30 + 1});  // holdoff and streak window over
+  const CacheKey k = key("flaky.example.com");
+  cache_->note_failure(k, clock_.now());
+  cache_->note_failure(key("next.example.com"), clock_.now());
+  EXPECT_EQ(cache_->stats().failure_entries, 2u);
+  EXPECT_EQ(cache_->note_failure(k, clock_.now()), Seconds{10});  // its streak was kept
 }
 
 TEST_F(CacheTest, TtlCapAppliesToNewAndExistingEntriesAtOrBelowZone) {

@@ -714,7 +714,7 @@ Checked<ResolvConf> read_resolv_conf(const std::string& path) {
   ss << in.rdbuf();
   ResolvConf rc = parse_resolv_conf(ss.str());
   for (auto& w : rc.warnings)
-    w = path + ": " + w;
+    w.insert(0, path + ": ");
   return rc;
 }
 
@@ -981,7 +981,7 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
     if (auto err = apply_toml(c, cli.config_path, options, file_upstream)) {
       return ConfigExit{2, *err};
     }
-  } else if (cli.options.size() > 0 && cli.app.get_option("--config")->count() > 0) {
+  } else if (!cli.options.empty() && cli.app.get_option("--config")->count() > 0) {
     return ConfigExit{2, "--config \"\": expected the path of a TOML file"};
   }
 
@@ -1013,7 +1013,7 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
   }
 
   // Relations between values.
-  auto where = [&](std::string_view key, std::string value) {
+  auto where = [&](std::string_view key, const std::string& value) {
     bool from_cli = cli.options[std::string(key)]->count() > 0;
     if (from_cli || c.config_file.empty()) return "--" + std::string(key) + " " + value;
     return std::string(key) + " = " + value + " (" + c.config_file + ")";

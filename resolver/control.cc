@@ -46,7 +46,7 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
-Control::Output error(std::string message) {
+Control::Output error(const std::string& message) {
   return {"error: " + message + "\n"};
 }
 
@@ -153,8 +153,7 @@ Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime no
   }
   const std::chrono::seconds stale_max = shared.cache.settings().stale_max;
   Control::Output o;
-  o.more = [entries, next = std::size_t{0}, now, stale_max,
-            only = std::move(only)](std::string& out) mutable {
+  o.more = [entries, next = std::size_t{0}, now, stale_max, only](std::string& out) mutable {
     const std::size_t end = std::min(entries->size(), next + kDumpEntriesPerChunk);
     for (; next < end; ++next) {
       dump_entry(*(*entries)[next], now, stale_max, out);
@@ -193,7 +192,7 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
       only = parse_name(words[1], why);
       if (!only) return error(why);
     }
-    return dump(shared, std::move(only), now);
+    return dump(shared, only, now);
   }
   if (cmd == "flush") {
     if (nargs > 1) return usage(cmd, "[NAME]  (flush-zone ZONE for a whole zone)");

@@ -93,7 +93,7 @@ Result<Rdata> read_rdata(std::span<const uint8_t> packet, RRType type, std::size
       auto n = rdata_name(rd, rdata_offset);
       if (!n) return n.error();
       s.target = *n;
-      return finish(Rdata{std::move(s)});
+      return finish(Rdata{s});
     }
     case RRType::SOA: {
       RdataSOA s;
@@ -109,7 +109,7 @@ Result<Rdata> read_rdata(std::span<const uint8_t> packet, RRType type, std::size
       s.retry = rd.u32().value();
       s.expire = rd.u32().value();
       s.minimum = rd.u32().value();
-      return Rdata{std::move(s)};
+      return Rdata{s};
     }
     case RRType::TXT: {
       if (rdlength == 0) return bad_length;  // at least one string (RFC 1035 §3.3.14)

@@ -2,13 +2,16 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <exception>
 #include <variant>
 
 #include "resolver/config.h"
 #include "resolver/server.h"
 #include "wire/name.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace hg::resolver;
   ParseOptions opts;
   opts.validate_zone = [](std::string_view zone) -> std::optional<std::string> {
@@ -36,4 +39,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   return server.value()->run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever is thrown past run() (std::bad_alloc, a CLI11 or fmt error, a bug) is reported
+  // with its message and a failure status, rather than ending in std::terminate.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hourglassd: %s\n", e.what());
+    return 1;
+  }
 }

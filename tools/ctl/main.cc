@@ -9,7 +9,8 @@
 // only creates one when started with --control PATH.
 //
 // Exit status: 0 with the reply on stdout; 1 when hourglassd answered "error: ..." (printed on
-// stderr); 2 when it could not be reached or the reply did not arrive in time.
+// stderr); 2 when it could not be reached or the reply did not arrive in time (or on any
+// other local failure).
 #include <fmt/core.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,9 +64,7 @@ bool send_all(int fd, std::string_view data) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"hourglass-ctl: control a running hourglassd (see hourglassd --control)",
                "hourglass-ctl"};
   const char* env = std::getenv("HOURGLASS_CONTROL");
@@ -169,5 +169,18 @@ int main(int argc, char** argv) {
     }
     buf.append(chunk, static_cast<std::size_t>(n));
     deadline = Clock::now() + patience;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever is thrown past run() (std::bad_alloc, a CLI11 or fmt error, a bug) is reported
+  // with its message and a failure status, rather than ending in std::terminate.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hourglass-ctl: %s\n", e.what());
+    return 2;
   }
 }

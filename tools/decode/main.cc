@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,9 +76,7 @@ std::optional<std::vector<uint8_t>> from_hex(const std::vector<uint8_t>& text, s
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Prints one DNS message in dig's presentation format."};
   std::string path;
   bool hex = false;
@@ -115,4 +114,17 @@ int main(int argc, char** argv) {
   fmt::print("{}", hg::wire::print_message(msg));
   fmt::print(";; MSG SIZE  {} bytes\n", packet.size());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever is thrown past run() (std::bad_alloc, a CLI11 or fmt error, a bug) is reported
+  // with its message and a failure status, rather than ending in std::terminate.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hourglass-decode: %s\n", e.what());
+    return 2;
+  }
 }

@@ -116,7 +116,9 @@ TcpConnection::~TcpConnection() {
 
 void TcpConnection::close() {
   if (fd_ < 0) return;
-  auto self = shared_from_this();  // keep alive while we unregister
+  // Keep alive while we unregister. weak_from_this().lock() rather than shared_from_this():
+  // it cannot throw (bad_weak_ptr), and ~TcpListener reaches here through close_all().
+  auto self = weak_from_this().lock();
   owner_.loop_.remove_fd(fd_);
   if (idle_timer_) owner_.loop_.cancel_timer(idle_timer_);
   idle_timer_ = {};

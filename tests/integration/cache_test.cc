@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/integration/daemon.h"
+#include "tests/integration/daemon_fixture.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/edns.h"
 
@@ -21,19 +22,7 @@ using wire::RCode;
 using wire::Section;
 using Clock = std::chrono::steady_clock;
 
-class CacheTest : public ::testing::Test {
- protected:
-  void start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"--upstream", upstream_.address()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    daemon_ = Daemon::start(args);
-    ASSERT_TRUE(daemon_->ready()) << daemon_->output();
-  }
-  uint16_t port() const { return daemon_->port(); }
-
-  FakeUpstream upstream_;
-  std::unique_ptr<Daemon> daemon_;
-};
+class CacheTest : public DaemonTest {};
 
 TEST_F(CacheTest, DigSeesTtlCountDownAfterPause) {
   upstream_.on("countdown.test", FakeReply::records({FakeRecord::a("", 3, "192.0.2.1")}));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/integration/daemon.h"
+#include "tests/integration/daemon_fixture.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/edns.h"
 
@@ -21,14 +22,8 @@ using test::Transport;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
-class ServeStaleTest : public ::testing::Test {
+class ServeStaleTest : public DaemonTest {
  protected:
-  void start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"--upstream", upstream_.address()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    daemon_ = Daemon::start(args);
-    ASSERT_TRUE(daemon_->ready()) << daemon_->output();
-  }
   // Caches `name` with a 1-second TTL and waits until it has expired.
   void cache_then_expire(const std::string& name, FakeReply reply) {
     upstream_.on(name, std::move(reply));
@@ -37,10 +32,6 @@ class ServeStaleTest : public ::testing::Test {
     ASSERT_EQ(upstream_.queries(name), 1u);
     std::this_thread::sleep_for(Millis{1100});
   }
-  uint16_t port() const { return daemon_->port(); }
-
-  FakeUpstream upstream_;
-  std::unique_ptr<Daemon> daemon_;
 };
 
 std::string ip_of(const Answer& a, std::size_t i = 0) {

@@ -291,14 +291,13 @@ RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time no
 
   wire::Header h;
   h.id = client.id;
-  h.set(wire::flag::QR, true);
-  h.set(wire::flag::RD, client.rd);
-  h.set(wire::flag::RA, true);
+  const auto query_flags =
+      static_cast<uint16_t>((client.rd ? wire::flag::RD : 0) | (client.ad ? wire::flag::AD : 0) |
+                            (client.cd ? wire::flag::CD : 0));
+  const auto stored_flags =
+      static_cast<uint16_t>((entry.authentic_data() ? wire::flag::AD : 0) | entry.rcode());
+  h.flags = wire::answer_flags(query_flags, client.dnssec_ok, stored_flags);
   h.set(wire::flag::TC, r.truncated);
-  h.set(wire::flag::CD, client.cd);
-  // RFC 6840 §5.8: AD only for a client that asked for DNSSEC data or the AD bit.
-  h.set(wire::flag::AD, entry.authentic_data() && (client.dnssec_ok || client.ad));
-  h.set_rcode_low(entry.rcode());
   h.qdcount = 1;
   h.ancount = r.ancount;
   h.nscount = r.nscount;

@@ -32,11 +32,6 @@ wire::OptSpec response_opt(bool dnssec_ok, wire::RCode rcode, std::optional<EdeS
 std::size_t write_error(std::span<uint8_t> out, const ClientQuery& q, wire::RCode rcode,
                         std::optional<EdeSpec> ede) noexcept;
 
-/// The response flags for an answer to `q` carrying `upstream_flags` (AD, and the rcode's low
-/// bits are taken from there): QR, RA, RD and CD from the client, AD only when the client set
-/// DO or AD (RFC 6840 §5.8), AA and TC cleared (the caller sets TC).
-uint16_t response_flags(const ClientQuery& q, uint16_t upstream_flags) noexcept;
-
 /// Renders an upstream answer for one client without the cache: the client's ID, flags and
 /// question bytes, then the upstream's records (its OPT removed), then our OPT/EDE when the
 /// client sent EDNS. Truncates at a record boundary with TC=1 beyond `limit` bytes.

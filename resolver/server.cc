@@ -239,7 +239,7 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
   wire::WireWriter w(q);
   wire::Header h;
   // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even
-  // without DO; render_entry() and response_flags() pass AD on only to clients that asked.
+  // without DO; wire::answer_flags() passes AD on only to clients that asked.
   h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
                                   (key.checking_disabled ? wire::flag::CD : 0));
   h.qdcount = 1;

@@ -65,4 +65,17 @@ struct Header {
   friend bool operator==(const Header&, const Header&) = default;
 };
 
+/// The flags of an answer to a query that had `query_flags`, carrying data whose own header
+/// had `data_flags` (an upstream answer, or what the cache stored): QR and RA set; RD, CD and
+/// the opcode echoed from the query; AD only when the data had it and the client asked for it
+/// with AD or DO (RFC 6840 §5.8); the data's RCODE (low 4 bits). AA and TC are clear: the
+/// caller sets TC when it truncates. The one place this rule lives (cache render, resolver
+/// responder).
+constexpr uint16_t answer_flags(uint16_t query_flags, bool dnssec_ok,
+                                uint16_t data_flags) noexcept {
+  uint16_t f = flag::QR | flag::RA | (query_flags & (flag::RD | flag::CD | 0x7800));
+  if ((data_flags & flag::AD) && (dnssec_ok || (query_flags & flag::AD))) f |= flag::AD;
+  return static_cast<uint16_t>(f | (data_flags & 0xF));
+}
+
 }  // namespace hg::wire

@@ -16,16 +16,6 @@ wire::OptSpec response_opt(bool dnssec_ok, RCode rcode, std::optional<EdeSpec> e
   return spec;
 }
 
-uint16_t response_flags(const ClientQuery& q, uint16_t upstream_flags) noexcept {
-  using namespace wire::flag;
-  uint16_t f = QR | RA | (q.flags & (RD | CD)) | (q.flags & 0x7800);  // opcode echoed
-  // RFC 6840 §5.8: set AD in a response only if the query asked for it (AD) or for DNSSEC
-  // records (DO).
-  if ((upstream_flags & AD) && (q.dnssec_ok || q.ad())) f |= AD;
-  f |= upstream_flags & 0xF;  // rcode low bits
-  return static_cast<uint16_t>(f);
-}
-
 namespace {
 
 // Header + question. Returns the writer position after the question, or 0 if no room.
@@ -51,7 +41,8 @@ std::size_t write_error(std::span<uint8_t> out, const ClientQuery& q, RCode rcod
                         std::optional<EdeSpec> ede) noexcept {
   wire::WireWriter w(out);
   const auto low = static_cast<uint16_t>(static_cast<unsigned>(rcode) & 0xF);
-  if (!write_head(w, q, response_flags(q, low), 0, 0, q.has_edns ? 1 : 0)) return 0;
+  if (!write_head(w, q, wire::answer_flags(q.flags, q.dnssec_ok, low), 0, 0, q.has_edns ? 1 : 0))
+    return 0;
   if (q.has_edns && !wire::write_opt(w, response_opt(q.dnssec_ok, rcode, ede))) return 0;
   return w.size();
 }
@@ -61,7 +52,8 @@ std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const 
   wire::WireWriter w(out, limit);
   const auto up = upstream.packet();
   const RCode rcode = upstream.rcode();
-  if (!write_head(w, q, response_flags(q, upstream.header().flags), 0, 0, 0)) return 0;
+  const uint16_t flags = wire::answer_flags(q.flags, q.dnssec_ok, upstream.header().flags);
+  if (!write_head(w, q, flags, 0, 0, 0)) return 0;
   const auto opt = response_opt(q.dnssec_ok, rcode, ede);
   const std::size_t reserve = q.has_edns ? wire::opt_size(opt) : 0;
   if (w.room() < reserve) return 0;
@@ -73,12 +65,16 @@ std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const 
   const std::size_t opt_at = upstream.edns() ? upstream.edns()->record_offset : SIZE_MAX;
   uint16_t counts[3] = {0, 0, 0};
   bool truncated = false;
+  const bool negative = rcode == RCode::NXDomain || upstream.section(wire::Section::Answer).empty();
   for (const auto& rr : upstream.records()) {
     if (rr.offset > opt_at) break;
     const auto s = static_cast<std::size_t>(rr.section);
     if (w.room() < std::size_t{rr.end()} - rr.offset + reserve) {
-      // RFC 2181 §9: omitting additional data is not truncation.
-      truncated = rr.section != wire::Section::Additional;
+      // RFC 2181 §9: TC only when data the client needs is missing — any answer record, or
+      // the authority (SOA) of a negative answer; a positive answer's NS and any additional
+      // record are optional (the same rule as the cache's render_entry).
+      truncated = rr.section == wire::Section::Answer ||
+                  (negative && rr.section == wire::Section::Authority);
       break;
     }
     if (!w.bytes(up.subspan(rr.offset, rr.end() - rr.offset))) break;
@@ -89,8 +85,7 @@ std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const 
   w.patch_u16(kCountsOffset + 2, counts[1]);
   w.patch_u16(kCountsOffset + 4, static_cast<uint16_t>(counts[2] + (q.has_edns ? 1 : 0)));
   if (truncated) {
-    auto flags = static_cast<uint16_t>(response_flags(q, upstream.header().flags) | wire::flag::TC);
-    w.patch_u16(2, flags);
+    w.patch_u16(2, static_cast<uint16_t>(flags | wire::flag::TC));
   }
   return w.size();
 }

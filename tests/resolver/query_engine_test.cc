@@ -312,6 +312,26 @@ TEST_F(QueryEngineTest, ZeroTtlAnswerIsPassedThroughAndNotCached) {
   EXPECT_EQ(sent_.size(), 1u);  // asked again
 }
 
+TEST_F(QueryEngineTest, PassedThroughAnswerDropsOptionalAuthorityWithoutTc) {
+  // A TTL-0 answer (not cached, passed through) whose NS authority does not fit in 512 bytes:
+  // the A record is what the client needs, so no TC (RFC 2181 §9).
+  ask(query("ns.example", 1, 1, /*edns=*/false));
+  upstream_answers([](const Bytes& q) {
+    PacketBuilder b;
+    b.id(static_cast<uint16_t>((q[0] << 8) | q[1])).flags(0x8180).question("ns.example", 1);
+    b.rr(0, "ns.example", 1, 0, a_rdata(1));
+    for (int i = 0; i < 20; ++i)
+      b.rr(1, "example", 2, 0,
+           wire::test::wire_name("a-rather-long-name-server-" + std::to_string(i) + ".example"));
+    return b.build();
+  });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_FALSE(deferred_[0].msg.header().tc());
+  EXPECT_EQ(deferred_[0].msg.header().ancount, 1);
+  EXPECT_LT(deferred_[0].msg.header().nscount, 20);
+  EXPECT_LE(deferred_[0].bytes.size(), 512u);
+}
+
 TEST_F(QueryEngineTest, AnswerForAnotherQuestionIsDiscarded) {
   ask(query("right.example"));
   upstream_answers([](const Bytes& q) { return a_answer(q, "wrong.example", 300); });

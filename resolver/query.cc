@@ -91,7 +91,7 @@ AdmissionResult admit_query(std::span<const uint8_t> packet, bool allowed, wire:
   q.id = req.id;
   q.flags = req.flags;
   q.question = packet.subspan(question.offset, question.end - question.offset);
-  q.qname = question.name;
+  q.qname = &question.name;
   q.qtype = question.type;
   q.qclass = question.klass;
   const auto& edns = scratch.edns();

@@ -34,7 +34,10 @@ struct ClientQuery {
   uint16_t id = 0;
   uint16_t flags = 0;                 ///< the client's header flags (RD, CD, AD)
   std::span<const uint8_t> question;  ///< qname+qtype+qclass exactly as the client sent them
-  wire::Name qname;                   ///< as sent (case preserved)
+  /// As sent (case preserved). Points into the Message admit_query() parsed, so it is valid
+  /// while that message is; not copied, because this is the cache-hit path. Null in a
+  /// ClientQuery rebuilt for a waiter (Waiter::client()), which only renders answers.
+  const wire::Name* qname = nullptr;
   wire::RRType qtype = wire::RRType::A;
   uint16_t qclass = 1;
   bool has_edns = false;

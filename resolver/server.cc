@@ -114,7 +114,7 @@ std::size_t QueryEngine::answer_stale(const cache::Hit& hit, const ClientQuery& 
 std::size_t QueryEngine::answer_stale_now(const cache::Hit& hit, const ClientQuery& q,
                                           std::span<uint8_t> out, std::size_t limit) {
   if (shared_.config.log_queries)
-    log_query(q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "stale", loop_.now());
+    log_query(*q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "stale", loop_.now());
   return answer_stale(hit, q, out, limit);
 }
 
@@ -154,7 +154,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
 
   const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
   auto& cache = shared_.cache;
-  const auto key = cache::CacheKey::make(q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
+  const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
   const cache::Hit hit = cache.lookup(key, now);
 
   if (hit.freshness == cache::Freshness::Fresh) {
@@ -165,7 +165,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
       start_upstream(key);
     }
     if (shared_.config.log_queries)
-      log_query(q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "hit", now);
+      log_query(*q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "hit", now);
     return {size, false};
   }
 
@@ -174,7 +174,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
     if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
     st.failure_cached_answers.fetch_add(1, std::memory_order_relaxed);
     st.servfail.fetch_add(1, std::memory_order_relaxed);
-    if (shared_.config.log_queries) log_query(q.qname, q.qtype, RCode::ServFail, "failed", now);
+    if (shared_.config.log_queries) log_query(*q.qname, q.qtype, RCode::ServFail, "failed", now);
     // RFC 8914 §4.14 Cached Error: the SERVFAIL comes from the failure cache.
     return {write_error(out.first(limit), q, RCode::ServFail,
                         EdeSpec{13, "upstream failed recently; not asked again yet"}),
@@ -223,7 +223,8 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
       st.overload.fetch_add(1, std::memory_order_relaxed);
       if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
       st.servfail.fetch_add(1, std::memory_order_relaxed);
-      if (shared_.config.log_queries) log_query(q.qname, q.qtype, RCode::ServFail, "overload", now);
+      if (shared_.config.log_queries)
+        log_query(*q.qname, q.qtype, RCode::ServFail, "overload", now);
       return {write_error(out.first(limit), q, RCode::ServFail,
                           EdeSpec{wire::ede::Other, "too many queries in flight"}),
               false};

@@ -200,6 +200,30 @@ TEST_F(QueryEngineTest, MuteUpstreamGetsServfailWithEde22AtTheDeadline) {
   EXPECT_EQ(hit->msg.rcode(), wire::RCode::NoError);
 }
 
+TEST_F(QueryEngineTest, HitsNearExpiryTriggerOneBackgroundRefresh) {
+  ask(query("hot.example"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "hot.example", 100); });
+  advance(Millis{90'000});  // the prefetch window is the last 10 % of the TTL
+  // Hits through the window: each draws a chance that grows to 1 at expiry; the entry grants
+  // at most one refresh. 100 draws from 90 s to 99.9 s miss it with probability < 1e-30.
+  for (int i = 0; i < 100; ++i) {
+    auto hit = ask(query("hot.example", 1, static_cast<uint16_t>(i)));
+    ASSERT_TRUE(hit);  // every client is answered from the cache at once
+    EXPECT_FALSE(hit->ede.has_value());
+    advance(Millis{99});
+  }
+  ASSERT_EQ(sent_.size(), 1u);
+  EXPECT_EQ(shared_.stats.prefetches.load(), 1u);
+  const std::size_t answered = deferred_.size();  // the first miss's answer
+  upstream_answers([](const Bytes& q) { return a_answer(q, "hot.example", 100); });
+  EXPECT_EQ(deferred_.size(), answered);  // nobody waited for the refresh
+  advance(Millis{5'000});                 // past the old expiry: the refreshed entry is fresh
+  auto after = ask(query("hot.example"));
+  ASSERT_TRUE(after);
+  EXPECT_GT(after->msg.records()[0].ttl, 90u);
+  EXPECT_TRUE(sent_.empty());
+}
+
 TEST_F(QueryEngineTest, TheDeadlineRecordsTheFailureSoLaterClientsDoNotWaitAgain) {
   ask(query("mute.example"));
   advance(Millis{3000});

@@ -76,6 +76,29 @@ TEST_F(TcpListenerTest, ResetWithAQueryOutstandingClosesTheConnectionAtOnce) {
   EXPECT_EQ(loop_.run_once(Millis{0}), 0u);
 }
 
+TEST_F(TcpListenerTest, AHalfClosedClientStillGetsItsLateAnswer) {
+  // RFC 7766 allows a client to send its queries and shut down its sending side; the reset
+  // rule above must not take the answer away from it.
+  std::vector<std::shared_ptr<TcpConnection>> held;
+  open({}, [&](std::span<const uint8_t>, const std::shared_ptr<TcpConnection>& c) {
+    held.push_back(c);
+  });
+  int fd = connect_client();
+  auto q = framed(20, 1);
+  ASSERT_EQ(::send(fd, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+  ::shutdown(fd, SHUT_WR);
+  spin();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_FALSE(held[0]->closed());
+  held[0]->answer(std::vector<uint8_t>(10, 2));
+  spin();
+  uint8_t buf[64];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  ASSERT_EQ(n, 12);  // 2-byte length + 10 bytes
+  EXPECT_EQ(buf[1], 10);
+  EXPECT_EQ(listener_->connections(), 0u);  // closed once nothing is left to send
+}
+
 TEST_F(TcpListenerTest, AClientThatNeverReadsCannotQueueMoreThanTheLimit) {
   TcpListener::Settings s;
   s.max_queued_bytes = 64 * 1024;

@@ -1,0 +1,70 @@
+// Traces for hourglass-rehearse: what a reader of a dnstap or pcap file hands the replay.
+//
+// A reader yields TraceEvents in file order; TraceMerger merges several readers by time. The
+// message bytes of an event are only valid until the next call to next() on the same reader
+// (readers reuse one buffer, so a 10-million-query trace is read without an allocation per
+// event).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hg::rehearse {
+
+/// Who asked: a client of the recorder (dnstap CLIENT_*, or AUTH_* on an authoritative, whose
+/// clients are resolvers; pcap: any query to port 53), or the recorder itself asking its
+/// upstream (dnstap FORWARDER_* / RESOLVER_*), which only dnstap can tell apart.
+enum class Side : uint8_t { Client, Upstream };
+enum class Role : uint8_t { Query, Response };
+
+struct TraceEvent {
+  Side side = Side::Client;
+  Role role = Role::Query;
+  int64_t time_ns = 0;        ///< this message's time, ns since the Unix epoch
+  int64_t query_time_ns = 0;  ///< a response's query time when the trace has it, else 0
+  bool tcp = false;
+  uint8_t family = 0;  ///< 4, 6, or 0 when the trace does not say
+  uint16_t client_port = 0;
+  std::array<uint8_t, 16> client_addr{};  ///< first 4 bytes for IPv4
+  std::span<const uint8_t> message;       ///< DNS wire message
+};
+
+enum class ReadStatus : uint8_t { Event, End, Bad };
+
+/// Where and why a trace could not be read: "FILE: offset N: what".
+struct TraceError {
+  std::string file;
+  uint64_t offset = 0;
+  std::string what;
+  std::string to_string() const;
+};
+
+class TraceReader {
+ public:
+  virtual ~TraceReader() = default;
+  /// The next event (ReadStatus::Event), the end of the file, or Bad with error() set. With
+  /// skip_bad, corrupt records are counted in skipped() and reading goes on where it can.
+  virtual ReadStatus next(TraceEvent& ev) = 0;
+  virtual const TraceError& error() const = 0;
+  /// What the trace is and which view was used, e.g. "dnstap, client view (CLIENT_*)".
+  virtual std::string describe() const = 0;
+  /// Records passed over: corrupt ones with skip_bad, TCP or fragments not reassembled, ...
+  virtual uint64_t skipped() const = 0;
+};
+
+struct TraceOptions {
+  bool skip_bad = false;  ///< count and skip corrupt records instead of stopping
+  uint16_t port = 53;     ///< pcap: the DNS port
+};
+
+/// Opens a trace, choosing the reader by the file's magic bytes (Frame Streams, pcap, pcapng).
+/// nullptr with `error` set when the file cannot be opened or is of no known kind.
+std::unique_ptr<TraceReader> open_trace(const std::string& path, const TraceOptions& options,
+                                        TraceError& error);
+
+}  // namespace hg::rehearse

@@ -147,8 +147,8 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
       return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
     }
   }
-  // Past its stale window: reclaim it now that we have met it (DESIGN.md § Eviction). Check
-  // again under the exclusive lock — another thread may have replaced it meanwhile.
+  // Past its stale window: reclaim it now that we have met it (docs/architecture.md §3, eviction).
+  // Check again under the exclusive lock — another thread may have replaced it meanwhile.
   {
     std::unique_lock lock(s.mu);
     auto it = s.index.find(key.hash);

@@ -1,6 +1,6 @@
 // Cache: the sharded answer cache the resolver talks to.
 //
-// What the daemon does with it, per query (DESIGN.md § The life of a query):
+// What the daemon does with it, per query (docs/architecture.md §2):
 //
 //   CacheKey key = CacheKey::from_query(query);          // lowercased qname, type, class, DO, CD
 //   Hit hit = cache.lookup(key, now);
@@ -14,7 +14,7 @@
 //       if (cache.failure_holdoff(key, now) > 0ms) ...    // fails or is late (EDE 3, or EDE 19
 //       break;                                            // when hit.entry->kind() is NxDomain)
 //     case Freshness::Miss:                               // in-flight table, upstream
-//       if (cache.failure_holdoff(key, now) > 0ms) → SERVFAIL + EDE 22 at once
+//       if (cache.failure_holdoff(key, now) > 0ms) → SERVFAIL + EDE 13 at once
 //   }
 //   on an upstream answer:  cache.insert(key, parsed_response, now)  (clears the failure state)
 //   on an upstream failure: cache.note_failure(key, now)

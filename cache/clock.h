@@ -1,9 +1,9 @@
 // Clock: where the cache's notion of "now" comes from.
 //
-// The cache never reads a clock itself (STYLE C3): every call that depends on time takes a
-// `Time now`. Only the event loop (SteadyClock) or a test (ManualClock) produces one. Time is
-// monotonic milliseconds: TTLs count in whole seconds, but the failure holdoff and the
-// prefetch ramp want finer steps, and wall-clock jumps must never age or rejuvenate entries.
+// The cache never reads a clock itself (docs/architecture.md §4): every call that depends on time
+// takes a `Time now`. Only the event loop (SteadyClock) or a test (ManualClock) produces one. Time
+// is monotonic milliseconds: TTLs count in whole seconds, but the failure holdoff and the prefetch
+// ramp want finer steps, and wall-clock jumps must never age or rejuvenate entries.
 //
 // Must not include anything beyond the standard library.
 #pragma once

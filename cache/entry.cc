@@ -90,8 +90,9 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
   if (rcode != RCode::NoError && rcode != RCode::NXDomain) {
     return {nullptr, InsertOutcome::UncacheableRcode};
   }
-  // An answer to a different question must never be stored under this key (DESIGN.md, "lessons
-  // from peers' trackers"). The question must also start at 12 for the stored pointers to work.
+  // An answer to a different question must never be stored under this key (a lesson
+  // other resolvers' bug trackers teach). The question must also start at 12 for the stored
+  // pointers to work.
   const auto questions = response.questions();
   if (questions.size() != 1) return {nullptr, InsertOutcome::QuestionMismatch};
   const wire::Question& q = questions.front();
@@ -172,7 +173,7 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
   }
   if (kept.empty()) shortest = 0;  // NOERROR cannot get here with no records; be safe anyway
   // A TTL of 0 means "use once": pass it through, and make sure no older copy lives on as
-  // stale data (DESIGN.md, lessons from peers' trackers).
+  // stale data (a lesson from other resolvers' bug trackers).
   if (shortest == 0) return {nullptr, InsertOutcome::RemovedZeroTtl};
 
   e->inserted_at_ = now;

@@ -65,7 +65,7 @@ class Entry {
   };
 
   /// Builds an entry from a parsed upstream response, or says why it must not be cached.
-  /// The checks and TTL rules are those of DESIGN.md § Cache and ttl_policy.h; `response`
+  /// The checks and TTL rules are those of docs/architecture.md §3 and ttl_policy.h; `response`
   /// must have been parsed by wire::Message::parse (so every offset in it is valid).
   struct Built {
     std::shared_ptr<const Entry> entry;  ///< null unless outcome == Cached

@@ -4,7 +4,7 @@
 //   1. RFC 2181 §8: a TTL with the most significant bit set is treated as zero. (We follow the
 //      RFC's letter, "treated as if the entire value received was zero", rather than BIND's
 //      old habit of clamping to 2^31-1: a zero is then never cached, which is the safe side.)
-//   2. Positive records: 0 stays 0 (DESIGN.md: TTL-0 answers are passed through, never
+//   2. Positive records: 0 stays 0 (TTL-0 answers are passed through, never
 //      cached — not even raised by cache-min-ttl); otherwise clamped to [min_ttl, max_ttl].
 //      max_ttl defaults to 7 days (RFC 8767 §4 suggests capping TTLs at 7 days).
 //   3. Negative answers (RFC 2308 §5): the SOA in the authority section is stored with

@@ -5,7 +5,7 @@
 // Cidr (an address block for `allow`), the resolv.conf reader behind `upstream-file`, and the
 // forwarding-loop check. All of this runs at start-up (and on SIGHUP for the resolv.conf), so
 // it may allocate freely; errors are returned as one human-readable line that names the
-// flag or key, the value given, and what is allowed (STYLE C4), never thrown.
+// flag or key, the value given, and what is allowed (docs/architecture.md §7), never thrown.
 //
 // Zone names (ttl-cap) stay strings here: only syntax is checked, and the daemon turns them
 // into wire::Name. A caller can plug a stricter check in via ParseOptions::validate_zone.

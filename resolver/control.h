@@ -1,6 +1,6 @@
 // Control: the unix control socket (`--control PATH`) that hourglass-ctl talks to — cache
 // statistics, a dump of every cached answer with its TTLs counting down, flushes, and
-// per-zone TTL caps changed at run time (DESIGN.md § Operations).
+// per-zone TTL caps changed at run time (docs/architecture.md §5).
 //
 // Protocol: line based, one request per line, any number of requests per connection.
 //

@@ -11,7 +11,7 @@
 // path does not pay for clock_gettime. A test can substitute the clock (Options::clock) and
 // drive the loop with run_once(0ms), so timer logic is tested without sleeping.
 //
-// Must not include anything DNS-related (STYLE C2).
+// Must not include anything DNS-related (docs/architecture.md §1).
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,8 @@
 // InflightTable: the queries hourglass is resolving right now, by cache key, each with the
 // clients waiting for it. Identical queries (same key) arriving while one is in flight — from
 // any client, over UDP or TCP, on any thread — join it, so exactly one upstream query is
-// sent (DESIGN.md step 6). The table knows nothing of c-ares or sockets: it stores Waiters
-// and hands them back when the query completes, fails, or a waiter's deadline passes.
+// sent (docs/architecture.md §2, step 6). The table knows nothing of c-ares or sockets: it stores
+// Waiters and hands them back when the query completes, fails, or a waiter's deadline passes.
 //
 // Bounds: at most `max_entries` queries in flight (a flood of unique names cannot grow
 // memory past that) and at most `max_waiters` per query; callers answer SERVFAIL beyond them.

@@ -1,5 +1,5 @@
 // Metrics: the daemon's counters and gauges in the Prometheus text exposition format
-// (version 0.0.4), served over HTTP at `--metrics ADDR:PORT` (DESIGN.md § Operations).
+// (version 0.0.4), served over HTTP at `--metrics ADDR:PORT` (docs/architecture.md §5).
 //
 //   GET /metrics (or HEAD)  → 200, Content-Type: text/plain; version=0.0.4
 //   any other path          → 404;  another method → 405;  not HTTP/1.x → 400

@@ -1,7 +1,7 @@
 // Query admission: turns one client datagram or TCP message into either a ClientQuery to
 // resolve, a ready error response (FORMERR, NOTIMP, REFUSED, BADVERS), or a silent drop.
 //
-// The rules (DESIGN.md "The life of a query", step 2), in the order applied:
+// The rules (docs/architecture.md §2, step 2), in the order applied:
 //   - shorter than a header, or QR=1 (a response sent to us; answering could loop): drop;
 //   - client outside --allow: REFUSED, and nothing else — EDE 18 Prohibited and the question
 //     when the message has exactly one, else the bare header;

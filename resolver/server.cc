@@ -499,7 +499,8 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     }
     srv->workers_.push_back(std::move(wk));
   }
-  // Operations (DESIGN.md): the control socket and the metrics endpoint, on worker 0's loop.
+  // Operations (docs/architecture.md §5): the control socket and the metrics endpoint, on worker
+  // 0's loop.
   if (!config.control_path.empty()) {
     auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
     if (!ctl) return R::failure(ctl.error());

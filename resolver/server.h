@@ -1,6 +1,6 @@
-// Server: the life of a query (DESIGN.md) — receive, admit, look up the cache, coalesce in
-// the in-flight table, forward through c-ares, serve stale, answer on time — over N worker
-// threads that share one cache and one in-flight table.
+// Server: the life of a query (docs/architecture.md §2) — receive, admit, look up the cache,
+// coalesce in the in-flight table, forward through c-ares, serve stale, answer on time — over N
+// worker threads that share one cache and one in-flight table.
 //
 //   Worker i:  EventLoop ── UdpListener(s), TcpListener(s)   (SO_REUSEPORT when N > 1)
 //                       └── Upstream (its own c-ares channel)
@@ -126,10 +126,10 @@ class QueryEngine {
   /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
   bool normalize_upstream(std::span<const uint8_t> answer);
   void on_deadline(const cache::CacheKey& key);
-  /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
-  /// SERVFAIL with `ede`.
   /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
   void release_timer(const Waiter& w);
+  /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
+  /// SERVFAIL with `ede`.
   void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
   void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
                wire::RCode rcode);

@@ -14,7 +14,8 @@
 // more than high_water bytes of reply wait to be sent. A long reply is produced in chunks, so
 // the loop goes back to serving queries between them.
 //
-// Knows nothing of DNS or of either protocol (STYLE C2: the event loop's users are layered).
+// Knows nothing of DNS or of either protocol (docs/architecture.md §1: the event loop's users are
+// layered).
 #pragma once
 
 #include <chrono>

@@ -6,7 +6,7 @@
 // readiness calls ares_process_fd, one loop timer follows ares_timeout), picks the query IDs,
 // and turns c-ares's int statuses into UpstreamStatus.
 //
-// What the caller must know (c-ares 1.18.1, DESIGN.md § Upstream):
+// What the caller must know (c-ares 1.18.1):
 //  - send() takes a complete DNS query in wire form that ends with exactly one bare OPT
 //    record (RFC 6891; the 11 bytes 00 0029 xxxx 00000000 0000 or with the DO bit). The
 //    channel runs with ARES_FLAG_EDNS, and when a server answers FORMERR without an OPT,

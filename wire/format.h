@@ -2,8 +2,9 @@
 //   fmt::format("{} {} {}", name, RRType::AAAA, RCode::NXDomain) → "www.example.com. AAAA NXDOMAIN"
 //   fmt::format("{}", Error{ParseError::Truncated, 12})          → "truncated at offset 12"
 //
-// The only wire/ header that includes fmt (STYLE C2): nothing on the packet path uses it, and
-// hg_wire does not link fmt — a target that includes this header links fmt::fmt itself.
+// The only wire/ header that includes fmt (docs/architecture.md §1): nothing on the packet path
+// uses it, and hg_wire does not link fmt — a target that includes this header links fmt::fmt
+// itself.
 #pragma once
 
 #include <fmt/format.h>

@@ -3,7 +3,8 @@
 // A Name never allocates: it holds its wire bytes (length-prefixed labels ending with the root
 // label) in a fixed 255-byte array. It keeps the letter case it was read with; comparison,
 // hashing and ordering ignore ASCII case (RFC 4343). read_name() is the only decoder of names
-// from packets (STYLE C4); from_text()/to_text() handle presentation format (RFC 1035 §5.1).
+// from packets (docs/architecture.md §7); from_text()/to_text() handle presentation format (RFC
+// 1035 §5.1).
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// WireReader: the only code that indexes an untrusted packet (STYLE C4).
+// WireReader: the only code that indexes an untrusted packet (docs/architecture.md §7).
 //
 // A cursor over a std::span<const uint8_t>. Every read checks the bytes remaining first and
 // returns a Result; nothing here throws or reads out of bounds. Multi-byte fields are

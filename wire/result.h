@@ -1,8 +1,8 @@
 // Result<T>: a value or a ParseError with the byte offset where it was found.
 //
-// The packet path never throws (STYLE C4). Every parser returns a Result and callers test it.
-// The member names follow std::expected (has_value/value/error/operator bool) so that moving
-// to std::expected once the toolchains have it is a search and replace.
+// The packet path never throws (docs/architecture.md §7). Every parser returns a Result and callers
+// test it. The member names follow std::expected (has_value/value/error/operator bool) so that
+// moving to std::expected once the toolchains have it is a search and replace.
 //
 // Must not include anything beyond the standard library.
 #pragma once
@@ -21,7 +21,7 @@ namespace hg::wire {
 enum class ParseError : uint8_t {
   Truncated,           ///< a read needed more bytes than remain
   ShortHeader,         ///< fewer than 12 bytes: not a DNS message at all
-  LabelTooLong,        ///< a label of 64..63+ octets (length byte 0x40..0x3F is impossible)
+  LabelTooLong,        ///< text form: a label over 63 octets (in wire form 0x40+ is BadLabelType)
   NameTooLong,         ///< a name over 255 octets in wire form
   BadLabelType,        ///< label type 0x40 or 0x80 (RFC 6891 §5 / RFC 2673, obsolete)
   PointerNotBackward,  ///< a compression pointer that does not point before the current name

@@ -1,6 +1,6 @@
 // Allocation counting for the cache tests: alloc_counter.cc replaces the global operator
 // new for the whole hg_cache_tests binary, so a test can prove that the hit path (lookup +
-// render) allocates nothing (DESIGN.md: no allocation beyond the output buffer).
+// render) allocates nothing (docs/architecture.md §2: no allocation beyond the output buffer).
 #pragma once
 
 namespace hg::cache::testing {

@@ -1,5 +1,5 @@
-// libFuzzer target for every wire/ parser entry point (STYLE C4: "every parser entry point gets
-// a libFuzzer target"): Message::parse (Strict and Lenient), read_rdata via to_owned, the
+// libFuzzer target for every wire/ parser entry point (docs/architecture.md §7: every parser entry
+// point has a libFuzzer target): Message::parse (Strict and Lenient), read_rdata via to_owned, the
 // printer, write_message, and Name::from_text.
 //
 // Properties checked, each a crash (abort) when violated:

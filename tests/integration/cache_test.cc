@@ -169,8 +169,8 @@ TEST_F(CacheTest, WrongQuestionFromUpstreamIsDiscarded) {
   EXPECT_TRUE(again->msg.answer.empty()) << again->text();
 }
 
-// DESIGN.md lessons: a TTL-0 answer evicts the cached copy instead of leaving it to be served
-// stale later.
+// A lesson from other resolvers' bug trackers: a TTL-0 answer evicts the cached copy instead of
+// leaving it to be served stale later.
 TEST_F(CacheTest, TtlZeroAnswerEvictsStaleCopy) {
   upstream_.on("evict.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.1")}));
   start();

@@ -142,7 +142,8 @@ inline Bytes cat(std::initializer_list<Bytes> parts) {
 }
 
 /// Writes a hostile test packet into the fuzz seed corpus when HG_WRITE_CORPUS names a folder
-/// (STYLE C5: every ParseError's packet also seeds tests/fuzz/corpus/). A no-op otherwise.
+/// (docs/architecture.md §7: every ParseError's packet also seeds tests/fuzz/corpus/). A no-op
+/// otherwise.
 inline void save_to_corpus(const std::string& name, const Bytes& packet) {
   const char* dir = std::getenv("HG_WRITE_CORPUS");
   if (dir == nullptr) return;

@@ -46,6 +46,12 @@ struct CacheKey {
 /// SipHash-1-3 of `bytes` under the process's random key (drawn once, at first use).
 uint64_t seeded_hash(std::span<const uint8_t> bytes) noexcept;
 
+/// SipHash-1-3 and SipHash-2-4 under the key (k0, k1) — k0 is the first 8 key bytes read
+/// little-endian. seeded_hash is siphash13 under the process's key; these exist so the
+/// tests can check the implementation against published reference vectors.
+uint64_t siphash13(uint64_t k0, uint64_t k1, std::span<const uint8_t> bytes) noexcept;
+uint64_t siphash24(uint64_t k0, uint64_t k1, std::span<const uint8_t> bytes) noexcept;
+
 /// True when the uncompressed, lowercased wire name `name` equals `zone` or lies below it
 /// (label-aligned suffix: "www.example.com" is below "example.com", "badexample.com" is not).
 bool wire_at_or_below(std::span<const uint8_t> name, std::span<const uint8_t> zone) noexcept;

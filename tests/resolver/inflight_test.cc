@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
+#include <thread>
 
 namespace hg::resolver {
 namespace {
@@ -67,6 +69,32 @@ TEST(InflightTable, BackgroundRefreshHasNoWaiterAndIsJoinable) {
   EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Joined);
   EXPECT_EQ(t.complete("a").size(), 1u);
   EXPECT_FALSE(t.started_at("a").has_value());
+}
+
+// Two threads join, time out and complete the same keys at once (as two workers do with
+// --threads 2): every waiter comes back exactly once — from complete() or take_due() — and
+// the counts end at zero. Run under ThreadSanitizer in CI.
+TEST(InflightTable, ConcurrentJoinsAndCompletionsHandBackEveryWaiterOnce) {
+  Table t(InflightSettings{.max_entries = 64, .max_waiters = 1024, .max_total_waiters = 1 << 20});
+  constexpr int kPerThread = 20000;
+  std::atomic<long> handed_back{0};
+  std::atomic<long> accepted{0};
+  auto worker = [&](int self) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const std::string key = "k" + std::to_string(i % 16);
+      if (t.join(key, W{t0, self}, t0, self) != JoinOutcome::WaitersFull) ++accepted;
+      if (i % 3 == 0) handed_back += static_cast<long>(t.complete(key).size());
+      if (i % 7 == 0) handed_back += static_cast<long>(t.take_due(key, t0).size());
+    }
+  };
+  std::thread a(worker, 1), b(worker, 2);
+  a.join();
+  b.join();
+  for (int k = 0; k < 16; ++k)
+    handed_back += static_cast<long>(t.complete("k" + std::to_string(k)).size());
+  EXPECT_EQ(handed_back.load(), accepted.load());
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.waiters(), 0u);
 }
 
 }  // namespace

@@ -109,12 +109,14 @@ AdmissionResult admit_query(std::span<const uint8_t> packet, bool allowed, wire:
   }
   if (q.qclass != static_cast<uint16_t>(wire::RRClass::IN)) {
     return respond(Rejection::BadClass,
-                   write_error(out, q, RCode::Refused, EdeSpec{21, "only class IN is served"}));
+                   write_error(out, q, RCode::Refused,
+                               EdeSpec{wire::ede::NotSupported, "only class IN is served"}));
   }
   const auto t = static_cast<uint16_t>(q.qtype);
   if (q.qtype == RRType::AXFR || q.qtype == RRType::IXFR) {
     return respond(Rejection::ZoneTransfer,
-                   write_error(out, q, RCode::Refused, EdeSpec{21, "zone transfers not served"}));
+                   write_error(out, q, RCode::Refused,
+                               EdeSpec{wire::ede::NotSupported, "zone transfers not served"}));
   }
   // RFC 6895 §3.1: 128-255 are meta/q-types; of those only ANY (and the transfers above) may
   // be asked. OPT (41) is a pseudo-type that never appears in a question.

@@ -176,8 +176,9 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
     st.servfail.fetch_add(1, std::memory_order_relaxed);
     if (shared_.config.log_queries) log_query(*q.qname, q.qtype, RCode::ServFail, "failed", now);
     // RFC 8914 §4.14 Cached Error: the SERVFAIL comes from the failure cache.
-    return {write_error(out.first(limit), q, RCode::ServFail,
-                        EdeSpec{13, "upstream failed recently; not asked again yet"}),
+    return {write_error(
+                out.first(limit), q, RCode::ServFail,
+                EdeSpec{wire::ede::CachedError, "upstream failed recently; not asked again yet"}),
             false};
   }
 

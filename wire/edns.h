@@ -36,9 +36,11 @@ inline constexpr uint16_t ExtendedError = 15;  // RFC 8914
 namespace ede {
 inline constexpr uint16_t Other = 0;
 inline constexpr uint16_t StaleAnswer = 3;
+inline constexpr uint16_t CachedError = 13;  ///< RFC 8914 §4.14: the failure cache answered
+inline constexpr uint16_t NotReady = 14;
 inline constexpr uint16_t Prohibited = 18;
 inline constexpr uint16_t StaleNxdomainAnswer = 19;
-inline constexpr uint16_t NotReady = 14;
+inline constexpr uint16_t NotSupported = 21;
 inline constexpr uint16_t NoReachableAuthority = 22;
 inline constexpr uint16_t NetworkError = 23;
 }  // namespace ede

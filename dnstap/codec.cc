@@ -277,9 +277,20 @@ std::span<const uint8_t> span_of(protobuf_c_boolean has, const ProtobufCBinaryDa
   return {b.data, b.len};
 }
 
-template <class E, class V>
-std::optional<E> small_enum(protobuf_c_boolean has, V v) noexcept {
-  const auto raw = static_cast<int64_t>(v);
+// protobuf-c stores any varint it finds into a C enum field, including values the enum does
+// not list; loading such a value as the enum type is undefined behaviour in C++. So enum
+// fields are read as the int they are stored as.
+template <class CEnum>
+int64_t raw_enum(const CEnum& field) noexcept {
+  static_assert(sizeof(CEnum) == sizeof(int));
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
+template <class E, class CEnum>
+std::optional<E> small_enum(protobuf_c_boolean has, const CEnum& field) noexcept {
+  const int64_t raw = raw_enum(field);
   if (!has || raw < 1 || raw > 255) return std::nullopt;
   return static_cast<E>(raw);
 }
@@ -300,11 +311,11 @@ DecodeStatus Decoder::decode(std::span<const uint8_t> frame, Message& out) noexc
   Dnstap__Dnstap* d = dnstap__dnstap__unpack(&impl_->allocator, frame.size(), frame.data());
   if (d == nullptr) return DecodeStatus::Malformed;
   impl_->decoded = d;
-  if (d->type != DNSTAP__DNSTAP__TYPE__MESSAGE || d->message == nullptr) {
+  if (raw_enum(d->type) != DNSTAP__DNSTAP__TYPE__MESSAGE || d->message == nullptr) {
     return DecodeStatus::NotMessage;
   }
   const Dnstap__Message& m = *d->message;
-  const auto type = static_cast<int64_t>(m.type);
+  const int64_t type = raw_enum(m.type);
   if (type < 1 || type > 255) return DecodeStatus::Malformed;
   out.type = static_cast<MessageType>(type);
   out.family = small_enum<Family>(m.has_socket_family, m.socket_family);

@@ -235,6 +235,26 @@ TEST(DnstapCodec, NotAMessage) {
   EXPECT_EQ(to_string(DecodeStatus::NotMessage), "not-message");
 }
 
+// protobuf-c stores any number into an enum field; the decoder must read it safely (found by
+// the fuzz target: loading such a value as the C enum type is undefined behaviour).
+TEST(DnstapCodec, OutOfRangeEnums) {
+  Decoder d;
+  Message out;
+  // Message.type = 1000: not a type we can represent.
+  const std::array<uint8_t, 7> big_type{0x72, 0x03, 0x08, 0xe8, 0x07, 0x78, 0x01};
+  EXPECT_EQ(d.decode(big_type, out), DecodeStatus::Malformed);
+  // Message.type = 200 and socket_family = 200: passed on as numbers.
+  const std::array<uint8_t, 10> odd{0x72, 0x06, 0x08, 0xc8, 0x01, 0x10, 0xc8, 0x01, 0x78, 0x01};
+  ASSERT_EQ(d.decode(odd, out), DecodeStatus::Ok);
+  EXPECT_EQ(static_cast<int>(out.type), 200);
+  EXPECT_EQ(to_string(out.type), "UNKNOWN");
+  ASSERT_TRUE(out.family);
+  EXPECT_EQ(static_cast<int>(*out.family), 200);
+  // Dnstap.type = 2 (not MESSAGE).
+  const std::array<uint8_t, 6> other{0x72, 0x02, 0x08, 0x05, 0x78, 0x02};
+  EXPECT_EQ(d.decode(other, out), DecodeStatus::NotMessage);
+}
+
 TEST(DnstapCodec, EveryTruncationIsRejectedNotCrashed) {
   Sample s;
   std::vector<uint8_t> frame;

@@ -737,8 +737,18 @@ void Server::reload_dnstap() {
     return;
   }
   const auto& [target, identity] = settings.value();
-  const bool same = target == c.dnstap && identity == c.dnstap_identity;
-  if (same && (!dnstap_ || dnstap_->still_current())) return;  // nothing changed or rotated
+  const bool rotated = dnstap_ && !dnstap_->still_current();
+  if (target == c.dnstap && !rotated) {
+    if (identity == c.dnstap_identity) return;  // nothing changed
+    if (target.substr(0, 5) != "unix:") {
+      // Reopening the same file would truncate what it recorded.
+      fmt::print(stderr,
+                 "SIGHUP: the new dnstap-identity applies when {} is rotated (renamed away) "
+                 "and SIGHUP is sent again\n",
+                 target);
+      return;
+    }
+  }
 
   std::shared_ptr<DnstapWriter> next;
   if (!target.empty()) {

@@ -1,0 +1,177 @@
+// --dnstap and --dnstap-identity: values stored from flags and TOML, every bad value an error
+// line naming the flag, the value and what is allowed; the SIGHUP re-read of the file.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "resolver/config.h"
+#include "resolver/dnstap_writer.h"
+
+namespace hg::resolver {
+namespace {
+
+using ::testing::HasSubstr;
+
+class DnstapConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "hg_dnstap_cfg_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    for (const auto& f : files_)
+      unlink(f.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string file(const std::string& name, std::string_view contents) {
+    const std::string p = dir_ + "/" + name;
+    std::ofstream(p) << contents;
+    files_.push_back(p);
+    return p;
+  }
+
+  static std::variant<Config, ConfigExit> parse(std::vector<std::string> args) {
+    args.insert(args.begin(), {"hourglassd", "--upstream", "192.0.2.1"});
+    std::vector<const char*> argv;
+    for (const auto& s : args)
+      argv.push_back(s.c_str());
+    ParseOptions o;
+    o.local_addresses = std::vector<Endpoint>{};
+    return parse_config(static_cast<int>(argv.size()), argv.data(), o);
+  }
+  static std::string error(std::vector<std::string> args) {
+    auto r = parse(std::move(args));
+    auto* e = std::get_if<ConfigExit>(&r);
+    if (e == nullptr) {
+      ADD_FAILURE() << "expected an error";
+      return {};
+    }
+    EXPECT_EQ(e->exit_code, 2);
+    EXPECT_EQ(e->message.find('\n'), std::string::npos) << "one line: " << e->message;
+    return e->message;
+  }
+
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(DnstapConfig, OffByDefault) {
+  auto r = parse({});
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  EXPECT_TRUE(std::get<Config>(r).dnstap.empty());
+  EXPECT_TRUE(std::get<Config>(r).dnstap_identity.empty());
+  EXPECT_EQ(to_toml(std::get<Config>(r)).find("dnstap"), std::string::npos);
+}
+
+TEST_F(DnstapConfig, FlagsAreStored) {
+  const std::string path = dir_ + "/out.dnstap";
+  auto r = parse({"--dnstap", path, "--dnstap-identity", "ns1.example"});
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  const Config& c = std::get<Config>(r);
+  EXPECT_EQ(c.dnstap, path);
+  EXPECT_EQ(c.dnstap_identity, "ns1.example");
+  EXPECT_TRUE(c.dnstap_from_cli);
+  EXPECT_TRUE(c.dnstap_identity_from_cli);
+
+  auto u = parse({"--dnstap", "unix:" + dir_ + "/tap.sock"});
+  ASSERT_TRUE(std::holds_alternative<Config>(u));
+  EXPECT_EQ(std::get<Config>(u).dnstap, "unix:" + dir_ + "/tap.sock");
+}
+
+TEST_F(DnstapConfig, BadValuesNameTheFlagAndWhatIsAllowed) {
+  std::string e = error({"--dnstap", ""});
+  EXPECT_THAT(e, HasSubstr("--dnstap \"\""));
+  EXPECT_THAT(e, HasSubstr("unix:PATH"));
+
+  e = error({"--dnstap", "/nonexistent-hg-dir/out.dnstap"});
+  EXPECT_THAT(e, HasSubstr("--dnstap \"/nonexistent-hg-dir/out.dnstap\""));
+  EXPECT_THAT(e, HasSubstr("the directory \"/nonexistent-hg-dir\" does not exist"));
+
+  e = error({"--dnstap", dir_});
+  EXPECT_THAT(e, HasSubstr("this is a directory"));
+
+  e = error({"--dnstap", "unix:"});
+  EXPECT_THAT(e, HasSubstr("--dnstap \"unix:\""));
+  EXPECT_THAT(e, HasSubstr("1 to 107 bytes"));
+
+  e = error({"--dnstap", "unix:/" + std::string(120, 'x')});
+  EXPECT_THAT(e, HasSubstr("1 to 107 bytes"));
+
+  e = error({"--dnstap-identity", ""});
+  EXPECT_THAT(e, HasSubstr("--dnstap-identity \"\": expected a name of 1 to 255 bytes"));
+  e = error({"--dnstap-identity", std::string(256, 'a')});
+  EXPECT_THAT(e, HasSubstr("1 to 255 bytes"));
+}
+
+TEST_F(DnstapConfig, TomlKeysAndRoundTrip) {
+  const std::string out = dir_ + "/from-file.dnstap";
+  const std::string cfg =
+      file("hg.toml", "dnstap = \"" + out + "\"\ndnstap-identity = \"resolver-7\"\n");
+  auto r = parse({"--config", cfg});
+  ASSERT_TRUE(std::holds_alternative<Config>(r)) << std::get<ConfigExit>(r).message;
+  const Config& c = std::get<Config>(r);
+  EXPECT_EQ(c.dnstap, out);
+  EXPECT_EQ(c.dnstap_identity, "resolver-7");
+  EXPECT_FALSE(c.dnstap_from_cli);
+
+  // to_toml writes the keys back, and the result reads to the same values.
+  const std::string again = file("again.toml", to_toml(c));
+  auto r2 = parse({"--config", again});
+  ASSERT_TRUE(std::holds_alternative<Config>(r2)) << std::get<ConfigExit>(r2).message;
+  EXPECT_EQ(std::get<Config>(r2).dnstap, out);
+  EXPECT_EQ(std::get<Config>(r2).dnstap_identity, "resolver-7");
+
+  // A bad value in the file names the file and the key.
+  const std::string bad = file("bad.toml", "dnstap = \"unix:\"\n");
+  auto r3 = parse({"--config", bad});
+  ASSERT_TRUE(std::holds_alternative<ConfigExit>(r3));
+  EXPECT_THAT(std::get<ConfigExit>(r3).message, HasSubstr(bad + ": dnstap = \"unix:\""));
+}
+
+TEST_F(DnstapConfig, RereadTakesTheFileButKeepsCommandLineValues) {
+  const std::string a = dir_ + "/a.dnstap";
+  const std::string b = dir_ + "/b.dnstap";
+  const std::string cfg = file("hg.toml", "dnstap = \"" + a + "\"\ndnstap-identity = \"one\"\n");
+  auto r = parse({"--config", cfg, "--dnstap-identity", "cli-name"});
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  const Config c = std::get<Config>(r);
+  EXPECT_EQ(c.dnstap, a);
+  EXPECT_EQ(c.dnstap_identity, "cli-name");
+
+  std::ofstream(cfg) << "dnstap = \"" << b << "\"\ndnstap-identity = \"two\"\n";
+  auto s = reread_dnstap_settings(c);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->first, b);            // from the file now
+  EXPECT_EQ(s->second, "cli-name");  // the command line still wins
+
+  std::ofstream(cfg) << "dnstap = \"\"\n";
+  auto bad = reread_dnstap_settings(c);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error(), HasSubstr("dnstap = \"\""));
+
+  // Dropping the key from the file turns dnstap off.
+  std::ofstream(cfg) << "threads = 1\n";
+  auto off = reread_dnstap_settings(c);
+  ASSERT_TRUE(off) << off.error();
+  EXPECT_TRUE(off->first.empty());
+}
+
+TEST_F(DnstapConfig, WriterReportsAFileItCannotCreate) {
+  DnstapCounters counters;
+  DnstapWriter::Options o;
+  o.target = dir_ + "/no-such-dir/x.dnstap";
+  auto w = DnstapWriter::open(o, counters);
+  ASSERT_FALSE(w);
+  EXPECT_THAT(w.error(), HasSubstr("--dnstap \"" + o.target + "\": cannot create the file"));
+}
+
+}  // namespace
+}  // namespace hg::resolver

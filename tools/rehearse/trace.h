@@ -32,6 +32,7 @@ struct TraceEvent {
   uint16_t client_port = 0;
   std::array<uint8_t, 16> client_addr{};  ///< first 4 bytes for IPv4
   std::span<const uint8_t> message;       ///< DNS wire message
+  uint8_t dnstap_type = 0;                ///< dnstap Message.Type (1 AUTH_QUERY .. 14), 0 for pcap
 };
 
 enum class ReadStatus : uint8_t { Event, End, Bad };
@@ -62,9 +63,43 @@ struct TraceOptions {
   uint16_t port = 53;     ///< pcap: the DNS port
 };
 
+/// Merges several readers by time: each next() yields the earliest of the readers' current
+/// events (ties: the reader added first). An event's message stays valid until the next call
+/// to next() on the merger. Bad from any reader stops the merge with that reader's error.
+class TraceMerger : public TraceReader {
+ public:
+  TraceMerger() = default;
+  void add(std::unique_ptr<TraceReader> reader);
+  std::size_t size() const { return readers_.size(); }
+
+  ReadStatus next(TraceEvent& ev) override;
+  const TraceError& error() const override { return error_; }
+  /// One line per reader, joined by "; ".
+  std::string describe() const override;
+  uint64_t skipped() const override;
+
+ private:
+  struct Head {
+    std::unique_ptr<TraceReader> reader;
+    TraceEvent ev;
+    bool live = false;  ///< ev holds this reader's current event
+    bool done = false;  ///< reader is at its end
+  };
+  std::vector<Head> readers_;
+  std::size_t last_ = SIZE_MAX;  ///< the reader whose event was handed out last
+  bool primed_ = false;
+  TraceError error_;
+};
+
 /// Opens a trace, choosing the reader by the file's magic bytes (Frame Streams, pcap, pcapng).
 /// nullptr with `error` set when the file cannot be opened or is of no known kind.
 std::unique_ptr<TraceReader> open_trace(const std::string& path, const TraceOptions& options,
                                         TraceError& error);
+
+/// The same for a trace already in memory (the fuzz target, tests); `name` is used in errors.
+/// The bytes must outlive the reader.
+std::unique_ptr<TraceReader> open_trace_memory(std::span<const uint8_t> bytes,
+                                               const std::string& name, const TraceOptions& options,
+                                               TraceError& error);
 
 }  // namespace hg::rehearse

@@ -1,13 +1,235 @@
-// PLACEHOLDER — replaced by the replay command's implementation; must not land as is.
+// hourglass-rehearse replay: recorded traffic through the cache at today's and at planned
+// TTLs. The engine is replay_engine.h; the output report.h and plot.h; docs/rehearsal.md.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "tools/rehearse/commands.h"
+#include "tools/rehearse/plot.h"
+#include "tools/rehearse/replay_engine.h"
+#include "tools/rehearse/report.h"
+#include "tools/rehearse/trace.h"
 
 namespace hg::rehearse {
+namespace {
 
-int run_replay(int /*argc*/, char** /*argv*/) {
-  std::fputs("hourglass-rehearse replay: not built yet\n", stderr);
+constexpr const char* kHelp =
+    "usage: hourglass-rehearse replay TRACE... [options]\n"
+    "\n"
+    "Replays recorded client queries (dnstap or pcap/pcapng files, merged by time) through\n"
+    "hourglass's cache twice: before (TTLs as the upstream gave them) and after (the planned\n"
+    "schedule), and reports the upstream load of both. See docs/rehearsal.md.\n"
+    "\n"
+    "  --schedule ZONE=TTL[@TIME]  after: records at or below ZONE get TTL <= TTL seconds,\n"
+    "                              from TIME on (+90m after the trace's start,\n"
+    "                              2026-01-01T12:00:00Z, or Unix seconds); repeatable\n"
+    "  --ttl-cap ZONE=TTL          after: hourglass's own ttl-cap, from the start; repeatable\n"
+    "  --cache-size BYTES          cache size, e.g. 64M (default), 1G, 500000\n"
+    "  --prefetch on|off           the daemon's prefetch (default on); off = plain TTL cache\n"
+    "  --upstream-rtt MS           miss-to-answer time for coalescing (default: the median\n"
+    "                              RTT of the trace's FORWARDER pairs, else 20)\n"
+    "  --top N                     names in the table (default 10)\n"
+    "  --json FILE                 write every figure as JSON (- for stdout)\n"
+    "  --plot FILE.svg             write the upstream-load figure\n"
+    "  --bucket 1s|1m              QPS bucket (default 1s; any duration >= 1s)\n"
+    "  --port N                    pcap: the DNS port (default 53)\n"
+    "  --skip-bad                  count and skip corrupt records instead of stopping\n"
+    "  --seed N                    seed of the prefetch draws (default 1)\n";
+
+int usage_error(std::string_view flag, std::string_view value, std::string_view allowed) {
+  std::fprintf(stderr, "hourglass-rehearse replay: %.*s '%.*s': %.*s\n",
+               static_cast<int>(flag.size()), flag.data(), static_cast<int>(value.size()),
+               value.data(), static_cast<int>(allowed.size()), allowed.data());
   return 2;
+}
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::size_t> parse_size(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  uint64_t mul = 1;
+  const char last = s.back();
+  if (last == 'K' || last == 'k') mul = uint64_t{1} << 10;
+  if (last == 'M' || last == 'm') mul = uint64_t{1} << 20;
+  if (last == 'G' || last == 'g') mul = uint64_t{1} << 30;
+  if (mul != 1) s.remove_suffix(1);
+  auto v = parse_u64(s);
+  if (!v || *v > (uint64_t{1} << 44) / mul) return std::nullopt;
+  return static_cast<std::size_t>(*v * mul);
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  if (path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  return static_cast<bool>(f);
+}
+
+}  // namespace
+
+int run_replay(int argc, char** argv) {
+  ReplayConfig config;
+  TraceOptions topts;
+  std::vector<std::string> files;
+  std::size_t top = 10;
+  std::string json_path, plot_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (a == "--skip-bad") {
+      topts.skip_bad = true;
+      continue;
+    }
+    if (a.starts_with("-") && a != "-") {
+      std::string_view flag = a, value;
+      const std::string_view name = a.substr(0, a.find('='));
+      constexpr std::string_view kValued[] = {
+          "--schedule", "--ttl-cap", "--cache-size", "--prefetch", "--upstream-rtt", "--top",
+          "--json",     "--plot",    "--bucket",     "--port",     "--seed"};
+      if (std::find(std::begin(kValued), std::end(kValued), name) == std::end(kValued)) {
+        std::fprintf(stderr, "hourglass-rehearse replay: unknown option '%s' (see --help)\n",
+                     argv[i]);
+        return 2;
+      }
+      if (const auto eq = a.find('='); eq != std::string_view::npos) {
+        flag = a.substr(0, eq);
+        value = a.substr(eq + 1);
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return usage_error(a, "", "needs a value (see --help)");
+      }
+      if (flag == "--schedule") {
+        std::string why;
+        auto rule = parse_schedule(value, why);
+        if (!rule) return usage_error(flag, value, why);
+        config.schedule.push_back(*rule);
+      } else if (flag == "--ttl-cap") {
+        std::string why;
+        auto rule = parse_schedule(value, why);
+        if (!rule || rule->when != ScheduleRule::When::Always)
+          return usage_error(flag, value, rule ? "expected ZONE=TTL (no @TIME)" : why);
+        config.ttl_caps.emplace_back(rule->zone, rule->ttl);
+      } else if (flag == "--cache-size") {
+        auto v = parse_size(value);
+        if (!v || *v < 4096)
+          return usage_error(flag, value, "a size in bytes from 4096, with K, M or G (64M)");
+        config.cache_bytes = *v;
+      } else if (flag == "--prefetch") {
+        if (value != "on" && value != "off") return usage_error(flag, value, "on or off");
+        config.prefetch = value == "on";
+      } else if (flag == "--upstream-rtt") {
+        auto v = parse_u64(value);
+        if (!v || *v > 60'000)
+          return usage_error(flag, value, "whole milliseconds from 0 to 60000");
+        config.upstream_rtt_ns = static_cast<int64_t>(*v) * 1'000'000;
+      } else if (flag == "--top") {
+        auto v = parse_u64(value);
+        if (!v || *v > 1'000'000) return usage_error(flag, value, "a count from 0 to 1000000");
+        top = *v;
+      } else if (flag == "--json") {
+        json_path = value;
+      } else if (flag == "--plot") {
+        plot_path = value;
+      } else if (flag == "--bucket") {
+        auto v = parse_duration_ns(value);
+        if (!v || *v < 1'000'000'000 || *v > 86'400'000'000'000 || *v % 1'000'000'000 != 0)
+          return usage_error(flag, value, "whole seconds from 1s to 1d: 1s, 10s, 1m, 1h");
+        config.bucket_ns = *v;
+      } else if (flag == "--port") {
+        auto v = parse_u64(value);
+        if (!v || *v == 0 || *v > 65535) return usage_error(flag, value, "a port from 1 to 65535");
+        topts.port = static_cast<uint16_t>(*v);
+      } else {  // --seed
+        auto v = parse_u64(value);
+        if (!v) return usage_error(flag, value, "an unsigned integer");
+        config.seed = *v;
+      }
+      continue;
+    }
+    files.emplace_back(a);
+  }
+  if (files.empty()) {
+    std::fputs("hourglass-rehearse replay: no TRACE given (see --help)\n", stderr);
+    return 2;
+  }
+
+  TraceMerger merger;
+  for (const auto& f : files) {
+    TraceError err;
+    auto reader = open_trace(f, topts, err);
+    if (!reader) {
+      std::fprintf(stderr, "%s\n", err.to_string().c_str());
+      return 2;
+    }
+    merger.add(std::move(reader));
+  }
+
+  ReplayEngine engine(config);
+  TraceEvent ev;
+  const bool progress = isatty(STDERR_FILENO) == 1;
+  auto last_progress = std::chrono::steady_clock::now();
+  int64_t first_ns = INT64_MIN;
+  for (uint64_t n = 0;; ++n) {
+    const ReadStatus st = merger.next(ev);
+    if (st == ReadStatus::End) break;
+    if (st == ReadStatus::Bad) {
+      if (progress) std::fputs("\r\033[K", stderr);
+      std::fprintf(stderr, "%s\n", merger.error().to_string().c_str());
+      return 2;
+    }
+    if (first_ns == INT64_MIN) first_ns = ev.time_ns;
+    engine.add(ev);
+    if (progress && (n & 0xffff) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_progress >= std::chrono::seconds(1)) {
+        last_progress = now;
+        std::fprintf(stderr, "\r\033[Kreplay: %s events, %s queries replayed, trace time +%s",
+                     fmt::format("{}", engine.events()).c_str(),
+                     fmt::format("{}", engine.replayed()).c_str(),
+                     human_duration(engine.now_ns() - first_ns).c_str());
+      }
+    }
+  }
+  if (progress) std::fputs("\r\033[K", stderr);
+  const ReplayResult result = engine.finish();
+
+  ReportInput in{result, config, files, merger.describe(), merger.skipped()};
+  const std::string table = format_table(in, top);
+  std::fwrite(table.data(), 1, table.size(), json_path == "-" ? stderr : stdout);
+  if (!json_path.empty() && !write_file(json_path, format_json(in))) {
+    std::fprintf(stderr, "hourglass-rehearse replay: cannot write %s: %s\n", json_path.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  if (!plot_path.empty() && !write_file(plot_path, render_svg(in))) {
+    std::fprintf(stderr, "hourglass-rehearse replay: cannot write %s: %s\n", plot_path.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace hg::rehearse

@@ -1,0 +1,138 @@
+// hourglass-rehearse replay end to end: the real binary on trace files (a pcap written with
+// libpcap here; synth's dnstap and pcap traces once generated), its table, JSON and SVG, and
+// its errors: corrupt and truncated traces, bad flags → exit 2 with one line.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "tests/rehearse/trace_test_util.h"
+
+namespace hg::rehearse::test {
+namespace {
+
+struct ToolRun {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs the tool with `args` (a shell-quoted string), capturing stdout and stderr.
+ToolRun rehearse(const std::string& args, const TempDir& dir) {
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const std::string cmd =
+      std::string(HG_REHEARSE_BIN) + " replay " + args + " >" + out + " 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  ToolRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  const Bytes o = read_file(out), e = read_file(err);
+  r.out.assign(o.begin(), o.end());
+  r.err.assign(e.begin(), e.end());
+  return r;
+}
+
+constexpr int64_t kT0 = 1'767'225'600LL * 1'000'000'000;
+
+// A capture of a resolver's port 53: `names` with Poisson queries at `rate` per second each,
+// every answer with the full TTL (the recorder here is the upstream itself).
+void write_trace(const std::string& path, int names, double rate, double seconds, uint32_t ttl) {
+  std::vector<Packet> pkts;
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> gap(rate * names);
+  std::uniform_int_distribution<int> pick(0, names - 1);
+  uint16_t id = 0;
+  for (double s = gap(rng); s < seconds; s += gap(rng)) {
+    const std::string name = "n" + std::to_string(pick(rng)) + ".example.com";
+    const auto t = kT0 + static_cast<int64_t>(s * 1e9);
+    ++id;
+    const Addr client = v4(192, 0, 2, 10), server = v4(192, 0, 2, 53);
+    pkts.push_back(
+        {t, link_frame(DLT_EN10MB, ip_packet(client, server, 17,
+                                             udp(40000, 53, dns_message(id, name, false))))});
+    pkts.push_back(
+        {t + 1'000'000,
+         link_frame(DLT_EN10MB, ip_packet(server, client, 17,
+                                          udp(53, 40000, dns_message(id, name, true, ttl))))});
+  }
+  write_pcap(path, DLT_EN10MB, pkts);
+}
+
+TEST(ReplayCli, PcapTraceTableJsonAndPlot) {
+  TempDir dir;
+  const std::string trace = dir.file("t.pcap");
+  write_trace(trace, 5, 2, 3600, 3600);
+  const ToolRun r =
+      rehearse(trace + " --schedule example.com=60@+30m --prefetch off --json " +
+                   dir.file("r.json") + " --plot " + dir.file("r.svg") + " --bucket 1m",
+               dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("upstream queries"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n0.example.com."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibration: none"), std::string::npos) << r.out;
+  const Bytes jb = read_file(dir.file("r.json"));
+  const std::string json(jb.begin(), jb.end());
+  for (const char* key :
+       {"\"total\"", "\"queries\"", "\"upstream_before\"", "\"upstream_after\"",
+        "\"hit_ratio_before\"", "\"hit_ratio_after\"", "\"peak_upstream_qps_before\"",
+        "\"peak_upstream_qps_after\"", "\"names\"", "\"name\": \"n0.example.com.\"",
+        "\"qtype\": \"A\"", "\"switch_times\": [\"2026-01-01T00:30:0"})
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  // Before: 5 names, TTL 3600 over one hour → one upstream query each.
+  EXPECT_NE(json.find("\"upstream_before\": 5,"), std::string::npos) << json.substr(0, 2000);
+  const Bytes svg = read_file(dir.file("r.svg"));
+  const std::string s(svg.begin(), svg.end());
+  EXPECT_EQ(s.rfind("<svg", 0), 0u);
+  EXPECT_NE(s.find("schedule switch"), std::string::npos);
+  EXPECT_NE(s.find("upstream queries per second (60 s buckets)"), std::string::npos);
+  EXPECT_NE(s.find("time since the trace's start (min)"), std::string::npos);
+}
+
+TEST(ReplayCli, TruncatedAndCorruptTracesExitTwoWithTheOffset) {
+  TempDir dir;
+  const std::string good = dir.file("t.pcap");
+  write_trace(good, 2, 1, 60, 60);
+  Bytes b = read_file(good);
+  ASSERT_GT(b.size(), 200u);
+  const std::string cut = dir.file("cut.pcap");
+  write_file(cut, Bytes(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() - 7)));
+  ToolRun r = rehearse(cut, dir);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(cut + ": offset "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  const std::string junk = dir.file("junk.bin");
+  write_file(junk, Bytes(100, 0x5a));
+  r = rehearse(junk, dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(junk + ": offset "), std::string::npos) << r.err;
+
+  r = rehearse(dir.file("missing.pcap"), dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("missing.pcap"), std::string::npos) << r.err;
+}
+
+TEST(ReplayCli, BadFlagsExitTwoWithOneLineNamingFlagAndValue) {
+  TempDir dir;
+  const std::string trace = dir.file("t.pcap");
+  write_trace(trace, 1, 1, 10, 60);
+  for (const char* args : {"--schedule example.com", "--schedule example.com=60@tomorrow",
+                           "--prefetch maybe", "--bucket 0s", "--bucket 1.5s", "--cache-size 12X",
+                           "--upstream-rtt -3", "--ttl-cap a.b=60@+1h", "--top many"}) {
+    const ToolRun r = rehearse(trace + " " + args, dir);
+    EXPECT_EQ(r.status, 2) << args;
+    const std::string flag = std::string(args).substr(0, std::string(args).find(' '));
+    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+  const ToolRun none = rehearse("", dir);
+  EXPECT_EQ(none.status, 2);
+  const ToolRun unknown = rehearse(trace + " --frobnicate 1", dir);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hg::rehearse::test

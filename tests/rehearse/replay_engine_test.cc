@@ -1,0 +1,297 @@
+// ReplayEngine: coalescing, schedules with a switch time, negative answers, TTL recovery,
+// warm start and calibration against the recorder's own upstream queries.
+#include <gtest/gtest.h>
+
+#include "tests/rehearse/replay_test_util.h"
+
+namespace hg::rehearse::testing {
+namespace {
+
+ReplayConfig no_prefetch(int64_t rtt_ns = 20 * kMs) {
+  ReplayConfig c;
+  c.prefetch = false;
+  c.upstream_rtt_ns = rtt_ns;
+  return c;
+}
+
+ReplayConfig no_prefetch_measured() {
+  ReplayConfig c;
+  c.prefetch = false;
+  return c;
+}
+
+TEST(ReplayEngine, QueriesDuringAnOutstandingMissAreCoalesced) {
+  TraceBuilder t;
+  // A miss at 0, three more before the 20 ms upstream answer lands, one after it.
+  for (int64_t ms : {0, 5, 10, 19, 30})
+    t.query(ms * kMs, "www.example.com");
+  t.answer(1 * kMs, "www.example.com", 300);
+  const ReplayResult r = t.run(no_prefetch());
+  EXPECT_EQ(r.queries, 5u);
+  EXPECT_EQ(r.before.upstream, 1u);
+  EXPECT_EQ(r.before.coalesced, 3u);
+  EXPECT_EQ(r.after.upstream, 1u);
+  EXPECT_EQ(r.upstream_rtt_ns, 20 * kMs);
+  EXPECT_FALSE(r.rtt_measured);
+}
+
+TEST(ReplayEngine, WithoutCoalescingEveryQueryBeforeTheAnswerWouldMiss) {
+  // The same trace with a zero RTT: the answer is in the cache at once.
+  TraceBuilder t;
+  for (int64_t ms : {0, 5, 10, 19, 30})
+    t.query(ms * kMs, "www.example.com");
+  t.answer(1 * kMs, "www.example.com", 300);
+  const ReplayResult r = t.run(no_prefetch(0));
+  EXPECT_EQ(r.before.upstream, 1u);
+  EXPECT_EQ(r.before.coalesced, 0u);
+}
+
+TEST(ReplayEngine, ScheduleWithATimeLowersTtlsFetchedFromThenOn) {
+  // One query every 10 s for 3000 s at TTL 300; from +1000 s the zone's TTL is 60.
+  TraceBuilder t;
+  for (int64_t s = 0; s < 3000; s += 10) {
+    t.query(s * kSec, "www.example.com");
+    t.answer(s * kSec + kMs, "www.example.com", 300);
+  }
+  ReplayConfig c = no_prefetch();
+  c.schedule.push_back(rule("example.com=60@+1000s"));
+  const ReplayResult r = t.run(c);
+  // A miss at s lands at s + 20 ms and lives TTL seconds; the schedule applies to fetches
+  // asked from the switch on. The plain countdown, by hand:
+  auto count = [](int64_t switch_s, uint32_t old_ttl, uint32_t new_ttl) {
+    uint64_t n = 0;
+    int64_t expires_ms = INT64_MIN;
+    for (int64_t s = 0; s < 3000; s += 10) {
+      const int64_t ms = s * 1000;
+      if (ms < expires_ms) continue;
+      ++n;
+      const uint32_t ttl = ms >= switch_s * 1000 ? new_ttl : old_ttl;
+      expires_ms = ms + 20 + int64_t{ttl} * 1000;
+    }
+    return n;
+  };
+  EXPECT_EQ(r.before.upstream, count(1'000'000, 300, 300));
+  EXPECT_EQ(r.after.upstream, count(1000, 300, 60));
+  // An entry fetched before the switch keeps its 300 s: after the switch at 1000 s the first
+  // fetch at 60 s happens when that entry runs out, not at once.
+  EXPECT_EQ(count(1'000'000, 300, 300), 10u);  // 0, 310, 620, ... 2790
+  EXPECT_EQ(count(1000, 300, 60), 4u + 26u);   // 0..930 by 310; 1240..2990 by 70
+  ASSERT_EQ(r.switch_ns.size(), 1u);
+  EXPECT_EQ(r.switch_ns[0], kT0 + 1000 * kSec);
+}
+
+TEST(ReplayEngine, ScheduleAppliesToTheZoneAndBelowOnly) {
+  TraceBuilder t;
+  for (int64_t s = 0; s < 600; s += 10) {
+    for (const char* n : {"a.example.com", "example.com", "badexample.com", "b.other.net"}) {
+      t.query(s * kSec, n);
+      t.answer(s * kSec + kMs, n, 600);
+    }
+  }
+  ReplayConfig c = no_prefetch();
+  c.schedule.push_back(rule("example.com=60"));
+  const ReplayResult r = t.run(c);
+  for (const char* n : {"a.example.com", "example.com"}) {
+    ASSERT_NE(find(r, n), nullptr);
+    EXPECT_EQ(find(r, n)->before.upstream, 1u) << n;
+    EXPECT_EQ(find(r, n)->after.upstream, 9u) << n;  // 0, 70, 140, ... 560
+  }
+  for (const char* n : {"badexample.com", "b.other.net"}) {
+    ASSERT_NE(find(r, n), nullptr);
+    EXPECT_EQ(find(r, n)->after.upstream, 1u) << n;
+  }
+}
+
+TEST(ReplayEngine, TtlCapAppliesToTheAfterRunOnly) {
+  TraceBuilder t;
+  for (int64_t s = 0; s < 600; s += 10) {
+    t.query(s * kSec, "www.example.com");
+    t.answer(s * kSec + kMs, "www.example.com", 600);
+  }
+  ReplayConfig c = no_prefetch();
+  c.ttl_caps.emplace_back(N("example.com"), 100);
+  const ReplayResult r = t.run(c);
+  EXPECT_EQ(r.before.upstream, 1u);
+  EXPECT_EQ(r.after.upstream, 6u);  // 0, 110, 220, 330, 440, 550
+}
+
+TEST(ReplayEngine, NegativeAnswersAreCachedForTheSoaMinimum) {
+  // NXDOMAIN with SOA TTL 3600 and MINIMUM 300: cached 300 s (RFC 2308 §5).
+  TraceBuilder t;
+  for (int64_t s = 0; s < 1000; s += 100) {
+    t.query(s * kSec, "gone.example.com");
+    t.nxdomain(s * kSec + kMs, "gone.example.com", "example.com", 3600, 300);
+  }
+  ReplayConfig c = no_prefetch();
+  c.schedule.push_back(rule("example.com=60"));
+  const ReplayResult r = t.run(c);
+  EXPECT_EQ(r.before.upstream, 3u);  // 0, 400 (300.02 has passed), 800 (700.02 has)
+  EXPECT_EQ(r.after.upstream, 10u);  // the SOA at the apex gets 60 s: every query misses
+}
+
+TEST(ReplayEngine, CountedDownTtlsAreRecoveredToTheUpstreamTtl) {
+  // A recorder with TTL 300 answered from its cache with counted-down TTLs; only the first
+  // answer after each of its misses carries the full 300.
+  TraceBuilder t;
+  int64_t inserted = -1'000'000;
+  for (int64_t s = 0; s < 1200; s += 7) {
+    if (s >= inserted + 300) inserted = s;
+    t.query(s * kSec, "www.example.com");
+    t.answer(s * kSec + kMs, "www.example.com", static_cast<uint32_t>(300 - (s - inserted)));
+  }
+  const ReplayResult r = t.run(no_prefetch());
+  // With the recorded (counted-down) TTLs the replay would miss far more often; recovered to
+  // 300 it misses when the recorder did: 0, 301, 602, 903 (each first query ≥ 300.02 s on).
+  EXPECT_EQ(r.before.upstream, 4u);
+}
+
+TEST(ReplayEngine, AWarmRecorderCacheIsSeededNotCountedAsAMiss) {
+  // The recorder (RTT 30 ms, TTL 300) had the name cached before the trace began, with 100 s
+  // left; its own upstream queries are in the trace (FORWARDER_*), and there is none for the
+  // first client query.
+  TraceBuilder t;
+  t.forward(0, "other.example.com", 7);
+  t.answer(30 * kMs, "other.example.com", 300, Side::Upstream, 7);
+  int64_t expires_ms = 100'000;
+  for (int64_t s = 0; s < 500; s += 10) {
+    const int64_t ms = s * 1000;
+    if (ms >= expires_ms) {
+      expires_ms = ms + 30 + 300'000;
+      t.forward(ms * kMs, "www.example.com", static_cast<uint16_t>(s));
+      t.answer((ms + 30) * kMs, "www.example.com", 300, Side::Upstream, static_cast<uint16_t>(s));
+    }
+    t.query(ms * kMs, "www.example.com");
+    t.answer((ms + 31) * kMs, "www.example.com", static_cast<uint32_t>((expires_ms - ms) / 1000));
+  }
+  const ReplayResult r = t.run(no_prefetch_measured());
+  EXPECT_EQ(r.warm_entries, 1u);
+  const NameReport* n = find(r, "www.example.com");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->recorded_upstream, 2u);  // at 100 s and 410 s
+  EXPECT_EQ(n->before.upstream, 2u);    // the replay agrees: calibration error 0 %
+  EXPECT_EQ(r.recorded_upstream, 3u);
+  EXPECT_TRUE(r.rtt_measured);
+  EXPECT_EQ(r.rtt_samples, 3u);
+  EXPECT_EQ(r.upstream_rtt_ns, 30 * kMs);
+}
+
+TEST(ReplayEngine, TheDefaultRttIsTheMedianOfForwarderPairs) {
+  TraceBuilder t;
+  const int64_t rtts_ms[] = {10, 50, 30, 40, 20};
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = cache::testing::nm("n", i, ".example.com");
+    t.forward(i * kSec, name, static_cast<uint16_t>(i));
+    t.answer(i * kSec + rtts_ms[i] * kMs, name, 60, Side::Upstream, static_cast<uint16_t>(i));
+  }
+  t.query(100 * kSec, "www.example.com").answer(100 * kSec + kMs, "www.example.com", 60);
+  const ReplayResult r = t.run(no_prefetch_measured());
+  EXPECT_TRUE(r.rtt_measured);
+  EXPECT_EQ(r.upstream_rtt_ns, 30 * kMs);
+  EXPECT_EQ(r.rtt_median_all_ns, 30 * kMs);
+}
+
+TEST(ReplayEngine, ATtlChangeUpstreamDuringTheTraceIsFollowed) {
+  // The upstream answered with TTL 300 at first and 30 later (a new lifetime: an answer above
+  // the countdown). A miss at 1200 s uses the answer recorded then, at its TTL of 30 s.
+  TraceBuilder t;
+  t.query(0, "www.example.com").answer(kMs, "www.example.com", 300);
+  t.query(1200 * kSec, "www.example.com").answer(1200 * kSec + kMs, "www.example.com", 30);
+  t.query(1220 * kSec, "www.example.com");
+  t.query(1240 * kSec, "www.example.com");
+  const ReplayResult r = t.run(no_prefetch());
+  EXPECT_EQ(r.before.upstream, 3u);  // 0, 1200, and 1240 (1200.02 + 30 s has passed)
+}
+
+TEST(ReplayEngine, AMissIsAnsweredWithTheRecordedResponseNearestInTime) {
+  // The name did not exist at 0 s (NXDOMAIN, negative TTL 60) and did at 100 s (TTL 600; that
+  // answer's query is missing from the trace, as in a capture that lost it). The miss at
+  // 130 s takes the answer recorded nearest to it, the one at 100 s: cached 600 s, so 200 s
+  // and 260 s hit. Had it taken the NXDOMAIN (60 s), 200 s would miss again.
+  TraceBuilder t;
+  t.query(0, "flip.example.com").nxdomain(kMs, "flip.example.com", "example.com", 60, 60);
+  t.answer(100 * kSec, "flip.example.com", 600);
+  for (int64_t s : {130, 200, 260})
+    t.query(s * kSec, "flip.example.com");
+  const ReplayResult r = t.run(no_prefetch());
+  EXPECT_EQ(r.before.upstream, 2u);
+}
+
+TEST(ReplayEngine, AQueryWithNoRecordedAnswerStillCountsAndIsReported) {
+  TraceBuilder t;
+  t.query(0, "lost.example.com").query(kSec, "lost.example.com");
+  const ReplayResult r = t.run(no_prefetch());
+  EXPECT_EQ(r.before.upstream, 2u);
+  EXPECT_EQ(r.unanswered_misses, 2u);
+}
+
+TEST(ReplayEngine, UndecodableMessagesAreCountedAndSkipped) {
+  TraceBuilder t;
+  t.raw(Side::Client, Role::Query, 0, {1, 2, 3});
+  t.query(kSec, "www.example.com").answer(kSec + kMs, "www.example.com", 60);
+  const ReplayResult r = t.run(no_prefetch());
+  EXPECT_EQ(r.undecodable, 1u);
+  EXPECT_EQ(r.queries, 1u);
+}
+
+TEST(ReplayEngine, PrefetchIsReproducibleAndRefreshesHotNamesBeforeExpiry) {
+  // A hot name (10 q/s) at TTL 60 for 600 s: with prefetch it never expires after the first
+  // miss; each refresh is one upstream query, about one per TTL.
+  TraceBuilder t;
+  for (int64_t ms = 0; ms < 600'000; ms += 100) {
+    t.query(ms * kMs, "hot.example.com");
+    t.answer(ms * kMs + kMs, "hot.example.com", 60);
+  }
+  ReplayConfig c;
+  c.upstream_rtt_ns = 20 * kMs;
+  const ReplayResult r1 = t.run(c);
+  const ReplayResult r2 = t.run(c);
+  EXPECT_EQ(r1.before.upstream, r2.before.upstream);
+  EXPECT_GE(r1.before.prefetches, 9u);
+  EXPECT_EQ(r1.before.upstream - r1.before.prefetches, 1u);  // only the very first is a miss
+}
+
+TEST(ReplayEngine, BucketsAndPeaks) {
+  TraceBuilder t;
+  for (int64_t s = 0; s < 10; ++s) {
+    t.query(s * kSec, "a.example.com");  // TTL 0: never cached, one upstream per query
+    t.answer(s * kSec + kMs, "a.example.com", 0);
+  }
+  t.query(3 * kSec + 500 * kMs, "b.example.com").answer(3 * kSec + 501 * kMs, "b.example.com", 60);
+  ReplayConfig c = no_prefetch();
+  c.bucket_ns = kSec;
+  const ReplayResult r = t.run(c);
+  ASSERT_EQ(r.buckets_before.size(), 10u);
+  EXPECT_EQ(r.buckets_before[3], 2u);
+  EXPECT_EQ(r.before.peak_bucket, 2u);
+  EXPECT_EQ(find(r, "a.example.com")->before.peak_bucket, 1u);
+}
+
+TEST(ParseSchedule, Forms) {
+  std::string why;
+  auto a = parse_schedule("Example.COM=60", why);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->zone.to_text(), "example.com.");
+  EXPECT_EQ(a->ttl, 60u);
+  EXPECT_EQ(a->when, ScheduleRule::When::Always);
+  auto b = parse_schedule("example.com=5m@+2h", why);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->ttl, 300u);
+  EXPECT_EQ(b->when, ScheduleRule::When::FromStart);
+  EXPECT_EQ(b->at_ns, 7200 * kSec);
+  auto c = parse_schedule("example.com=60@2026-01-01T01:00:00Z", why);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->when, ScheduleRule::When::Absolute);
+  EXPECT_EQ(c->at_ns, kT0 + 3600 * kSec);
+  auto d = parse_schedule("example.com=60@1767229200", why);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->at_ns, kT0 + 3600 * kSec);
+  for (const char* bad : {"example.com", "=60", "example.com=", "example.com=x", "example.com=60@",
+                          "example.com=60@+soon", "example.com=1.5",
+                          "example.com=60@2026-13-01T00:00:00Z", "example.com=99999999999"}) {
+    EXPECT_FALSE(parse_schedule(bad, why)) << bad;
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+}  // namespace
+}  // namespace hg::rehearse::testing

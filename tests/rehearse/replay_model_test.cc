@@ -1,0 +1,161 @@
+// The replay against theory and against a brute-force model:
+// (a) Poisson traffic through the replay gives, per name, the renewal-theory upstream count
+//     λ/(1+λT)·D within its statistical error;
+// (b) on small random traces the replay's per-name counts equal, exactly, those of a
+//     reference TTL cache written here from the definition.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "tests/rehearse/replay_test_util.h"
+
+namespace hg::rehearse::testing {
+namespace {
+
+using cache::testing::nm;
+
+// (a) For one name with Poisson queries at rate λ and a cache that sets its timer at a miss
+// and does not reset it on hits, the time between two misses is T (the entry's life) plus the
+// wait for the next query after expiry, which is Exp(λ) because Poisson arrivals forget the
+// past. So misses form a renewal process with cycle mean μ = T + 1/λ and variance σ² = 1/λ².
+// Over a trace of D seconds: E[N] ≈ D/μ = λD/(1+λT), and by the renewal central limit theorem
+// Var[N] ≈ Dσ²/μ³. We accept |N − D/μ| ≤ 5·sd + 2 (5 standard deviations, and 2 for the
+// partial cycles at the two ends). The seed is fixed, so the test is deterministic; the
+// bound is what makes it meaningful: a replay that reset the timer on hits, or counted hits
+// as misses, or used the wrong TTL, lands hundreds of sd away for the hot names.
+TEST(ReplayModel, PoissonTrafficMatchesTheRenewalFormula) {
+  const double rates[] = {0.01, 0.03, 0.1, 0.3, 1, 3, 10, 50};
+  constexpr double kD = 10000;  // seconds
+  constexpr uint32_t kOld = 3600, kNew = 60;
+  TraceBuilder t;
+  std::mt19937_64 rng(20260101);
+  for (std::size_t i = 0; i < std::size(rates); ++i) {
+    const std::string name = nm("n", static_cast<long>(i), ".example.com");
+    std::exponential_distribution<double> gap(rates[i]);
+    for (double s = gap(rng); s < kD; s += gap(rng)) {
+      const auto ns = static_cast<int64_t>(s * 1e9);
+      t.query(ns, name);
+      t.answer(ns + kMs / 10, name, kOld);
+    }
+  }
+  ReplayConfig c;
+  c.prefetch = false;     // the plain TTL cache the formula describes
+  c.upstream_rtt_ns = 0;  // and no coalescing window
+  c.schedule.push_back(rule("example.com=60"));
+  const ReplayResult r = t.run(c);
+
+  for (std::size_t i = 0; i < std::size(rates); ++i) {
+    const std::string name = nm("n", static_cast<long>(i), ".example.com");
+    const NameReport* n = find(r, name);
+    ASSERT_NE(n, nullptr) << name;
+    const double lambda = rates[i];
+    for (const auto& [ttl, got] :
+         {std::pair{kOld, n->before.upstream}, {kNew, n->after.upstream}}) {
+      const double mu = ttl + 1 / lambda;
+      const double expect = kD / mu;  // = λ/(1+λT)·D
+      const double sd = std::sqrt(kD / (lambda * lambda) / (mu * mu * mu));
+      EXPECT_NEAR(static_cast<double>(got), expect, 5 * sd + 2)
+          << name << " λ=" << lambda << " T=" << ttl << " sd=" << sd;
+    }
+  }
+  // The load multiplier (1+λT_old)/(1+λT_new): about T_old/T_new = 60 for the hottest name,
+  // (1+36)/(1+0.6) ≈ 23 for the coldest (whose before-count is only ~3, hence the slack).
+  const NameReport* hot = find(r, "n7.example.com");
+  EXPECT_GT(static_cast<double>(hot->after.upstream) / static_cast<double>(hot->before.upstream),
+            40);
+}
+
+// (b) The reference: per question, a miss at t (ms) is in flight until t + rtt and the answer
+// lives until t + rtt + TTL·1000; a query is coalesced while in flight, a hit before expiry,
+// a miss otherwise. TTL after = min(TTL, cap) for names under the capped zone once the query
+// time reaches the switch.
+struct Reference {
+  int64_t rtt_ms;
+  int64_t switch_ms;
+  uint32_t cap;
+  struct State {
+    int64_t inflight = INT64_MIN, expires = INT64_MIN;
+    uint64_t upstream = 0, coalesced = 0;
+  };
+  std::map<std::string, State> runs[2];
+
+  void query(int64_t ms, const std::string& name, uint32_t ttl, bool capped) {
+    for (int run = 0; run < 2; ++run) {
+      State& s = runs[run][name];
+      if (ms < s.inflight) {
+        ++s.coalesced;
+      } else if (ms >= s.expires) {
+        ++s.upstream;
+        uint32_t t = ttl;
+        if (run == 1 && capped && ms >= switch_ms) t = std::min(t, cap);
+        s.inflight = ms + rtt_ms;
+        s.expires = ms + rtt_ms + int64_t{t} * 1000;
+      }
+    }
+  }
+};
+
+TEST(ReplayModel, SmallTracesAgreeExactlyWithABruteForceTtlCache) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    const uint32_t ttls[] = {0, 1, 5, 30, 300};
+    const char* zones[] = {".example.com", ".other.net"};
+    std::uniform_int_distribution<int64_t> when_ms(0, 3'600'000);
+    std::uniform_int_distribution<int> pick_name(0, 7);
+    std::uniform_int_distribution<int> pick_ttl(0, 4);
+    std::uniform_int_distribution<int> pick_rtt(0, 50);
+    std::map<std::string, uint32_t> ttl_of;
+    for (int i = 0; i < 8; ++i)
+      ttl_of[nm("h", i, zones[i % 2])] = ttls[pick_ttl(rng)];
+    const int64_t rtt_ms = pick_rtt(rng);
+    const int64_t switch_ms = when_ms(rng);
+    const uint32_t cap = ttls[1 + pick_ttl(rng) % 4];
+
+    // Query times: uniform, plus bursts inside the RTT to exercise coalescing.
+    std::vector<std::pair<int64_t, std::string>> qs;
+    for (int i = 0; i < 1500; ++i) {
+      const std::string name = std::next(ttl_of.begin(), pick_name(rng))->first;
+      const int64_t ms = when_ms(rng);
+      qs.emplace_back(ms, name);
+      if (i % 10 == 0) qs.emplace_back(ms + rtt_ms / 2, name);
+    }
+    std::stable_sort(qs.begin(), qs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // The first event fixes the trace's start: put one at 0 so ms offsets are exact.
+    TraceBuilder t;
+    t.query(0, "start.example.org").answer(1, "start.example.org", 60);
+    Reference ref{rtt_ms, switch_ms, cap, {}};
+    ref.query(0, "start.example.org", 60, false);
+    for (const auto& [ms, name] : qs) {
+      t.query(ms * kMs, name);
+      t.answer(ms * kMs + kMs / 2, name, ttl_of[name]);
+      ref.query(ms, name, ttl_of[name], name.ends_with(".example.com"));
+    }
+    ReplayConfig c;
+    c.prefetch = false;
+    c.upstream_rtt_ns = rtt_ms * kMs;
+    c.schedule.push_back(rule(std::string("example.com=") + std::to_string(cap) + "@+" +
+                              std::to_string(switch_ms) + "ms"));
+    const ReplayResult r = t.run(c);
+    uint64_t total[2] = {0, 0};
+    for (const auto& [name, s] : ref.runs[0]) {
+      const NameReport* n = find(r, name);
+      ASSERT_NE(n, nullptr) << name;
+      const auto& s1 = ref.runs[1].at(name);
+      EXPECT_EQ(n->before.upstream, s.upstream) << "round " << round << " " << name;
+      EXPECT_EQ(n->before.coalesced, s.coalesced) << "round " << round << " " << name;
+      EXPECT_EQ(n->after.upstream, s1.upstream) << "round " << round << " " << name;
+      EXPECT_EQ(n->after.coalesced, s1.coalesced) << "round " << round << " " << name;
+      total[0] += s.upstream;
+      total[1] += s1.upstream;
+    }
+    EXPECT_EQ(r.before.upstream, total[0]);
+    EXPECT_EQ(r.after.upstream, total[1]);
+    EXPECT_EQ(r.queries, qs.size() + 1);
+  }
+}
+
+}  // namespace
+}  // namespace hg::rehearse::testing

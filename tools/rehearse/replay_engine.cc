@@ -1,0 +1,521 @@
+// ReplayEngine: see replay_engine.h and docs/rehearsal.md.
+#include "tools/rehearse/replay_engine.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+
+#include "cache/ttl_policy.h"
+#include "wire/owned.h"
+#include "wire/writer.h"
+
+namespace hg::rehearse {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kDefaultRtt = 20 * kMs;
+// The recorder's own upstream query for a client query follows it within this time.
+constexpr int64_t kForwarderWindow = kSec;
+// Responses kept per question at most (a trace of responses whose queries never come).
+constexpr std::size_t kMaxStoredPerQuestion = 4096;
+// FORWARDER RTT samples kept for the median (a uniform reservoir beyond that).
+constexpr std::size_t kRttReservoir = 65536;
+// Before the first replayed query: FORWARDER pairs enough for a median, or this much trace.
+constexpr std::size_t kRttWarmupSamples = 1000;
+constexpr int64_t kRttWarmup = 60 * kSec;
+
+// The identity of an RRset within a question's answers: owner (lowercased), type, class.
+uint64_t rrset_hash(const wire::Name& owner, wire::RRType type, uint16_t klass) {
+  std::array<uint8_t, wire::kMaxNameOctets + 4> b{};
+  const wire::Name lower = owner.lowercased();
+  const auto w = lower.wire();
+  std::copy(w.begin(), w.end(), b.begin());
+  const auto t = static_cast<uint16_t>(type);
+  b[w.size()] = static_cast<uint8_t>(t >> 8);
+  b[w.size() + 1] = static_cast<uint8_t>(t);
+  b[w.size() + 2] = static_cast<uint8_t>(klass >> 8);
+  b[w.size() + 3] = static_cast<uint8_t>(klass);
+  return cache::seeded_hash(std::span<const uint8_t>(b.data(), w.size() + 4));
+}
+
+int64_t median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+double ReplayResult::duration_s() const noexcept {
+  const double d = static_cast<double>(last_ns - first_ns) / 1e9;
+  return d > 0 ? d : 0;
+}
+
+ReplayEngine::ReplayEngine(const ReplayConfig& config) : config_(config) {
+  if (config_.bucket_ns <= 0) config_.bucket_ns = kSec;
+  if (config_.lookahead_ns < 0) config_.lookahead_ns = 0;
+  cache::CacheSettings s;
+  s.max_bytes = config_.cache_bytes;
+  s.shards = 1;  // one thread; and the whole budget in one shard, as a small cache wants
+  s.ttl = config_.ttl;
+  s.prefetch = false;  // decided here with a seeded generator, by the cache's own rule
+  for (auto& c : caches_)
+    c = std::make_unique<cache::Cache>(s);
+  rng_[0].seed(config_.seed);
+  rng_[1].seed(config_.seed);
+  result_.bucket_ns = config_.bucket_ns;
+  buf_.resize(65535);
+}
+
+ReplayEngine::~ReplayEngine() = default;
+
+cache::Time ReplayEngine::ctime(int64_t t_ns) const noexcept {
+  return cache::Time{cache::Seconds{1'000'000}} + cache::Millis{(t_ns - result_.first_ns) / kMs};
+}
+
+uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
+  auto& slot = index_[key.hash];
+  for (uint32_t i : slot)
+    if (states_[i].key == key) return i;
+  const auto id = static_cast<uint32_t>(states_.size());
+  states_.emplace_back();
+  states_.back().key = key;
+  slot.push_back(id);
+  return id;
+}
+
+void ReplayEngine::add(const TraceEvent& ev) {
+  ++events_;
+  if (!started_) {
+    started_ = true;
+    result_.first_ns = ev.time_ns;
+    result_.last_ns = ev.time_ns;
+    latest_ns_ = ev.time_ns;
+    for (auto& r : config_.schedule) {
+      if (r.when == ScheduleRule::When::FromStart) {
+        r.at_ns += result_.first_ns;
+        r.when = ScheduleRule::When::Absolute;
+      }
+      if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);
+    }
+    std::sort(result_.switch_ns.begin(), result_.switch_ns.end());
+    result_.switch_ns.erase(std::unique(result_.switch_ns.begin(), result_.switch_ns.end()),
+                            result_.switch_ns.end());
+  }
+  latest_ns_ = std::max(latest_ns_, ev.time_ns);
+  result_.last_ns = latest_ns_;
+
+  if (!msg_.parse(ev.message, wire::ParseMode::Lenient) || msg_.questions().empty()) {
+    ++result_.undecodable;
+    return;
+  }
+  const cache::CacheKey key = cache::CacheKey::from_query(msg_);
+  const uint32_t q = intern(key);
+  QState& s = states_[q];
+  if (ev.side == Side::Upstream) {
+    any_forwarder_ = true;
+    if (ev.role == Role::Query) {
+      ++result_.recorded_upstream;
+      ++s.recorded_upstream;
+      if (s.first_fwd_query_ns == INT64_MIN) s.first_fwd_query_ns = ev.time_ns;
+      s.last_fwd_query_ns = ev.time_ns;
+      s.last_fwd_id = msg_.header().id;
+    } else {
+      ++result_.recorded_upstream_responses;
+      int64_t rtt = -1;
+      if (ev.query_time_ns > 0) {
+        rtt = ev.time_ns - ev.query_time_ns;
+      } else if (s.last_fwd_query_ns != INT64_MIN && s.last_fwd_id == msg_.header().id) {
+        rtt = ev.time_ns - s.last_fwd_query_ns;
+      }
+      if (rtt >= 0 && rtt < 60 * kSec) {
+        ++result_.rtt_samples;
+        if (rtt_samples_.size() < kRttReservoir) {
+          rtt_samples_.push_back(rtt);
+        } else {
+          std::uniform_int_distribution<uint64_t> pick(0, result_.rtt_samples - 1);
+          const uint64_t j = pick(rng_[0]);
+          if (j < kRttReservoir) rtt_samples_[j] = rtt;
+        }
+      }
+      on_response(ev, msg_, q);
+    }
+  } else if (ev.role == Role::Query) {
+    pending_.push(Pending{ev.time_ns, seq_++, q});
+  } else {
+    ++result_.responses;
+    on_response(ev, msg_, q);
+  }
+  drain(latest_ns_ - config_.lookahead_ns);
+}
+
+void ReplayEngine::on_response(const TraceEvent& ev, const wire::Message& m, uint32_t q) {
+  QState& s = states_[q];
+  const bool upstream = ev.side == Side::Upstream;
+  for (const wire::RecordView& rr : m.records()) {
+    const uint64_t h = rrset_hash(m.owner(rr), rr.type, rr.klass);
+    const uint32_t v = cache::sanitize_ttl(rr.ttl);
+    auto it = std::find_if(s.rrsets.begin(), s.rrsets.end(),
+                           [h](const RrsetTtl& x) { return x.hash == h; });
+    if (it == s.rrsets.end()) {
+      s.rrsets.push_back({h, v, ev.time_ns, v});
+      continue;
+    }
+    it->max_ttl = std::max(it->max_ttl, v);
+    // A recorder's cache answer counts down from the TTL its lifetime began with; an answer
+    // above that countdown (by more than a second of rounding) began a new lifetime: the
+    // recorder asked upstream again, and this is the upstream's TTL. FORWARDER answers are
+    // the upstream's TTL by definition.
+    const int64_t elapsed_s = (ev.time_ns - it->lifetime_start_ns) / kSec;
+    const int64_t expected = int64_t{it->lifetime_ttl} - elapsed_s;
+    if (upstream || int64_t{v} > expected + 1) {
+      it->lifetime_ttl = v;
+      it->lifetime_start_ns = ev.time_ns;
+    }
+  }
+  // Keep the latest response at or before what has been replayed, and everything after it.
+  while (s.responses.size() >= 2 &&
+         (s.responses[1].time_ns <= replayed_ns_ || s.responses.size() >= kMaxStoredPerQuestion))
+    s.responses.pop_front();
+  Stored st{ev.time_ns, ev.side == Side::Upstream, {}};
+  st.bytes.assign(ev.message.begin(), ev.message.end());
+  // Out-of-order responses go to their place (rare; a deque keeps this cheap at the end).
+  auto pos = s.responses.end();
+  while (pos != s.responses.begin() && std::prev(pos)->time_ns > ev.time_ns)
+    --pos;
+  s.responses.insert(pos, std::move(st));
+}
+
+void ReplayEngine::start() {
+  replaying_ = true;
+  if (config_.upstream_rtt_ns) {
+    result_.upstream_rtt_ns = *config_.upstream_rtt_ns;
+  } else if (!rtt_samples_.empty()) {
+    result_.upstream_rtt_ns = median(rtt_samples_);
+    result_.rtt_measured = true;
+  } else {
+    result_.upstream_rtt_ns = kDefaultRtt;
+  }
+  for (const auto& [zone, cap] : config_.ttl_caps)
+    caches_[1]->set_ttl_cap(zone, cap, ctime(result_.first_ns));
+}
+
+void ReplayEngine::drain(int64_t up_to_ns) {
+  // The default RTT is the median of the recorder's FORWARDER pairs: gather some before the
+  // first query is replayed (the queries wait, up to a minute of trace time).
+  if (!replaying_ && !force_ && !config_.upstream_rtt_ns &&
+      rtt_samples_.size() < kRttWarmupSamples &&
+      latest_ns_ - result_.first_ns < kRttWarmup + config_.lookahead_ns)
+    return;
+  while (!pending_.empty() && pending_.top().time_ns <= up_to_ns) {
+    if (!replaying_) start();
+    const Pending p = pending_.top();
+    pending_.pop();
+    replayed_ns_ = std::max(replayed_ns_, p.time_ns);
+    replay_query(p);
+  }
+}
+
+const ReplayEngine::Stored* ReplayEngine::nearest(QState& s, int64_t t) {
+  auto& r = s.responses;
+  while (r.size() >= 2 && r[1].time_ns <= t)
+    r.pop_front();
+  if (r.empty()) return nullptr;
+  if (r[0].time_ns > t || r.size() == 1) return &r[0];
+  // r[0] at or before t, r[1] after it: the nearer one, the earlier on a tie.
+  return (r[1].time_ns - t) < (t - r[0].time_ns) ? &r[1] : &r[0];
+}
+
+std::optional<uint32_t> ReplayEngine::cap_at(const wire::Name& owner, int64_t t) const {
+  std::optional<uint32_t> best;
+  for (const auto& r : config_.schedule) {
+    if (r.when != ScheduleRule::When::Always && t < r.at_ns) continue;
+    if (!owner.is_subdomain_of(r.zone)) continue;
+    if (!best || r.ttl < *best) best = r.ttl;
+  }
+  return best;
+}
+
+uint32_t ReplayEngine::recovered_ttl(const QState& s, uint64_t rrset, uint32_t wire_ttl) const {
+  for (const RrsetTtl& r : s.rrsets)
+    if (r.hash == rrset) return std::max(r.lifetime_ttl, cache::sanitize_ttl(wire_ttl));
+  return cache::sanitize_ttl(wire_ttl);
+}
+
+bool ReplayEngine::was_cached(const QState& s, const Stored& r, int64_t t) {
+  if (any_forwarder_) {
+    // The recorder's upstream is in the trace: a first client query it did not forward
+    // within a second was answered from its cache.
+    return !(s.first_fwd_query_ns != INT64_MIN && s.first_fwd_query_ns >= t - kForwarderWindow &&
+             s.first_fwd_query_ns <= t + kForwarderWindow);
+  }
+  // Only client traffic: an answer whose TTL is below the largest seen for its RRset had
+  // been counting down in the recorder's cache.
+  if (r.from_upstream || !scratch_msg_.parse(r.bytes, wire::ParseMode::Lenient)) return false;
+  for (const wire::RecordView& rr : scratch_msg_.records()) {
+    const uint64_t h = rrset_hash(scratch_msg_.owner(rr), rr.type, rr.klass);
+    for (const RrsetTtl& x : s.rrsets)
+      if (x.hash == h && cache::sanitize_ttl(rr.ttl) < x.max_ttl) return true;
+  }
+  return false;
+}
+
+void ReplayEngine::seed(QState& s, const Stored& r, int64_t t) {
+  for (int run = 0; run < 2; ++run) {
+    if (!scratch_msg_.parse(r.bytes, wire::ParseMode::Lenient)) return;
+    auto owned = wire::to_owned(scratch_msg_);
+    if (!owned) return;
+    owned->edns.reset();
+    for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
+      for (auto& rr : *sec) {
+        rr.ttl = cache::sanitize_ttl(rr.ttl);
+        if (run == 1)
+          if (auto cap = cap_at(rr.owner, t)) rr.ttl = std::min(rr.ttl, *cap);
+      }
+    }
+    wire::WireWriter w(buf_);
+    const auto out = wire::write_message(w, *owned);
+    if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
+    (void)caches_[run]->insert(s.key, scratch_msg_, ctime(t));
+  }
+}
+
+void ReplayEngine::fetch(int run, QState& s, int64_t t_query, int64_t at) {
+  const Stored* r = nearest(s, t_query);
+  if (r == nullptr) {
+    if (run == 0) ++result_.unanswered_misses;
+    return;
+  }
+  if (!scratch_msg_.parse(r->bytes, wire::ParseMode::Lenient)) return;
+  auto owned = wire::to_owned(scratch_msg_);
+  if (!owned) return;
+  owned->edns.reset();
+  for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
+    for (auto& rr : *sec) {
+      rr.ttl = recovered_ttl(s, rrset_hash(rr.owner, rr.type, rr.klass), rr.ttl);
+      if (run == 1)
+        if (auto cap = cap_at(rr.owner, t_query)) rr.ttl = std::min(rr.ttl, *cap);
+    }
+  }
+  wire::WireWriter w(buf_);
+  const auto out = wire::write_message(w, *owned);
+  if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
+  (void)caches_[run]->insert(s.key, scratch_msg_, ctime(at));
+}
+
+void ReplayEngine::count_upstream(int run, QState& s, int64_t t, bool prefetch) {
+  RunState& rs = s.run[run];
+  ++rs.counts.upstream;
+  if (prefetch) ++rs.counts.prefetches;
+  RunCounts& total = run == 0 ? result_.before : result_.after;
+  ++total.upstream;
+  if (prefetch) ++total.prefetches;
+  const int64_t b = std::max<int64_t>(0, (t - result_.first_ns) / config_.bucket_ns);
+  auto& series = run == 0 ? result_.buckets_before : result_.buckets_after;
+  if (series.size() <= static_cast<std::size_t>(b)) series.resize(static_cast<std::size_t>(b) + 1);
+  ++series[static_cast<std::size_t>(b)];
+  if (rs.bucket != b) {
+    rs.bucket = b;
+    rs.bucket_count = 0;
+  }
+  rs.counts.peak_bucket = std::max(rs.counts.peak_bucket, ++rs.bucket_count);
+}
+
+void ReplayEngine::replay_run(int run, QState& s, int64_t t) {
+  RunState& rs = s.run[run];
+  if (t < rs.inflight_until) {
+    ++rs.counts.coalesced;
+    ++(run == 0 ? result_.before : result_.after).coalesced;
+    return;
+  }
+  const cache::Time now = ctime(t);
+  const cache::Hit hit = caches_[run]->lookup(s.key, now);
+  if (hit.freshness == cache::Freshness::Fresh) {
+    if (!config_.prefetch) return;
+    const cache::Entry& e = *hit.entry;
+    const double window = caches_[run]->settings().prefetch_window;
+    const auto ttl_ms = static_cast<double>((e.expires_at() - e.inserted_at()).count());
+    const auto left_ms = static_cast<double>((e.expires_at() - now).count());
+    if (left_ms >= ttl_ms * window) return;  // the draw only inside the window, as the cache
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    if (cache::prefetch_due(e.inserted_at(), e.expires_at(), now, window, u01(rng_[run])) &&
+        e.try_claim_prefetch()) {
+      count_upstream(run, s, t, true);
+      // The refresh lands rtt later; clients keep hitting the old entry meanwhile.
+      fetch(run, s, t, t + result_.upstream_rtt_ns);
+    }
+    return;
+  }
+  // Miss, or stale (the daemon refreshes first and never fails here): ask upstream.
+  count_upstream(run, s, t, false);
+  rs.inflight_until = t + result_.upstream_rtt_ns;
+  fetch(run, s, t, t + result_.upstream_rtt_ns);
+}
+
+void ReplayEngine::replay_query(const Pending& p) {
+  QState& s = states_[p.q];
+  const int64_t t = p.time_ns;
+  ++result_.queries;
+  if (++s.queries == 1) {
+    if (const Stored* r = nearest(s, t); r != nullptr && was_cached(s, *r, t)) {
+      seed(s, *r, t);
+      ++result_.warm_entries;
+    }
+  }
+  replay_run(0, s, t);
+  replay_run(1, s, t);
+}
+
+ReplayResult ReplayEngine::finish() {
+  force_ = true;
+  drain(INT64_MAX);
+  if (!replaying_) start();
+  result_.rtt_median_all_ns = median(rtt_samples_);
+  for (auto* series : {&result_.buckets_before, &result_.buckets_after}) {
+    // Both series span the whole trace, so a plot and the mean QPS use the same length.
+    const auto n = static_cast<std::size_t>(
+        std::max<int64_t>(0, (result_.last_ns - result_.first_ns) / config_.bucket_ns) + 1);
+    if (series->size() < n) series->resize(n);
+  }
+  for (uint64_t v : result_.buckets_before)
+    result_.before.peak_bucket = std::max(result_.before.peak_bucket, v);
+  for (uint64_t v : result_.buckets_after)
+    result_.after.peak_bucket = std::max(result_.after.peak_bucket, v);
+
+  // Per (name, qtype): DO/CD/class variants of one question are one line of the report.
+  std::unordered_map<std::string, std::size_t> by_name;
+  for (const QState& s : states_) {
+    if (s.queries == 0 && s.recorded_upstream == 0) continue;
+    std::string k(s.key.qname.wire().begin(), s.key.qname.wire().end());
+    const auto t = static_cast<uint16_t>(s.key.qtype);
+    k.push_back(static_cast<char>(t >> 8));
+    k.push_back(static_cast<char>(t & 0xff));
+    auto [it, fresh] = by_name.try_emplace(std::move(k), result_.names.size());
+    if (fresh) {
+      result_.names.emplace_back();
+      result_.names.back().name = s.key.qname;
+      result_.names.back().qtype = s.key.qtype;
+    }
+    NameReport& n = result_.names[it->second];
+    n.queries += s.queries;
+    n.recorded_upstream += s.recorded_upstream;
+    for (int run = 0; run < 2; ++run) {
+      RunCounts& dst = run == 0 ? n.before : n.after;
+      const RunCounts& src = s.run[run].counts;
+      dst.upstream += src.upstream;
+      dst.prefetches += src.prefetches;
+      dst.coalesced += src.coalesced;
+      dst.peak_bucket = std::max(dst.peak_bucket, src.peak_bucket);
+    }
+  }
+  result_.distinct_questions = result_.names.size();
+  return std::move(result_);
+}
+
+std::optional<int64_t> parse_duration_ns(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc{} || p == text.data()) return std::nullopt;
+  const std::string_view unit(p, static_cast<std::size_t>(end - p));
+  int64_t mul = 0;
+  if (unit.empty() || unit == "s") {
+    mul = kSec;
+  } else if (unit == "ms") {
+    mul = kMs;
+  } else if (unit == "m") {
+    mul = 60 * kSec;
+  } else if (unit == "h") {
+    mul = 3600 * kSec;
+  } else if (unit == "d") {
+    mul = 86400 * kSec;
+  } else {
+    return std::nullopt;
+  }
+  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / mul)) return std::nullopt;
+  return static_cast<int64_t>(v) * mul;
+}
+
+std::optional<ScheduleRule> parse_schedule(std::string_view text, std::string& why) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    why = "expected ZONE=TTL or ZONE=TTL@TIME";
+    return std::nullopt;
+  }
+  ScheduleRule rule;
+  auto zone = wire::Name::from_text(text.substr(0, eq));
+  if (!zone) {
+    why = "the zone is not a domain name";
+    return std::nullopt;
+  }
+  rule.zone = zone->lowercased();
+  std::string_view rest = text.substr(eq + 1);
+  std::string_view when;
+  const auto at = rest.find('@');
+  if (at != std::string_view::npos) {
+    when = rest.substr(at + 1);
+    rest = rest.substr(0, at);
+  }
+  const auto ttl = parse_duration_ns(rest);
+  if (!ttl || *ttl % kSec != 0 || *ttl / kSec > 0x7fffffff) {
+    why = "the TTL must be whole seconds (60, 90s, 5m, 1h) up to 2147483647 s";
+    return std::nullopt;
+  }
+  rule.ttl = static_cast<uint32_t>(*ttl / kSec);
+  if (at != std::string_view::npos && when.empty()) {
+    why = "nothing after '@': expected +DURATION, YYYY-MM-DDTHH:MM:SSZ or Unix seconds";
+    return std::nullopt;
+  }
+  if (when.empty()) return rule;
+  if (when.front() == '+') {
+    const auto d = parse_duration_ns(when.substr(1));
+    if (!d) {
+      why = "the time after '@+' must be a duration (90s, 15m, 2h, 1d)";
+      return std::nullopt;
+    }
+    rule.when = ScheduleRule::When::FromStart;
+    rule.at_ns = *d;
+    return rule;
+  }
+  if (when.find('T') != std::string_view::npos) {
+    std::tm tm{};
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
+    const std::string w(when);
+    if (std::sscanf(w.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+        (static_cast<std::size_t>(n) != w.size() &&
+         !(static_cast<std::size_t>(n) + 1 == w.size() && w.back() == 'Z')) ||
+        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) {
+      why = "the time must be YYYY-MM-DDTHH:MM:SSZ (UTC)";
+      return std::nullopt;
+    }
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    rule.when = ScheduleRule::When::Absolute;
+    rule.at_ns = static_cast<int64_t>(timegm(&tm)) * kSec;
+    return rule;
+  }
+  uint64_t unix_s = 0;
+  auto [p, ec] = std::from_chars(when.data(), when.data() + when.size(), unix_s);
+  if (ec != std::errc{} || p != when.data() + when.size() || unix_s > 1'000'000'000'000ULL) {
+    why =
+        "the time must be +DURATION (after the trace's start), YYYY-MM-DDTHH:MM:SSZ or Unix "
+        "seconds";
+    return std::nullopt;
+  }
+  rule.when = ScheduleRule::When::Absolute;
+  rule.at_ns = static_cast<int64_t>(unix_s) * kSec;
+  return rule;
+}
+
+}  // namespace hg::rehearse

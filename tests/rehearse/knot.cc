@@ -68,7 +68,9 @@ uint16_t free_port() {
   return 0;
 }
 
-SilentPort::SilentPort() { fd_ = bound_socket(SOCK_DGRAM, port_); }
+SilentPort::SilentPort() {
+  fd_ = bound_socket(SOCK_DGRAM, port_);
+}
 SilentPort::~SilentPort() {
   if (fd_ >= 0) close(fd_);
 }
@@ -105,7 +107,9 @@ RunResult run(const std::string& command, int timeout_seconds) {
   return r;
 }
 
-std::string rehearse_path() { return HOURGLASS_REHEARSE; }
+std::string rehearse_path() {
+  return HOURGLASS_REHEARSE;
+}
 
 RunResult rehearse(const std::string& args, int timeout_seconds) {
   return run(rehearse_path() + " " + args, timeout_seconds);
@@ -130,9 +134,8 @@ std::string shell_quote(const std::string& s) {
 std::string json_get(const std::string& path, const std::string& expr) {
   const std::string script =
       "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))";
-  auto r = run("python3 -c " + shell_quote(script) + " " + shell_quote(path) + " " +
-                   shell_quote(expr),
-               20);
+  auto r = run(
+      "python3 -c " + shell_quote(script) + " " + shell_quote(path) + " " + shell_quote(expr), 20);
   if (r.exit_code != 0) return "ERROR: " + r.output;
   while (!r.output.empty() && r.output.back() == '\n')
     r.output.pop_back();
@@ -151,10 +154,15 @@ std::unique_ptr<Knot> Knot::start(const std::vector<ZoneText>& zones) {
   std::string conf = "server:\n    rundir: \"" + k->dir_ + "\"\n    listen: 127.0.0.1@" +
                      std::to_string(k->port_) +
                      "\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
-                     "database:\n    storage: \"" + k->dir_ + "/db\"\n"
-                     "control:\n    listen: \"" + k->dir_ + "/knot.sock\"\n"
+                     "database:\n    storage: \"" +
+                     k->dir_ +
+                     "/db\"\n"
+                     "control:\n    listen: \"" +
+                     k->dir_ +
+                     "/knot.sock\"\n"
                      "log:\n  - target: stderr\n    any: error\n"
-                     "template:\n  - id: default\n    storage: \"" + k->dir_ +
+                     "template:\n  - id: default\n    storage: \"" +
+                     k->dir_ +
                      "\"\n    semantic-checks: off\n    zonefile-sync: -1\n"
                      "    journal-content: none\n    zonefile-load: whole\nzone:\n";
   for (const auto& z : zones) {

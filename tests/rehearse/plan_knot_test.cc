@@ -17,8 +17,12 @@ std::string zone(uint32_t serial, uint32_t www_ttl, uint32_t lb_ttl) {
          " 3600 600 86400 300\n"
          "@ 3600 IN NS ns\n"
          "ns 3600 IN A 127.0.0.1\n"
-         "www " + std::to_string(www_ttl) + " IN CNAME lb\n"
-         "lb " + std::to_string(lb_ttl) + " IN A 192.0.2.1\n"
+         "www " +
+         std::to_string(www_ttl) +
+         " IN CNAME lb\n"
+         "lb " +
+         std::to_string(lb_ttl) +
+         " IN A 192.0.2.1\n"
          "loop1 600 IN CNAME loop2\n"
          "loop2 600 IN CNAME loop1\n"
          "legacy 1800 IN DNAME example.test.\n"
@@ -86,8 +90,8 @@ TEST_F(PlanKnot, UnreachableAndLameServersAreReportedNotFatal) {
   Knot* k = knot_.get();
   // A second "server" that never answers, and a name in a zone knotd does not serve.
   auto r = rehearse("plan www.example.test www.nowhere.test " + std::string(kPlanTimes) +
-                        " --timeout 300ms --auth " + k->address() + " --auth 127.0.0.1:" +
-                        std::to_string(silent.port()),
+                        " --timeout 300ms --auth " + k->address() +
+                        " --auth 127.0.0.1:" + std::to_string(silent.port()),
                     90);
   EXPECT_EQ(r.exit_code, 0) << r.output;  // www.example.test was planned
   EXPECT_NE(r.output.find("127.0.0.1:" + std::to_string(silent.port()) +
@@ -158,9 +162,10 @@ TEST_F(PlanKnot, ProfileAndPlotAreUsed) {
   {
     std::FILE* f = std::fopen(prof.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    std::fputs("[[layer]]\nname = \"our app\"\nkind = \"fixed\"\nseconds = 600\n"
-               "source = \"app.yaml dns_cache\"\n",
-               f);
+    std::fputs(
+        "[[layer]]\nname = \"our app\"\nkind = \"fixed\"\nseconds = 600\n"
+        "source = \"app.yaml dns_cache\"\n",
+        f);
     std::fclose(f);
   }
   const std::string json = tmp_.file("plan.json");

@@ -201,7 +201,8 @@ TEST(PlanReport, SvgMarksTheCutoverAndHasOneBarPerLayer) {
   EXPECT_NE(svg.find(">cut-over<"), std::string::npos);
   EXPECT_NE(svg.find("lower by"), std::string::npos);
   std::size_t bars = 0;
-  for (std::size_t i = svg.find("rx=\"2\""); i != std::string::npos; i = svg.find("rx=\"2\"", i + 1))
+  for (std::size_t i = svg.find("rx=\"2\""); i != std::string::npos;
+       i = svg.find("rx=\"2\"", i + 1))
     ++bars;
   EXPECT_EQ(bars, prof.layers.size() + 1);  // + the TTL-obeying caches
 }

@@ -71,8 +71,7 @@ TEST_P(PlanProfileBad, OneLineErrorNamingThePlace) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, PlanProfileBad,
     testing::Values(
-        Bad{"[[layer]\nname = \"x\"", "line 1"},
-        Bad{"name = \"x\"\n", "unknown key \"name\""},
+        Bad{"[[layer]\nname = \"x\"", "line 1"}, Bad{"name = \"x\"\n", "unknown key \"name\""},
         Bad{"layer = 3\n", "expected [[layer]] tables"},
         Bad{"[[layer]]\nkind = \"fixed\"\nseconds = 3\n", "name: missing"},
         Bad{"[[layer]]\nname = \"a\"\nseconds = 3\n", "kind: missing"},

@@ -15,14 +15,18 @@ namespace {
 
 std::string watch_zone(uint32_t serial, const char* addr) {
   return "$ORIGIN watch.test.\n"
-         "@ 3600 IN SOA ns.watch.test. admin.watch.test. " + std::to_string(serial) +
+         "@ 3600 IN SOA ns.watch.test. admin.watch.test. " +
+         std::to_string(serial) +
          " 3600 600 86400 60\n"
          "@ 3600 IN NS ns\n"
          "ns 3600 IN A 127.0.0.1\n"
-         "www 2 IN A " + addr + "\n";
+         "www 2 IN A " +
+         addr + "\n";
 }
 
-std::string resolver_flag(uint16_t port) { return " --resolver 127.0.0.1:" + std::to_string(port); }
+std::string resolver_flag(uint16_t port) {
+  return " --resolver 127.0.0.1:" + std::to_string(port);
+}
 
 TEST(WatchKnot, BothResolversFlipAfterTheChangeExitZero) {
   auto knot = Knot::start({{"watch.test", watch_zone(1, "192.0.2.1")}});
@@ -70,14 +74,14 @@ TEST(WatchKnot, NoFlipWithinTheDurationExitOne) {
   ASSERT_NE(knot, nullptr);
   SilentPort silent;
   // knotd answers RD=1 queries for its own zone too, so it can be watched directly.
-  auto r = rehearse("watch www.watch.test --old A=192.0.2.1 --new A=198.51.100.7"
-                    " --interval 1s --duration 3s" +
-                    resolver_flag(knot->port()) + resolver_flag(silent.port()));
+  auto r = rehearse(
+      "watch www.watch.test --old A=192.0.2.1 --new A=198.51.100.7"
+      " --interval 1s --duration 3s" +
+      resolver_flag(knot->port()) + resolver_flag(silent.port()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(knot->address() + "  serves old: 192.0.2.1 (TTL 2)"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("serves no answer: no answer (timeout)"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("serves no answer: no answer (timeout)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("0 of 2 resolvers serve the new answer"), std::string::npos) << r.output;
 }
 

@@ -27,8 +27,8 @@ std::optional<int64_t> parse_duration_ms(std::string_view text) {
     std::string_view suffix;
     int64_t ms;
   };
-  constexpr Unit kUnits[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000},
-                             {"d", 86'400'000}};
+  constexpr Unit kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
   int64_t mult = 1000;
   for (const Unit& u : kUnits) {
     if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
@@ -49,9 +49,9 @@ std::optional<int64_t> parse_duration_ms(std::string_view text) {
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed) {
   std::fprintf(stderr, "hourglass-rehearse %.*s: %.*s '%.*s': expected %.*s\n",
-               static_cast<int>(cmd.size()), cmd.data(), static_cast<int>(flag.size()),
-               flag.data(), static_cast<int>(value.size()), value.data(),
-               static_cast<int>(allowed.size()), allowed.data());
+               static_cast<int>(cmd.size()), cmd.data(), static_cast<int>(flag.size()), flag.data(),
+               static_cast<int>(value.size()), value.data(), static_cast<int>(allowed.size()),
+               allowed.data());
   return 2;
 }
 
@@ -71,7 +71,8 @@ std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
   for (const auto& r : flags) {
     auto ep = resolver::parse_endpoint(r, 53);
     if (!ep) {
-      usage_error(cmd, "--resolver", r, "a numeric address with an optional port, e.g. 127.0.0.1:53");
+      usage_error(cmd, "--resolver", r,
+                  "a numeric address with an optional port, e.g. 127.0.0.1:53");
       return std::nullopt;
     }
     out.push_back(*ep);

@@ -17,7 +17,9 @@ using wire::RRType;
 
 namespace {
 
-std::string key_of(const Name& n) { return n.lowercased().to_text(); }
+std::string key_of(const Name& n) {
+  return n.lowercased().to_text();
+}
 
 /// What one authoritative answer says about a name.
 struct Seen {
@@ -245,10 +247,11 @@ Discoverer::Zone Discoverer::load_zone(const Name& apex, std::vector<Endpoint> c
       continue;
     }
     if (!o.answer->header.aa() || o.answer->rcode() != RCode::NoError) {
-      z.problems.push_back(fmt::format("server {} for zone {}: answered {}{} — not "
-                                       "authoritative (lame)",
-                                       who, z.facts.apex, wire::to_string(o.answer->rcode()),
-                                       o.answer->header.aa() ? "" : " without AA"));
+      z.problems.push_back(
+          fmt::format("server {} for zone {}: answered {}{} — not "
+                      "authoritative (lame)",
+                      who, z.facts.apex, wire::to_string(o.answer->rcode()),
+                      o.answer->header.aa() ? "" : " without AA"));
       continue;
     }
     std::optional<uint32_t> soa_ttl, minimum, ns_ttl;
@@ -274,12 +277,11 @@ Discoverer::Zone Discoverer::load_zone(const Name& apex, std::vector<Endpoint> c
     mx(z.facts.soa_ttl, soa_ttl);
     mx(z.facts.soa_minimum, minimum);
     mx(z.facts.ns_ttl, ns_ttl);
-    soa_views.push_back(fmt::format("{} says SOA TTL {} MINIMUM {} NS TTL {}", who,
-                                    soa_ttl ? std::to_string(*soa_ttl) : "?",
-                                    minimum ? std::to_string(*minimum) : "?",
-                                    ns_ttl ? std::to_string(*ns_ttl) : "?"));
-    ns_views.push_back(fmt::format("{}/{}/{}", soa_ttl.value_or(0), minimum.value_or(0),
-                                   ns_ttl.value_or(0)));
+    soa_views.push_back(fmt::format(
+        "{} says SOA TTL {} MINIMUM {} NS TTL {}", who, soa_ttl ? std::to_string(*soa_ttl) : "?",
+        minimum ? std::to_string(*minimum) : "?", ns_ttl ? std::to_string(*ns_ttl) : "?"));
+    ns_views.push_back(
+        fmt::format("{}/{}/{}", soa_ttl.value_or(0), minimum.value_or(0), ns_ttl.value_or(0)));
   }
   if (std::adjacent_find(ns_views.begin(), ns_views.end(), std::not_equal_to<>()) !=
       ns_views.end()) {
@@ -322,9 +324,10 @@ NamePlan Discoverer::discover(const Name& name) {
   Name cur = name;
   for (int step = 0;; ++step) {
     if (step >= options_.max_hops) {
-      problem(fmt::format("chain longer than {} hops at {}: stopped; resolvers give up on such "
-                          "chains too",
-                          options_.max_hops, cur.to_text()));
+      problem(
+          fmt::format("chain longer than {} hops at {}: stopped; resolvers give up on such "
+                      "chains too",
+                      options_.max_hops, cur.to_text()));
       p.failed = true;
       return p;
     }
@@ -332,7 +335,8 @@ NamePlan Discoverer::discover(const Name& name) {
       std::string path;
       for (const Hop& h : p.hops)
         path += h.owner + " " + h.type + " → ";
-      problem("chain loop: " + path + cur.to_text() + " again; resolvers answer SERVFAIL, "
+      problem("chain loop: " + path + cur.to_text() +
+              " again; resolvers answer SERVFAIL, "
               "nothing to plan");
       p.failed = true;
       return p;
@@ -395,8 +399,8 @@ NamePlan Discoverer::discover(const Name& name) {
         hop.disagreement += fmt::format("{}{} says {} {} {}", hop.disagreement.empty() ? "" : ", ",
                                         who, s.type, s.ttl, s.data);
       }
-      problem("servers disagree on " + cur.to_text() + " (a change half done?): " +
-              hop.disagreement + "; planning with the largest TTL");
+      problem("servers disagree on " + cur.to_text() +
+              " (a change half done?): " + hop.disagreement + "; planning with the largest TTL");
     }
     if (first.kind == Seen::Kind::NxDomain || first.kind == Seen::Kind::NoData) {
       p.missing = true;

@@ -12,14 +12,20 @@ using resolver::UpstreamStatus;
 std::string DnsOutcome::describe_failure() const {
   if (answer) return server.to_string() + ": " + wire::to_string(answer->rcode());
   switch (status) {
-    case UpstreamStatus::Timeout: return server.to_string() + ": no answer (timeout)";
-    case UpstreamStatus::Refused: return server.to_string() + ": REFUSED";
-    case UpstreamStatus::ServFail: return server.to_string() + ": SERVFAIL";
-    case UpstreamStatus::NotImp: return server.to_string() + ": NOTIMP";
+    case UpstreamStatus::Timeout:
+      return server.to_string() + ": no answer (timeout)";
+    case UpstreamStatus::Refused:
+      return server.to_string() + ": REFUSED";
+    case UpstreamStatus::ServFail:
+      return server.to_string() + ": SERVFAIL";
+    case UpstreamStatus::NotImp:
+      return server.to_string() + ": NOTIMP";
     case UpstreamStatus::NetworkError:
       return server.to_string() + ": unreachable (connection refused or network error)";
-    case UpstreamStatus::BadResponse: return server.to_string() + ": unusable answer";
-    default: return server.to_string() + ": " + std::string(resolver::to_string(status));
+    case UpstreamStatus::BadResponse:
+      return server.to_string() + ": unusable answer";
+    default:
+      return server.to_string() + ": " + std::string(resolver::to_string(status));
   }
 }
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"

@@ -37,17 +37,17 @@ std::optional<SysSeconds> parse_utc(std::string_view t) {
   const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{unsigned(mo)},
                                         std::chrono::day{unsigned(d)}};
   if (!ymd.ok()) return std::nullopt;
-  return SysSeconds{std::chrono::sys_days{ymd}} + std::chrono::hours{h} +
-         std::chrono::minutes{mi} + seconds{s};
+  return SysSeconds{std::chrono::sys_days{ymd}} + std::chrono::hours{h} + std::chrono::minutes{mi} +
+         seconds{s};
 }
 
 std::string format_utc(SysSeconds t) {
   const auto day = std::chrono::floor<std::chrono::days>(t);
   const std::chrono::year_month_day ymd{day};
   const std::chrono::hh_mm_ss hms{t - day};
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", int(ymd.year()),
-                     unsigned(ymd.month()), unsigned(ymd.day()), hms.hours().count(),
-                     hms.minutes().count(), hms.seconds().count());
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", int(ymd.year()), unsigned(ymd.month()),
+                     unsigned(ymd.day()), hms.hours().count(), hms.minutes().count(),
+                     hms.seconds().count());
 }
 
 std::string format_span(int64_t s) {
@@ -74,7 +74,8 @@ std::optional<uint32_t> ZoneFacts::negative_ttl() const {
 
 std::optional<SysSeconds> layer_gone_by(const Layer& layer, SysSeconds gone_by_ttl) {
   switch (layer.kind) {
-    case LayerKind::Cap: return gone_by_ttl;
+    case LayerKind::Cap:
+      return gone_by_ttl;
     case LayerKind::Fixed:
     case LayerKind::Floor:
     case LayerKind::Stale:
@@ -166,7 +167,8 @@ void compute_timeline(NamePlan& p, const PlanInput& in, const Profile& profile) 
   }
   p.lines.push_back(
       {"cut-over", in.cutover,
-       fmt::format("you switch the record; TTL-obeying caches hold at most {} s from here", target)});
+       fmt::format("you switch the record; TTL-obeying caches hold at most {} s from here",
+                   target)});
   p.lines.push_back(
       {"gone from TTL-obeying caches", p.gone_by_ttl,
        fmt::format("cutover + {} s: a cache that refreshed just before the switch keeps the old "

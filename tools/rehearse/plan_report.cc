@@ -35,11 +35,21 @@ std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\u{:04x}", c);
@@ -129,8 +139,9 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
   };
   const PlanInput& in = h.input;
   std::string o = "{\n";
-  o += fmt::format("  \"cutover\": {},\n  \"target_ttl\": {},\n  \"now\": {},\n  \"profile\": {},\n",
-                   t(in.cutover), in.target_ttl, t(in.now), json_string(h.profile_origin));
+  o +=
+      fmt::format("  \"cutover\": {},\n  \"target_ttl\": {},\n  \"now\": {},\n  \"profile\": {},\n",
+                  t(in.cutover), in.target_ttl, t(in.now), json_string(h.profile_origin));
   o += "  \"names\": [";
   for (std::size_t n = 0; n < plans.size(); ++n) {
     const NamePlan& p = plans[n];
@@ -149,8 +160,9 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       o += "      \"limiting_hop\": null,\n";
     }
     o += fmt::format("      \"gone_by_ttl\": {},\n", t(p.gone_by_ttl));
-    o += fmt::format("      \"missing\": {},\n      \"negative_ttl\": {},\n      \"new_name_by\": {},\n",
-                     p.missing ? "true" : "false", u(p.negative_ttl), t(p.new_name_by));
+    o += fmt::format(
+        "      \"missing\": {},\n      \"negative_ttl\": {},\n      \"new_name_by\": {},\n",
+        p.missing ? "true" : "false", u(p.negative_ttl), t(p.new_name_by));
     o += "      \"hops\": [";
     for (std::size_t i = 0; i < p.hops.size(); ++i) {
       const Hop& hop = p.hops[i];
@@ -220,11 +232,20 @@ std::string xml(std::string_view s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -258,11 +279,16 @@ struct Axis {
 
 const char* kind_colour(LayerKind k) {
   switch (k) {
-    case LayerKind::Fixed: return "#e08a2c";
-    case LayerKind::Floor: return "#d9b23a";
-    case LayerKind::Cap: return "#9aa3ad";
-    case LayerKind::Stale: return "#8a5cc2";
-    case LayerKind::Until: return "#c8453c";
+    case LayerKind::Fixed:
+      return "#e08a2c";
+    case LayerKind::Floor:
+      return "#d9b23a";
+    case LayerKind::Cap:
+      return "#9aa3ad";
+    case LayerKind::Stale:
+      return "#8a5cc2";
+    case LayerKind::Until:
+      return "#c8453c";
   }
   return "#888";
 }
@@ -317,13 +343,17 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
     if (unbounded) max_after = std::max<int64_t>(max_after * 4, 86400);
     const bool before = in.now < in.cutover;
     const int64_t lead = before ? (in.cutover - in.now).count() : 0;
-    Axis ax{kLabelW + 10, kLabelW + 10 + (before ? 0.36 : 0.0) * (kWidth - kLabelW - 40),
-            kWidth - 30, in.cutover, std::log10(1.0 + static_cast<double>(lead)),
+    Axis ax{kLabelW + 10,
+            kLabelW + 10 + (before ? 0.36 : 0.0) * (kWidth - kLabelW - 40),
+            kWidth - 30,
+            in.cutover,
+            std::log10(1.0 + static_cast<double>(lead)),
             std::log10(1.0 + static_cast<double>(max_after) * 1.15)};
 
     const Hop& lim = p.hops[static_cast<std::size_t>(p.limiting_hop)];
-    o += fmt::format("<g>\n<text x=\"16\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-                     y + 20, xml(p.name));
+    o += fmt::format(
+        "<g>\n<text x=\"16\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y + 20,
+        xml(p.name));
     o += fmt::format(
         "<text x=\"16\" y=\"{}\" fill=\"#444\">limit: {} {} TTL {} s → lower every hop by {}; "
         "TTL-obeying caches drop the old answer by {}</text>\n",
@@ -342,7 +372,8 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
         ax.xc, top - 4, ax.x1 - ax.xc, bottom - top + 8);
 
     // Ticks after the cut-over (log scale) with light grid lines.
-    const int64_t ticks[] = {10, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400};
+    const int64_t ticks[] = {10,    60,        600,        3600,       6 * 3600,
+                             86400, 7 * 86400, 30 * 86400, 365 * 86400};
     for (int64_t tk : ticks) {
       if (static_cast<double>(tk) > static_cast<double>(max_after) * 1.15) break;
       const double tx = ax.x(in.cutover + seconds{tk});
@@ -356,7 +387,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
     for (int64_t tk : ticks) {
       if (!before || tk >= lead) break;
       const double tx = ax.x(in.cutover - seconds{tk});
-      if (tx - ax.x0 < 40) break;             // leave room for the "now" label
+      if (tx - ax.x0 < 40) break;          // leave room for the "now" label
       if (last_label - tx < 55) continue;  // labels would overlap
       last_label = tx;
       o += fmt::format(
@@ -387,7 +418,8 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
             stop, by + 2, (kRow - 4) / 2, colour, stop - 6, by + 14);
       } else {
         const int64_t after = (*end - in.cutover).count();
-        const std::string txt = after >= 0 ? "+" + short_span(after) : short_span(-after) + " before";
+        const std::string txt =
+            after >= 0 ? "+" + short_span(after) : short_span(-after) + " before";
         const bool inside = stop - start > 90 && stop > ax.x1 - 60;
         o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\"{}>{}</text>\n",
                          inside ? stop - 4 : stop + 4, by + 14, inside ? "white" : "#333",
@@ -424,8 +456,8 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
         "fill=\"#c0392b\" font-weight=\"bold\">cut-over</text>\n",
         ax.xc, top - 4, bottom + 22, bottom + 34);
     if (before) {
-      o += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">now</text>\n", ax.x0, bottom + 18);
+      o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">now</text>\n", ax.x0,
+                       bottom + 18);
     }
     o += fmt::format(
         "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">time relative to "

@@ -71,11 +71,16 @@ Checked<Layer> read_layer(const toml::table& t, const std::string& where) {
 
 std::string_view to_string(LayerKind k) noexcept {
   switch (k) {
-    case LayerKind::Fixed: return "fixed";
-    case LayerKind::Floor: return "floor";
-    case LayerKind::Cap: return "cap";
-    case LayerKind::Stale: return "stale";
-    case LayerKind::Until: return "until";
+    case LayerKind::Fixed:
+      return "fixed";
+    case LayerKind::Floor:
+      return "floor";
+    case LayerKind::Cap:
+      return "cap";
+    case LayerKind::Stale:
+      return "stale";
+    case LayerKind::Until:
+      return "until";
   }
   return "?";
 }
@@ -140,7 +145,9 @@ Checked<Profile> read_profile(const std::string& path) {
   return parse_profile(text, path);
 }
 
-std::string_view default_profile_text() noexcept { return kDefaultProfileToml; }
+std::string_view default_profile_text() noexcept {
+  return kDefaultProfileToml;
+}
 
 Profile default_profile() {
   auto p = parse_profile(kDefaultProfileToml, "built-in default profile");

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"

@@ -10,10 +10,14 @@ namespace hg::rehearse {
 
 const char* to_string(WatchState s) noexcept {
   switch (s) {
-    case WatchState::Old: return "old";
-    case WatchState::New: return "new";
-    case WatchState::Other: return "other";
-    case WatchState::NoAnswer: return "no answer";
+    case WatchState::Old:
+      return "old";
+    case WatchState::New:
+      return "new";
+    case WatchState::Other:
+      return "other";
+    case WatchState::NoAnswer:
+      return "no answer";
   }
   return "?";
 }
@@ -118,8 +122,8 @@ std::string render_watch_summary(const std::vector<ResolverTrack>& tracks, int64
     auto st = [](std::optional<WatchState> s) { return s ? to_string(*s) : "-"; };
     const bool ok = t.serving_new();
     flipped += ok ? 1 : 0;
-    o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>5}  {:>8}\n",
-                     t.resolver(), w, st(t.first_state()), st(t.last_state()),
+    o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>5}  {:>8}\n", t.resolver(),
+                     w, st(t.first_state()), st(t.last_state()),
                      ok && t.flipped_at_ms() ? format_elapsed(*t.flipped_at_ms()) : "no",
                      ok ? std::to_string(t.flip_ttl()) : "-",
                      t.last_old_ttl() ? std::to_string(*t.last_old_ttl()) : "-", t.polls(),

@@ -1,0 +1,244 @@
+#include "tests/rehearse/knot.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#ifndef HOURGLASS_REHEARSE
+#error "HOURGLASS_REHEARSE (path of the tool) must be defined by the build"
+#endif
+
+namespace hg::rehearse_test {
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+int bound_socket(int type, uint16_t& port) {
+  int fd = socket(AF_INET, type, 0);
+  if (fd < 0) return -1;
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sin;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  port = ntohs(sin.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+uint16_t free_port() {
+  // A port free for both UDP and TCP (knotd binds both), tried a few times.
+  for (int i = 0; i < 20; ++i) {
+    uint16_t port = 0;
+    int u = bound_socket(SOCK_DGRAM, port);
+    if (u < 0) continue;
+    int t = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons(port);
+    const bool ok = t >= 0 && bind(t, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0;
+    if (t >= 0) close(t);
+    close(u);
+    if (ok) return port;
+  }
+  return 0;
+}
+
+SilentPort::SilentPort() {
+  fd_ = bound_socket(SOCK_DGRAM, port_);
+}
+SilentPort::~SilentPort() {
+  if (fd_ >= 0) close(fd_);
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/hg-rehearse-XXXXXX";
+  const char* p = mkdtemp(tmpl);
+  path_ = p != nullptr ? p : "/tmp";
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (path_ != "/tmp") std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+RunResult run(const std::string& command, int timeout_seconds) {
+  RunResult r;
+  const std::string cmd =
+      "timeout -k 5 " + std::to_string(timeout_seconds) + " " + command + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    r.output.append(buf, n);
+  const int st = pclose(f);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string rehearse_path() {
+  return HOURGLASS_REHEARSE;
+}
+
+RunResult rehearse(const std::string& args, int timeout_seconds) {
+  return run(rehearse_path() + " " + args, timeout_seconds);
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      o += "'\\''";
+    } else {
+      o += c;
+    }
+  }
+  return o + "'";
+}
+
+}  // namespace
+
+std::string json_get(const std::string& path, const std::string& expr) {
+  const std::string script =
+      "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))";
+  auto r = run(
+      "python3 -c " + shell_quote(script) + " " + shell_quote(path) + " " + shell_quote(expr), 20);
+  if (r.exit_code != 0) return "ERROR: " + r.output;
+  while (!r.output.empty() && r.output.back() == '\n')
+    r.output.pop_back();
+  return r.output;
+}
+
+std::unique_ptr<Knot> Knot::start(const std::vector<ZoneText>& zones) {
+  std::unique_ptr<Knot> k(new Knot());
+  char tmpl[] = "/tmp/hg-knot-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed";
+    return nullptr;
+  }
+  k->dir_ = tmpl;
+  k->port_ = free_port();
+  std::string conf = "server:\n    rundir: \"" + k->dir_ + "\"\n    listen: 127.0.0.1@" +
+                     std::to_string(k->port_) +
+                     "\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
+                     "database:\n    storage: \"" +
+                     k->dir_ +
+                     "/db\"\n"
+                     "control:\n    listen: \"" +
+                     k->dir_ +
+                     "/knot.sock\"\n"
+                     "log:\n  - target: stderr\n    any: error\n"
+                     "template:\n  - id: default\n    storage: \"" +
+                     k->dir_ +
+                     "\"\n    semantic-checks: off\n    zonefile-sync: -1\n"
+                     "    journal-content: none\n    zonefile-load: whole\nzone:\n";
+  for (const auto& z : zones) {
+    conf += "  - domain: " + z.apex + "\n    file: " + z.apex + ".zone\n";
+    write_file(k->dir_ + "/" + z.apex + ".zone", z.text);
+  }
+  write_file(k->dir_ + "/knot.conf", conf);
+
+  const std::string conf_path = k->dir_ + "/knot.conf";
+  const std::string log_path = k->dir_ + "/knotd.log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::FILE* log = std::fopen(log_path.c_str(), "w");
+    if (log != nullptr) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    execlp("knotd", "knotd", "-c", conf_path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  k->pid_ = pid;
+  for (const auto& z : zones) {
+    if (!k->wait_serial(z.apex, 0, 15000)) {
+      ADD_FAILURE() << "knotd did not serve " << z.apex << " on port " << k->port_ << ": "
+                    << read_file(log_path);
+      return nullptr;
+    }
+  }
+  return k;
+}
+
+bool Knot::wait_serial(const std::string& apex, uint32_t serial, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{timeout_ms};
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = run("kdig @127.0.0.1 -p " + std::to_string(port_) + " +norec +short +timeout=1 " +
+                     "+retry=0 " + apex + " SOA",
+                 5);
+    // +short SOA: "mname rname serial refresh retry expire minimum"
+    std::istringstream in(r.output);
+    std::string mname, rname;
+    uint64_t got = 0;
+    if (r.exit_code == 0 && (in >> mname >> rname >> got) && got >= serial) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  return false;
+}
+
+bool Knot::replace_zone(const ZoneText& zone, uint32_t serial) {
+  write_file(dir_ + "/" + zone.apex + ".zone", zone.text);
+  auto r = run("knotc -s " + dir_ + "/knot.sock -b zone-reload " + zone.apex, 20);
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "knotc zone-reload: " << r.output;
+    return false;
+  }
+  return wait_serial(zone.apex, serial, 15000);
+}
+
+Knot::~Knot() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &st, 0);
+    }
+  }
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace hg::rehearse_test

@@ -1,0 +1,91 @@
+// Test helpers for hourglass-rehearse's plan and watch: a real knotd as the authoritative
+// server on loopback, and running the hourglass-rehearse binary.
+//
+// Knot writes knot.conf and the zone files into a fresh temporary directory, starts knotd
+// (fork+exec, PR_SET_PDEATHSIG) on 127.0.0.1 with a port the kernel picked, waits (bounded)
+// until kdig gets an authoritative SOA for every zone, and stops it by its PID. replace_zone()
+// rewrites a zone file and reloads it with `knotc -b zone-reload`, then waits until the new
+// SOA serial is served.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hg::rehearse_test {
+
+struct ZoneText {
+  std::string apex;  ///< "example.test"
+  std::string text;  ///< zone file contents; its SOA serial must grow on each replace
+};
+
+class Knot {
+ public:
+  /// Starts knotd for `zones`; nullptr (with a gtest failure recorded) if it does not come up.
+  static std::unique_ptr<Knot> start(const std::vector<ZoneText>& zones);
+  ~Knot();
+  Knot(const Knot&) = delete;
+  Knot& operator=(const Knot&) = delete;
+
+  uint16_t port() const noexcept { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const noexcept { return pid_; }
+  /// Rewrites the zone and reloads it; true once `serial` is served.
+  bool replace_zone(const ZoneText& zone, uint32_t serial);
+
+ private:
+  Knot() = default;
+  bool wait_serial(const std::string& apex, uint32_t serial, int timeout_ms);
+  std::string dir_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+/// A port on 127.0.0.1 that was free a moment ago (bound with port 0 and closed).
+uint16_t free_port();
+/// A UDP port on 127.0.0.1 on which a socket is bound that never answers: queries to it time
+/// out. Kept open by the returned object.
+class SilentPort {
+ public:
+  SilentPort();
+  ~SilentPort();
+  uint16_t port() const noexcept { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs a shell command (wrapped in `timeout`), collecting its output and exit code.
+RunResult run(const std::string& command, int timeout_seconds = 60);
+/// `hourglass-rehearse ARGS` through run().
+RunResult rehearse(const std::string& args, int timeout_seconds = 60);
+/// The path of the built hourglass-rehearse.
+std::string rehearse_path();
+
+/// A temporary directory, removed with its files on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const noexcept { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path);
+/// Extracts one value from a JSON file with python3's json module: `expr` is a Python
+/// expression over `d`, e.g. d["names"][0]["lower_by"]. "ERROR: ..." when it fails.
+std::string json_get(const std::string& path, const std::string& expr);
+
+}  // namespace hg::rehearse_test

@@ -1,0 +1,210 @@
+// hourglass-rehearse plan against a real knotd on loopback (label: integration): the chain
+// www CNAME (3600) → lb A (300), lowering only lb, lame and unreachable servers, missing
+// names, loops, DNAME, servers that disagree, and finding the servers through a resolver.
+#include <gtest/gtest.h>
+
+#include "tests/rehearse/knot.h"
+
+namespace hg::rehearse_test {
+namespace {
+
+const char* kPlanTimes = "--target-ttl 60 --cutover 2026-12-03T10:00Z --now 2026-11-30T12:00Z";
+
+std::string zone(uint32_t serial, uint32_t www_ttl, uint32_t lb_ttl) {
+  return "$ORIGIN example.test.\n"
+         "@ 3600 IN SOA ns.example.test. admin.example.test. " +
+         std::to_string(serial) +
+         " 3600 600 86400 300\n"
+         "@ 3600 IN NS ns\n"
+         "ns 3600 IN A 127.0.0.1\n"
+         "www " +
+         std::to_string(www_ttl) +
+         " IN CNAME lb\n"
+         "lb " +
+         std::to_string(lb_ttl) +
+         " IN A 192.0.2.1\n"
+         "loop1 600 IN CNAME loop2\n"
+         "loop2 600 IN CNAME loop1\n"
+         "legacy 1800 IN DNAME example.test.\n"
+         "out 900 IN CNAME www.other.test.\n";
+}
+
+std::string other_zone() {
+  return "$ORIGIN other.test.\n"
+         "@ 7200 IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 120\n"
+         "@ 7200 IN NS ns\n"
+         "ns 7200 IN A 127.0.0.1\n"
+         "www 120 IN A 198.51.100.7\n";
+}
+
+class PlanKnot : public testing::Test {
+ protected:
+  void SetUp() override {
+    knot_ = Knot::start({{"example.test", zone(1, 3600, 300)}, {"other.test", other_zone()}});
+    ASSERT_NE(knot_, nullptr);
+  }
+  RunResult plan(const std::string& args) {
+    return rehearse("plan " + args + " " + kPlanTimes + " --auth " + knot_->address());
+  }
+  std::unique_ptr<Knot> knot_;
+  TempDir tmp_;
+};
+
+TEST_F(PlanKnot, CnameAboveTheAddressIsTheLimit) {
+  const std::string json = tmp_.file("plan.json");
+  auto r = plan("www.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['cutover']"), "2026-12-03T10:00:00Z");
+  EXPECT_EQ(json_get(json, "d['target_ttl']"), "60");
+  EXPECT_EQ(json_get(json, "d['names'][0]['name']"), "www.example.test.");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_ttl']"), "3600");
+  EXPECT_EQ(json_get(json, "d['names'][0]['gone_by_ttl']"), "2026-12-03T10:01:00Z");
+  EXPECT_EQ(json_get(json, "[(h['owner'], h['type'], h['ttl']) for h in d['names'][0]['hops']]"),
+            "[('www.example.test.', 'CNAME', 3600), ('lb.example.test.', 'A', 300)]");
+  EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['negative_ttl']"), "300");
+  EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['ns_ttl']"), "3600");
+  EXPECT_NE(r.output.find("2026-12-03T09:00:00Z  lower every hop by"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(PlanKnot, LoweringOnlyLbLeavesTheCnameAsTheLimit) {
+  ASSERT_TRUE(knot_->replace_zone({"example.test", zone(2, 3600, 60)}, 2));
+  const std::string json = tmp_.file("plan.json");
+  auto r = plan("www.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['hops'][1]['ttl']"), "60");
+  EXPECT_EQ(json_get(json, "d['names'][0]['hops'][1]['at_or_below_target']"), "True");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_hop']"),
+            "{'owner': 'www.example.test.', 'type': 'CNAME'}");
+  // Lowering the CNAME too moves "lower by" to one target TTL before the cut-over.
+  ASSERT_TRUE(knot_->replace_zone({"example.test", zone(3, 60, 60)}, 3));
+  r = plan("www.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:59:00Z");
+}
+
+TEST_F(PlanKnot, UnreachableAndLameServersAreReportedNotFatal) {
+  SilentPort silent;
+  Knot* k = knot_.get();
+  // A second "server" that never answers, and a name in a zone knotd does not serve.
+  auto r = rehearse("plan www.example.test www.nowhere.test " + std::string(kPlanTimes) +
+                        " --timeout 300ms --auth " + k->address() +
+                        " --auth 127.0.0.1:" + std::to_string(silent.port()),
+                    90);
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // www.example.test was planned
+  EXPECT_NE(r.output.find("127.0.0.1:" + std::to_string(silent.port()) +
+                          " for zone example.test.: no answer (timeout)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("found no zone for www.nowhere.test."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("REFUSED — no --auth server is authoritative for it (lame)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("2026-12-03T09:00:00Z  lower every hop by"), std::string::npos);
+}
+
+TEST_F(PlanKnot, NothingPlannableExitsOne) {
+  auto r = plan("www.nowhere.test");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("NOT PLANNED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no name could be planned"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanKnot, MissingNameIsPlannedAsANewName) {
+  const std::string json = tmp_.file("plan.json");
+  auto r = plan("fresh.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['missing']"), "True");
+  EXPECT_EQ(json_get(json, "d['names'][0]['negative_ttl']"), "300");  // min(3600, 300)
+  EXPECT_EQ(json_get(json, "d['names'][0]['new_name_by']"), "2026-12-03T10:05:00Z");
+  EXPECT_NE(r.output.find("does not exist yet (NXDOMAIN"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanKnot, ChainLoopIsReported) {
+  auto r = plan("loop1.example.test");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("chain loop: loop1.example.test. CNAME → loop2.example.test. CNAME → "
+                          "loop1.example.test. again"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(PlanKnot, DnameAndCrossZoneHopsAreFollowed) {
+  const std::string json = tmp_.file("plan.json");
+  auto r = plan("lb.legacy.example.test out.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "[(h['owner'], h['type'], h['ttl']) for h in d['names'][0]['hops']]"),
+            "[('legacy.example.test.', 'DNAME', 1800), ('lb.example.test.', 'A', 300)]");
+  EXPECT_EQ(json_get(json, "[(h['type'], h['ttl'], h['zone']) for h in d['names'][1]['hops']]"),
+            "[('CNAME', 900, 'example.test.'), ('A', 120, 'other.test.')]");
+  EXPECT_EQ(json_get(json, "d['names'][1]['zones'][1]['negative_ttl']"), "120");
+  EXPECT_EQ(json_get(json, "d['names'][1]['lower_by']"), "2026-12-03T09:45:00Z");
+}
+
+TEST_F(PlanKnot, ServersThatDisagreeAreReported) {
+  auto second = Knot::start({{"example.test", zone(1, 300, 300)}, {"other.test", other_zone()}});
+  ASSERT_NE(second, nullptr);
+  const std::string json = tmp_.file("plan.json");
+  auto r = rehearse("plan www.example.test " + std::string(kPlanTimes) + " --auth " +
+                    knot_->address() + " --auth " + second->address() + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("servers disagree on www.example.test."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(knot_->address() + " says CNAME 3600"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(second->address() + " says CNAME 300"), std::string::npos) << r.output;
+  // Planned with the larger TTL.
+  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_ttl']"), "3600");
+}
+
+TEST_F(PlanKnot, ProfileAndPlotAreUsed) {
+  const std::string prof = tmp_.file("p.toml");
+  {
+    std::FILE* f = std::fopen(prof.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        "[[layer]]\nname = \"our app\"\nkind = \"fixed\"\nseconds = 600\n"
+        "source = \"app.yaml dns_cache\"\n",
+        f);
+    std::fclose(f);
+  }
+  const std::string json = tmp_.file("plan.json");
+  const std::string svg = tmp_.file("plan.svg");
+  auto r = plan("www.example.test --profile " + prof + " --json " + json + " --plot " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "[(l['name'], l['gone_by']) for l in d['names'][0]['layers']]"),
+            "[('our app', '2026-12-03T10:11:00Z')]");
+  const std::string s = read_file(svg);
+  EXPECT_EQ(s.rfind("<svg", 0), 0u);
+  EXPECT_NE(s.find("our app"), std::string::npos);
+  // rsvg-convert renders it (a malformed SVG fails here).
+  auto png = run("rsvg-convert -o " + tmp_.file("plan.png") + " " + svg, 30);
+  EXPECT_EQ(png.exit_code, 0) << png.output;
+}
+
+TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"plan www.example.test --target-ttl 60 --cutover tomorrow --auth 127.0.0.1",
+       "--cutover 'tomorrow': expected a UTC time"},
+      {"plan www.example.test --target-ttl sixty --cutover 2026-12-03T10:00Z --auth 127.0.0.1",
+       "--target-ttl 'sixty'"},
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --auth nohost",
+       "--auth 'nohost'"},
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --auth 127.0.0.1 "
+       "--profile /nonexistent.toml",
+       "--profile /nonexistent.toml: cannot be read"},
+      {"plan www.example.test --cutover 2026-12-03T10:00Z", "--target-ttl is required"},
+  };
+  for (const auto& c : cases) {
+    auto r = rehearse(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace hg::rehearse_test

@@ -1,0 +1,96 @@
+#include "tools/rehearse/cli_util.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace hg::rehearse {
+
+namespace {
+
+std::optional<int64_t> digits(std::string_view s) {
+  if (s.empty() || s.size() > 12) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_seconds(std::string_view text) {
+  if (!text.empty() && text.back() == 's') text.remove_suffix(1);
+  return digits(text);
+}
+
+std::optional<int64_t> parse_duration_ms(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    int64_t ms;
+  };
+  constexpr Unit kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+  int64_t mult = 1000;
+  for (const Unit& u : kUnits) {
+    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
+      // "ms" must win over "s": it is listed first, and "5ms" does not end with "m".
+      text.remove_suffix(u.suffix.size());
+      mult = u.ms;
+      break;
+    }
+  }
+  auto v = digits(text);
+  if (!v) return std::nullopt;
+  const int64_t ms = *v * mult;
+  if (*v > 0 && ms / *v != mult) return std::nullopt;
+  if (ms > int64_t{30} * 86'400'000) return std::nullopt;
+  return ms;
+}
+
+int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
+                std::string_view allowed) {
+  std::fprintf(stderr, "hourglass-rehearse %.*s: %.*s '%.*s': expected %.*s\n",
+               static_cast<int>(cmd.size()), cmd.data(), static_cast<int>(flag.size()), flag.data(),
+               static_cast<int>(value.size()), value.data(), static_cast<int>(allowed.size()),
+               allowed.data());
+  return 2;
+}
+
+int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd) {
+  if (e.get_exit_code() == 0) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "hourglass-rehearse %.*s: %s (--help lists the flags)\n",
+               static_cast<int>(cmd.size()), cmd.data(), e.what());
+  return 2;
+}
+
+std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
+    std::string_view cmd, const std::vector<std::string>& flags) {
+  std::vector<resolver::Endpoint> out;
+  for (const auto& r : flags) {
+    auto ep = resolver::parse_endpoint(r, 53);
+    if (!ep) {
+      usage_error(cmd, "--resolver", r,
+                  "a numeric address with an optional port, e.g. 127.0.0.1:53");
+      return std::nullopt;
+    }
+    out.push_back(*ep);
+  }
+  if (!out.empty()) return out;
+  auto rc = resolver::read_resolv_conf("/etc/resolv.conf");
+  if (!rc || rc->nameservers.empty()) {
+    std::fprintf(stderr,
+                 "hourglass-rehearse %.*s: --resolver not given and /etc/resolv.conf names no "
+                 "usable nameserver; give --resolver ADDR[:PORT]\n",
+                 static_cast<int>(cmd.size()), cmd.data());
+    return std::nullopt;
+  }
+  return rc->nameservers;
+}
+
+SysSeconds wall_now() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+}  // namespace hg::rehearse

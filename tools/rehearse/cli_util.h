@@ -1,0 +1,35 @@
+// Small helpers the plan and watch commands share: flag values (seconds, durations),
+// one-line usage errors (exit 2), the resolver list (flags or /etc/resolv.conf), wall time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "resolver/config.h"
+#include "tools/rehearse/plan_model.h"
+
+namespace hg::rehearse {
+
+/// "60" or "60s": whole seconds; nullopt otherwise.
+std::optional<int64_t> parse_seconds(std::string_view text);
+/// "500ms", "10s", "5m", "2h", "1d", or bare digits (seconds): milliseconds; nullopt
+/// otherwise or beyond 30 days.
+std::optional<int64_t> parse_duration_ms(std::string_view text);
+/// Prints "hourglass-rehearse CMD: FLAG 'VALUE': expected ALLOWED" and returns 2.
+int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
+                std::string_view allowed);
+/// CLI11's --help (exit 0) or a one-line parse error (exit 2).
+int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd);
+/// The --resolver values, or the nameservers of /etc/resolv.conf; nullopt (after printing
+/// the one-line error) when one is bad or there is none.
+std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
+    std::string_view cmd, const std::vector<std::string>& flags);
+/// The system clock, to the second.
+SysSeconds wall_now();
+
+}  // namespace hg::rehearse

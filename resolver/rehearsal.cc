@@ -295,9 +295,11 @@ struct DrainState {
           "{}s)\n",
           whole_seconds(stale_max), wall_time(*last_stale, now), whole_seconds(*last_stale - now));
     }
-    if (flush)
+    if (flush) {
       out += fmt::format("; flushed {} {} holding an old address\n", flushed,
                          flushed == 1 ? "entry" : "entries");
+      if (flushed == old_count) out += "; no old copy is left in this cache\n";
+    }
   }
 
   /// One chunk of work; false when the reply is complete.

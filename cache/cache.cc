@@ -217,6 +217,15 @@ bool Cache::erase(const CacheKey& key) {
   return true;
 }
 
+bool Cache::erase_entry(const Entry& entry) {
+  Shard& s = shard_for(entry.key_hash());
+  std::unique_lock lock(s.mu);
+  auto it = s.index.find(entry.key_hash());
+  if (it == s.index.end() || s.slots[it->second].get() != &entry) return false;
+  s.erase_locked(it);
+  return true;
+}
+
 Millis Cache::note_failure(const CacheKey& key, Time now) {
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.failure_mu);

@@ -155,6 +155,9 @@ class Cache {
 
   /// Removes one key; false when it was not cached.
   bool erase(const CacheKey& key);
+  /// Removes `entry` if the cache still holds exactly it (not a newer answer stored under the
+  /// same key meanwhile); false otherwise. For `drain --flush-old`.
+  bool erase_entry(const Entry& entry);
 
   /// Failure cache. note_failure() records a failed resolution of `key` and returns the
   /// holdoff now in force: failure_holdoff_initial (5 s), doubling on each consecutive failure

@@ -171,6 +171,26 @@ std::optional<std::string> set_timeout(milliseconds& out, std::string_view v) {
   return std::nullopt;
 }
 
+// shadow-ttl ZONE=SECONDS: the same syntax and checks as ttl-cap.
+std::optional<std::string> add_shadow_ttl(Config& c, std::string_view v, const ParseOptions& o) {
+  constexpr std::string_view kAllowed =
+      "expected ZONE=SECONDS with SECONDS from 0 to 2147483647, e.g. www.example.com=60";
+  auto eq = v.rfind('=');
+  if (eq == std::string_view::npos) return std::string(kAllowed);
+  std::string_view zone = v.substr(0, eq);
+  auto secs = parse_seconds(v.substr(eq + 1));
+  if (!secs || secs->count() > kMaxTtl) return std::string(kAllowed);
+  if (auto why = zone_syntax_error(zone)) return *why + "; " + std::string(kAllowed);
+  if (o.validate_zone) {
+    if (auto why = o.validate_zone(zone)) return *why + "; " + std::string(kAllowed);
+  }
+  for (const TtlCap& t : c.shadow_ttls) {
+    if (ieq(t.zone, zone)) return "this zone already has a shadow TTL; give each zone once";
+  }
+  c.shadow_ttls.push_back(TtlCap{std::string(zone), *secs});
+  return std::nullopt;
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       {"listen", Kind::List, "ADDR:PORT",
@@ -283,6 +303,25 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.ttl_caps.clear(); }},
+      {"shadow-ttl", Kind::List, "ZONE=SECONDS",
+       "Count the upstream queries records at or below ZONE would cause with TTL at most "
+       "SECONDS, while answering with the real TTLs; repeatable; re-read from --config on "
+       "SIGHUP",
+       [](Config& c, std::string_view v, const ParseOptions& o) -> std::optional<std::string> {
+         return add_shadow_ttl(c, v, o);
+       },
+       [](Config& c) { c.shadow_ttls.clear(); }},
+      {"shadow-size", Kind::Scalar, "BYTES",
+       "Memory limit of the shadow-ttl table, keys and expiry times only (default 8MiB)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto b = parse_bytes(v);
+         if (!b || *b < kMinCacheSize || *b > kMaxCacheSize) {
+           return "expected a size from 64KiB to 1TiB: bytes, or a number with a suffix K, M, "
+                  "G, KiB, MiB or GiB (all powers of 1024), e.g. 8MiB";
+         }
+         c.shadow_size = *b;
+         return std::nullopt;
+       }},
       {"threads", Kind::Scalar, "N", "Event-loop threads (default 1)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          auto n = parse_digits(v);
@@ -402,7 +441,7 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
         return out;
       }
       // ttl-cap may also be a table: [ttl-cap] "shop.example.com" = 60
-      if (auto tbl = n.as_table(); tbl && key.name == "ttl-cap") {
+      if (auto tbl = n.as_table(); tbl && (key.name == "ttl-cap" || key.name == "shadow-ttl")) {
         for (auto&& [zone, secs] : *tbl) {
           auto t = toml_scalar_text(secs);
           if (!t) return bad("expected a table of ZONE = SECONDS, e.g. \"example.com\" = 60");
@@ -969,6 +1008,14 @@ std::string to_toml(const Config& c) {
          toml_list(c.ttl_caps,
                    [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +
          "\n";
+  if (!c.shadow_ttls.empty()) {
+    out += "shadow-ttl = " +
+           toml_list(c.shadow_ttls,
+                     [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +
+           "\n";
+  }
+  if (c.shadow_size != Config{}.shadow_size)
+    out += "shadow-size = " + toml_string(bytes_text(c.shadow_size)) + "\n";
   return out;
 }
 
@@ -1025,6 +1072,7 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
         return ConfigExit{2, name_value("", k.name, v) + ": " + *allowed};
       }
     }
+    if (k.name == "shadow-ttl") c.shadow_ttls_from_cli = true;
   }
   c.dnstap_from_cli = cli.options["dnstap"]->count() > 0;
   c.dnstap_identity_from_cli = cli.options["dnstap-identity"]->count() > 0;
@@ -1097,6 +1145,31 @@ Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config
   if (!running.dnstap_from_cli) out.first = fresh.dnstap;
   if (!running.dnstap_identity_from_cli) out.second = fresh.dnstap_identity;
   return out;
+}
+
+Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,
+                                              const ParseOptions& options) {
+  using R = Checked<std::vector<TtlCap>>;
+  toml::table tbl;
+  try {
+    tbl = toml::parse_file(config_file);
+  } catch (const toml::parse_error& e) {
+    std::string desc(e.description());
+    std::replace(desc.begin(), desc.end(), '\n', ' ');
+    return R::failure("--config " + quote(config_file) + ": line " +
+                      std::to_string(e.source().begin.line) + ": " + desc);
+  }
+  Config c;
+  const toml::node* n = tbl.get("shadow-ttl");
+  if (n == nullptr) return c.shadow_ttls;
+  const Key* key = find_key("shadow-ttl");
+  auto values = toml_values(*key, *n, config_file);
+  if (!values) return R::failure(values.error());
+  for (const std::string& v : values.value()) {
+    if (auto allowed = key->set(c, v, options))
+      return R::failure(name_value(config_file, key->name, v) + ": " + *allowed);
+  }
+  return c.shadow_ttls;
 }
 
 }  // namespace hg::resolver

@@ -157,6 +157,11 @@ struct Config {
   std::chrono::milliseconds upstream_timeout{3000};  ///< SERVFAIL after this if nothing stale
   std::vector<Cidr> allow = default_allow();
   std::vector<TtlCap> ttl_caps{};
+  /// shadow-ttl ZONE=SECONDS (cache/shadow.h); re-read from config_file on SIGHUP unless
+  /// given on the command line (shadow_ttls_from_cli).
+  std::vector<TtlCap> shadow_ttls{};
+  bool shadow_ttls_from_cli = false;
+  uint64_t shadow_size = uint64_t{8} << 20;  ///< bytes of the shadow table
   unsigned threads = 1;
   bool log_queries = false;
   bool check_config = false;   ///< validate, print a summary, exit 0
@@ -200,6 +205,10 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
 /// command line are kept), as {dnstap, dnstap_identity}; an error line if the file no
 /// longer reads. Without a config file, the running values.
 Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config& running);
+/// The shadow-ttl values of a TOML config file (for SIGHUP), checked like parse_config()
+/// checks them; an empty list when the file has no shadow-ttl key.
+Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,
+                                              const ParseOptions& options = {});
 
 /// The text --help prints.
 std::string config_help();

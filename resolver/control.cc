@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "resolver/rehearsal.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -30,7 +31,11 @@ constexpr std::string_view kHelp =
     "flush-zone ZONE         remove cached answers for ZONE and every name below it\n"
     "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included\n"
     "ttl-cap-clear ZONE      remove ZONE's cap (cached answers keep their shortened TTLs)\n"
-    "ttl-caps                the caps in force\n";
+    "ttl-caps                the caps in force\n"
+    "shadow [list]           shadow-ttl zones: real vs projected upstream queries\n"
+    "shadow set ZONE SECONDS start a shadow-ttl zone; shadow clear ZONE stops it\n"
+    "drain NAME [--old RDATA]... [--flush-old]\n"
+    "                        cached answers leading to NAME, when the old ones are gone\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -105,6 +110,7 @@ Control::Output stats_text(Shared& shared) {
   line("dnstap.dropped", r(shared.dnstap.dropped));
   line("inflight.queries", shared.inflight.size());
   line("inflight.waiters", shared.inflight.waiters());
+  out += shadow_stats_lines(shared);
   return {std::move(out)};
 }
 
@@ -237,6 +243,7 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
     if (out.empty()) out = "; no ttl caps\n";
     return {std::move(out)};
   }
+  if (auto r = rehearsal_command(shared, words, now)) return std::move(*r);
   const std::string shown(cmd.substr(0, 64));
   return error(fmt::format("unknown command '{}'; try 'help'", shown));
 }

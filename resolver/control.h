@@ -22,6 +22,8 @@
 //   ttl-cap ZONE SECONDS      caps TTLs at or below ZONE, cached ones included → "ok: ..."
 //   ttl-cap-clear ZONE        removes that cap                          → "ok: ..."
 //   ttl-caps                  "ZONE SECONDS" per cap in force
+//   shadow [list|set|clear]   shadow-ttl zones (resolver/rehearsal.h)
+//   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/rehearsal.h)
 //
 // Served on one worker's event loop (worker 0) through StreamServer: non-blocking, at most
 // 16 connections, idle ones closed after 30 s. A dump is rendered in chunks as the client

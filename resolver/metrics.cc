@@ -37,6 +37,9 @@ class Exposition {
     family(name, "gauge", help);
     sample(name, value);
   }
+  void sample_double(std::string_view name, double value, std::string_view labels) {
+    out_ += fmt::format("{}{{{}}} {:.6g}\n", name, labels, value);
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -57,6 +60,51 @@ std::string plain(std::string_view status, std::string_view text, bool head_only
                   std::string_view extra_headers = {}) {
   return http_response(status, "text/plain; charset=utf-8", std::string(text) + "\n", head_only,
                        extra_headers);
+}
+
+// shadow-ttl (cache/shadow.h): per shadow zone, the projected upstream count beside the
+// real one, and the table's memory.
+void render_shadow_metrics(const Shared& shared, Exposition& e) {
+  const auto zones = shared.shadow.zone_stats();
+  auto label = [](const cache::ShadowZoneStats& z) {
+    std::string v;  // a label value escapes backslash, quote and newline
+    for (const char c : z.zone.to_text()) {
+      if (c == '\\' || c == '"') v += '\\';
+      if (c == '\n') {
+        v += "\\n";
+        continue;
+      }
+      v += c;
+    }
+    return fmt::format("zone=\"{}\"", v);
+  };
+  e.family("hourglass_shadow_upstream_queries_total", "counter",
+           "Upstream queries the cache would have sent with the zone's shadow TTL, since the "
+           "zone was set.");
+  for (const auto& z : zones)
+    e.sample("hourglass_shadow_upstream_queries_total", z.projected_upstream(), label(z));
+  e.family("hourglass_shadow_real_upstream_queries_total", "counter",
+           "Upstream queries actually sent for names in the shadow zone, since it was set.");
+  for (const auto& z : zones)
+    e.sample("hourglass_shadow_real_upstream_queries_total", z.real_upstream, label(z));
+  e.family("hourglass_shadow_queries_total", "counter",
+           "Client queries for names in the shadow zone, since it was set.");
+  for (const auto& z : zones)
+    e.sample("hourglass_shadow_queries_total", z.queries, label(z));
+  e.family("hourglass_shadow_projected_hit_ratio", "gauge",
+           "1 - projected upstream queries / queries, for the shadow zone.");
+  for (const auto& z : zones)
+    e.sample_double("hourglass_shadow_projected_hit_ratio", z.projected_hit_ratio(), label(z));
+  e.family("hourglass_shadow_real_hit_ratio", "gauge",
+           "1 - real upstream queries / queries, for the shadow zone.");
+  for (const auto& z : zones)
+    e.sample_double("hourglass_shadow_real_hit_ratio", z.real_hit_ratio(), label(z));
+  const cache::ShadowTableStats t = shared.shadow.stats();
+  e.gauge("hourglass_shadow_entries", "Entries (key hash and expiry) in the shadow table.",
+          t.entries);
+  e.gauge("hourglass_shadow_bytes", "Bytes the shadow table charges against shadow-size.", t.bytes);
+  e.counter("hourglass_shadow_evictions_total",
+            "Shadow entries pushed out by the shadow-size budget.", t.evictions);
 }
 
 }  // namespace
@@ -122,6 +170,7 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight", "Upstream queries in flight.", shared.inflight.size());
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
+  render_shadow_metrics(shared, e);
   return e.take();
 }
 

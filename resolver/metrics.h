@@ -24,6 +24,11 @@
 //   gauges    hourglass_cache_entries, hourglass_cache_bytes, hourglass_cache_capacity_bytes,
 //             hourglass_cache_failure_entries, hourglass_cache_ttl_caps, hourglass_inflight,
 //             hourglass_inflight_waiters
+//   shadow    per shadow-ttl zone (cache/shadow.h): hourglass_shadow_upstream_queries_total,
+//             hourglass_shadow_real_upstream_queries_total, hourglass_shadow_queries_total
+//             (counters, {zone}), hourglass_shadow_projected_hit_ratio,
+//             hourglass_shadow_real_hit_ratio (gauges, {zone}); hourglass_shadow_entries,
+//             hourglass_shadow_bytes, hourglass_shadow_evictions_total
 // Answers are not counted per RCODE (Stats has no such counters); servfail_total and
 // rejected_total cover the error answers hourglass makes itself.
 #pragma once

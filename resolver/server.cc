@@ -70,6 +70,7 @@ ClientQuery Waiter::client() const noexcept {
 Shared::Shared(const Config& c)
     : config(c),
       cache(cache_settings(c)),
+      shadow(cache::ShadowSettings{.max_bytes = static_cast<std::size_t>(c.shadow_size)}),
       inflight(InflightSettings{.max_entries = 4096, .max_waiters = 256}) {}
 
 QueryEngine::QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker)
@@ -162,6 +163,10 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
   const cache::Hit hit = cache.lookup(key, now);
+  // shadow-ttl: while no shadow zone is set this is the hit path's only cost.
+  if (shared_.shadow.active()) [[unlikely]]
+    shared_.shadow.on_query(
+        key, hit.freshness == cache::Freshness::Fresh ? hit.entry.get() : nullptr, now);
 
   if (hit.freshness == cache::Freshness::Fresh) {
     st.hits.fetch_add(1, std::memory_order_relaxed);
@@ -260,6 +265,7 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
                   w.name(key.qname, false) && w.u16(static_cast<uint16_t>(key.qtype)) &&
                   w.u16(key.qclass) && wire::write_opt(w, opt);
   shared_.stats.upstream_queries.fetch_add(1, std::memory_order_relaxed);
+  if (shared_.shadow.active()) shared_.shadow.on_upstream(key);
   if (!ok) {  // cannot happen: the buffer fits the largest name
     on_upstream(key, UpstreamStatus::BadQuery, {});
     return;
@@ -280,6 +286,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
         outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
       st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
       const cache::Hit hit = outcome == O::Cached ? shared_.cache.peek(key, now) : cache::Hit{};
+      if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       const auto rcode = upstream_msg_.rcode();
       for (const Waiter& w : shared_.inflight.complete(key)) {
         release_timer(w);
@@ -454,6 +461,13 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
       if (!zone) return R::failure("--ttl-cap " + cap.zone + ": not a valid zone name");
       shared.cache.set_ttl_cap(*zone, static_cast<uint32_t>(cap.cap.count()), now);
     }
+    std::vector<std::pair<wire::Name, uint32_t>> shadow;
+    for (const auto& st : config.shadow_ttls) {
+      auto zone = wire::Name::from_text(st.zone);
+      if (!zone) return R::failure("--shadow-ttl " + st.zone + ": not a valid zone name");
+      shadow.emplace_back(*zone, static_cast<uint32_t>(st.cap.count()));
+    }
+    shared.shadow.replace(shadow, now);
   }
   const unsigned n = std::max(1u, config.threads);
   std::vector<Endpoint> listen = config.listen;
@@ -619,6 +633,7 @@ void Server::on_signal() {
     if (info.ssi_signo == SIGHUP) {
       reload_upstreams();
       reload_dnstap();
+      reload_shadow_ttls();
     } else if (!stopping_) {
       begin_shutdown();
     }
@@ -662,6 +677,36 @@ void Server::reload_upstreams() {
       if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", *message);
     });
   }
+}
+
+void Server::reload_shadow_ttls() {
+  const Config& c = shared_->config;
+  if (c.config_file.empty()) return;
+  if (c.shadow_ttls_from_cli) {
+    fmt::print(stderr, "SIGHUP: shadow-ttl comes from the command line, nothing to re-read\n");
+    return;
+  }
+  auto read = read_shadow_ttls(c.config_file);
+  if (!read) {
+    fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}\n", read.error());
+    return;
+  }
+  std::vector<std::pair<wire::Name, uint32_t>> zones;
+  std::string text;
+  for (const auto& st : read.value()) {
+    auto zone = wire::Name::from_text(st.zone);
+    if (!zone) {
+      fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}: not a zone name\n",
+                 st.zone);
+      return;
+    }
+    zones.emplace_back(*zone, static_cast<uint32_t>(st.cap.count()));
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", zone->lowercased().to_text(),
+                        st.cap.count());
+  }
+  shared_->shadow.replace(zones, workers_[0]->loop.now());
+  fmt::print(stderr, "SIGHUP: shadow-ttl now {} (from {})\n", text.empty() ? "none" : text,
+             c.config_file);
 }
 
 void Server::begin_shutdown() {

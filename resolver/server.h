@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/dnstap_writer.h"
 #include "resolver/event_loop.h"
@@ -87,6 +88,9 @@ struct Shared {
   explicit Shared(const Config& c);
   Config config;
   cache::Cache cache;
+  /// shadow-ttl: projected upstream counts for lower TTLs (cache/shadow.h), fed by the
+  /// engines beside the cache.
+  cache::ShadowTable shadow;
   Inflight inflight;
   Stats stats;
   std::atomic<uint64_t> log_suppressed{0};
@@ -198,6 +202,9 @@ class Server {
   /// keys and reopens when they changed or the file was rotated away.
   std::optional<std::string> open_dnstap(const Config& c);
   void reload_dnstap();
+  /// SIGHUP: the shadow-ttl zones become those of the --config file (unless given on the
+  /// command line).
+  void reload_shadow_ttls();
   void begin_shutdown();
   /// Polls until no client waits (or `give_up`), then cancels upstreams and stops the loops.
   void finish_shutdown(MonoTime give_up);

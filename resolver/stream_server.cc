@@ -124,7 +124,12 @@ void StreamServer::handle_input(Conn& c) {
 
 void StreamServer::fill_output(Conn& c) {
   while (c.more && c.out.size() - c.out_sent < settings_.high_water) {
-    if (!c.more(c.out)) c.more = nullptr;
+    const std::size_t before = c.out.size();
+    if (!c.more(c.out)) {
+      c.more = nullptr;
+    } else if (c.out.size() == before) {
+      break;  // a chunk of work with nothing to send yet (a drain scan): yield to the loop
+    }
   }
 }
 

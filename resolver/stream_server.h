@@ -50,7 +50,9 @@ class StreamServer {
     bool close = false;
     /// The rest of a long reply: appends a chunk to `out` and returns true while there is
     /// more to come. Called on the loop thread whenever the queued output falls below
-    /// high_water; no further input is handled until it returns false.
+    /// high_water; no further input is handled until it returns false. A call that returns
+    /// true having appended nothing yields to the loop (the next call comes on its next
+    /// iteration), so a long walk that has nothing to print yet does not stall it.
     std::function<bool(std::string& out)> more{};
   };
   /// Called on the loop thread with every unconsumed input byte of one connection, `full`

@@ -4,6 +4,8 @@
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | dump [NAME] | flush [NAME] | flush-zone ZONE
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | help
+//   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
+//   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
 // only creates one when started with --control PATH.
@@ -79,13 +81,33 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("command", words,
                  "stats | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-                 "| ttl-cap-clear ZONE | ttl-caps | help")
-      ->required();
+                 "| ttl-cap-clear ZONE | ttl-caps | shadow [list | set ZONE SECONDS | clear "
+                 "ZONE] | drain NAME [--old RDATA]... [--flush-old] | help");
+  // Everything from the first word that is not one of our own options is the command, passed
+  // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl).
+  int ours = 1;
+  while (ours < argc) {
+    const std::string_view a = argv[ours];
+    if (a == "-s" || a == "--socket" || a == "-t" || a == "--timeout") {
+      ours += 2;
+    } else if (a.starts_with("--socket=") || a.starts_with("--timeout=") || a == "-h" ||
+               a == "--help" || (a.size() > 2 && (a.starts_with("-s") || a.starts_with("-t")))) {
+      ours += 1;
+    } else {
+      break;
+    }
+  }
+  const std::vector<std::string> command(argv + std::min(ours, argc), argv + argc);
   app.footer("Exit status: 0 ok, 1 hourglassd answered with an error, 2 hourglassd not reachable.");
   try {
-    app.parse(argc, argv);
+    app.parse(std::min(argc, ours), argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  words = command;
+  if (words.empty()) {
+    fmt::print(stderr, "hourglass-ctl: command is required; run with --help for the list\n");
+    return 2;
   }
 
   std::string line;

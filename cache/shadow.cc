@@ -1,0 +1,243 @@
+// ShadowTable: shadow zones, their counters, and the bounded table of shadow expiry times.
+#include "cache/shadow.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace hg::cache {
+
+struct ShadowTable::Zone {
+  wire::Name name;  // lowercased
+  uint32_t seconds = 0;
+  uint32_t id = 0;
+  Time since{};
+  // Incremented under zones_mu_ held shared, by any worker: atomics (relaxed, statistics).
+  std::atomic<uint64_t> queries{0};
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> real_upstream{0};
+  std::atomic<uint64_t> shadow_misses{0};
+};
+
+struct alignas(64) ShadowTable::Shard {
+  struct Node {
+    uint64_t hash;
+    Time expires;
+    uint32_t zone;
+  };
+  std::mutex mu;
+  std::list<Node> order;  // filled longest ago first
+  std::unordered_map<uint64_t, std::list<Node>::iterator> index;
+  uint64_t evictions = 0;
+};
+
+double ShadowZoneStats::hit_ratio(uint64_t upstream, uint64_t queries) noexcept {
+  if (queries == 0 || upstream >= queries) return 0.0;
+  return 1.0 - static_cast<double>(upstream) / static_cast<double>(queries);
+}
+
+double ShadowZoneStats::multiplier() const noexcept {
+  const uint64_t p = projected_upstream();
+  if (real_upstream == 0) return static_cast<double>(p);
+  return static_cast<double>(p) / static_cast<double>(real_upstream);
+}
+
+ShadowTable::ShadowTable(const ShadowSettings& settings) : settings_(settings) {
+  const std::size_t n = std::bit_ceil(std::max<std::size_t>(settings.shards, 1));
+  settings_.shards = n;
+  shard_shift_ = 64 - std::countr_zero(n);
+  per_shard_bytes_ = settings.max_bytes / n;
+  shards_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    shards_.push_back(std::make_unique<Shard>());
+}
+
+ShadowTable::~ShadowTable() = default;
+
+ShadowTable::Shard& ShadowTable::shard_for(uint64_t hash) const noexcept {
+  return shards_.size() == 1 ? *shards_[0] : *shards_[hash >> shard_shift_];
+}
+
+ShadowTable::Zone* ShadowTable::match(const CacheKey& key) const noexcept {
+  Zone* best = nullptr;
+  const auto name = key.qname.wire();
+  for (const auto& z : zones_) {
+    const auto zw = z->name.wire();
+    if ((best == nullptr || zw.size() > best->name.wire().size()) && wire_at_or_below(name, zw))
+      best = z.get();
+  }
+  return best;
+}
+
+void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time expires) {
+  auto it = s.index.find(hash);
+  if (it != s.index.end()) {
+    it->second->expires = expires;
+    it->second->zone = zone_id;
+    s.order.splice(s.order.end(), s.order, it->second);  // now the most recently filled
+    return;
+  }
+  if (per_shard_bytes_ < kBytesPerEntry) return;  // a table too small for one entry
+  while ((s.index.size() + 1) * kBytesPerEntry > per_shard_bytes_ && !s.order.empty()) {
+    s.index.erase(s.order.front().hash);
+    s.order.pop_front();
+    ++s.evictions;
+  }
+  s.order.push_back(Shard::Node{hash, expires, zone_id});
+  s.index.emplace(hash, std::prev(s.order.end()));
+}
+
+void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
+  std::shared_lock zl(zones_mu_);
+  Zone* z = match(key);
+  if (z == nullptr) return;
+  z->queries.fetch_add(1, std::memory_order_relaxed);
+  if (fresh == nullptr) return;
+  z->hits.fetch_add(1, std::memory_order_relaxed);
+  Shard& s = shard_for(key.hash);
+  std::lock_guard lock(s.mu);  // look and refill under one lock: one miss per expiry
+  auto it = s.index.find(key.hash);
+  if (it != s.index.end() && it->second->zone == z->id && now < it->second->expires) return;
+  z->shadow_misses.fetch_add(1, std::memory_order_relaxed);
+  fill_locked(s, key.hash, z->id, now + Seconds{std::min(fresh->ttl(), z->seconds)});
+}
+
+void ShadowTable::on_upstream(const CacheKey& key) {
+  std::shared_lock zl(zones_mu_);
+  if (Zone* z = match(key)) z->real_upstream.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {
+  std::shared_lock zl(zones_mu_);
+  Zone* z = match(key);
+  if (z == nullptr) return;
+  Shard& s = shard_for(key.hash);
+  std::lock_guard lock(s.mu);
+  fill_locked(s, key.hash, z->id, entry.inserted_at() + Seconds{std::min(entry.ttl(), z->seconds)});
+}
+
+void ShadowTable::purge(const std::vector<uint32_t>& ids) {
+  if (ids.empty()) return;
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::lock_guard lock(s.mu);
+    for (auto it = s.order.begin(); it != s.order.end();) {
+      if (std::find(ids.begin(), ids.end(), it->zone) != ids.end()) {
+        s.index.erase(it->hash);
+        it = s.order.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
+  std::unique_lock zl(zones_mu_);
+  const wire::Name z = zone.lowercased();
+  std::vector<uint32_t> gone;
+  for (auto& existing : zones_) {
+    if (existing->name.identical(z)) {
+      gone.push_back(existing->id);
+      existing.reset();
+    }
+  }
+  std::erase(zones_, nullptr);
+  purge(gone);
+  auto nz = std::make_unique<Zone>();
+  nz->name = z;
+  nz->seconds = seconds;
+  nz->id = next_id_++;
+  nz->since = now;
+  zones_.push_back(std::move(nz));
+  active_.store(true, std::memory_order_relaxed);
+}
+
+bool ShadowTable::clear(const wire::Name& zone) {
+  std::unique_lock zl(zones_mu_);
+  const wire::Name z = zone.lowercased();
+  std::vector<uint32_t> gone;
+  for (auto& existing : zones_) {
+    if (existing->name.identical(z)) {
+      gone.push_back(existing->id);
+      existing.reset();
+    }
+  }
+  std::erase(zones_, nullptr);
+  purge(gone);
+  active_.store(!zones_.empty(), std::memory_order_relaxed);
+  return !gone.empty();
+}
+
+void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zones, Time now) {
+  std::unique_lock zl(zones_mu_);
+  std::vector<std::unique_ptr<Zone>> next;
+  for (const auto& [name, seconds] : zones) {
+    const wire::Name z = name.lowercased();
+    if (std::any_of(next.begin(), next.end(), [&](const auto& n) { return n->name.identical(z); }))
+      continue;  // listed twice: the first one counts
+    auto kept = std::find_if(zones_.begin(), zones_.end(), [&](const auto& old) {
+      return old && old->name.identical(z) && old->seconds == seconds;
+    });
+    if (kept != zones_.end()) {
+      next.push_back(std::move(*kept));
+      continue;
+    }
+    auto nz = std::make_unique<Zone>();
+    nz->name = z;
+    nz->seconds = seconds;
+    nz->id = next_id_++;
+    nz->since = now;
+    next.push_back(std::move(nz));
+  }
+  std::vector<uint32_t> gone;
+  for (const auto& old : zones_)
+    if (old) gone.push_back(old->id);
+  zones_ = std::move(next);
+  purge(gone);
+  active_.store(!zones_.empty(), std::memory_order_relaxed);
+}
+
+std::vector<std::pair<wire::Name, uint32_t>> ShadowTable::list() const {
+  std::shared_lock zl(zones_mu_);
+  std::vector<std::pair<wire::Name, uint32_t>> out;
+  out.reserve(zones_.size());
+  for (const auto& z : zones_)
+    out.emplace_back(z->name, z->seconds);
+  return out;
+}
+
+std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
+  std::shared_lock zl(zones_mu_);
+  std::vector<ShadowZoneStats> out;
+  out.reserve(zones_.size());
+  for (const auto& z : zones_) {
+    ShadowZoneStats s;
+    s.zone = z->name;
+    s.seconds = z->seconds;
+    s.since = z->since;
+    s.queries = z->queries.load(std::memory_order_relaxed);
+    s.hits = z->hits.load(std::memory_order_relaxed);
+    s.real_upstream = z->real_upstream.load(std::memory_order_relaxed);
+    s.shadow_misses = z->shadow_misses.load(std::memory_order_relaxed);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ShadowTableStats ShadowTable::stats() const {
+  ShadowTableStats st;
+  {
+    std::shared_lock zl(zones_mu_);
+    st.zones = zones_.size();
+  }
+  for (const auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    st.entries += sp->index.size();
+    st.evictions += sp->evictions;
+  }
+  st.bytes = st.entries * kBytesPerEntry;
+  st.capacity_bytes = per_shard_bytes_ * shards_.size();
+  return st;
+}
+
+}  // namespace hg::cache

@@ -1,0 +1,97 @@
+// The cost of shadow-ttl on the daemon's hit path: QueryEngine::on_query for a cached name
+// (admission, key, lookup, render — everything a UDP hit pays except the socket calls), with
+// no shadow zone, with one zone the name is in (shadow entry fresh: the common case), with
+// one zone it is in and shadow TTL 0 (every hit is a shadow miss and refills: the worst case),
+// and with one zone it is not in.
+//
+//   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DHG_BENCH=ON -DHG_TESTS=OFF
+//   cmake --build build-bench -j2 --target hg_shadow_bench
+//   ./build-bench/tests/bench/hg_shadow_bench --benchmark_repetitions=5
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "resolver/server.h"
+#include "wire/owned.h"
+#include "wire/rdata.h"
+
+namespace {
+
+using namespace hg;
+using resolver::MonoTime;
+
+wire::Name name_of(const std::string& text) {
+  return *wire::Name::from_text(text);
+}
+
+std::vector<uint8_t> query_for(const std::string& qname) {
+  wire::OwnedMessage m;
+  m.header.id = 0x1234;
+  m.header.set(wire::flag::RD, true);
+  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
+  m.edns = wire::OwnedEdns{};
+  return wire::to_wire(m);
+}
+
+std::vector<uint8_t> answer_for(const std::string& qname) {
+  wire::OwnedMessage m;
+  m.header.id = 1;
+  m.header.set(wire::flag::QR, true);
+  m.header.set(wire::flag::RD, true);
+  m.header.set(wire::flag::RA, true);
+  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
+  m.answer.push_back({name_of(qname), wire::RRType::CNAME, 1, 3600,
+                      wire::RdataName{name_of("edge.cdn.example.net")}});
+  m.answer.push_back(
+      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 1}}});
+  m.answer.push_back(
+      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 2}}});
+  return wire::to_wire(m);
+}
+
+enum Mode : int64_t { kOff = 0, kInZone = 1, kInZoneTtl0 = 2, kOtherZone = 3 };
+
+void BM_Hit(benchmark::State& state) {
+  const auto mode = static_cast<Mode>(state.range(0));
+  MonoTime now{std::chrono::milliseconds{10'000'000}};
+  resolver::EventLoop loop(resolver::EventLoop::Options{.clock = [&now] { return now; }});
+  resolver::Shared shared{resolver::Config{}};
+  resolver::QueryEngine engine(
+      shared, loop, [](std::span<const uint8_t>, resolver::Upstream::Callback) {}, 0);
+  // 1000 cached names, asked round robin (so the shadow table holds 1000 entries too).
+  constexpr int kNames = 1000;
+  std::vector<std::vector<uint8_t>> queries;
+  for (int i = 0; i < kNames; ++i) {
+    const std::string n = "host" + std::to_string(i) + ".bench.example.com";
+    const auto bytes = answer_for(n);
+    wire::Message msg;
+    if (!msg.parse(bytes, wire::ParseMode::Strict)) state.SkipWithError("bad answer");
+    shared.cache.insert(cache::CacheKey::make(name_of(n), wire::RRType::A, 1, false, false), msg,
+                        now);
+    queries.push_back(query_for(n));
+  }
+  if (mode == kInZone) shared.shadow.set(name_of("example.com"), 3600, now);
+  if (mode == kInZoneTtl0) shared.shadow.set(name_of("example.com"), 0, now);
+  if (mode == kOtherZone) shared.shadow.set(name_of("example.org"), 60, now);
+  std::vector<uint8_t> out(1232);
+  resolver::Route route;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto r = engine.on_query(queries[i], nullptr, route, out);
+    benchmark::DoNotOptimize(r);
+    if (++i == queries.size()) i = 0;
+  }
+  if (shared.stats.hits.load() != static_cast<uint64_t>(state.iterations()))
+    state.SkipWithError("not every query was a hit");
+  state.SetLabel(mode == kOff          ? "no shadow zone"
+                 : mode == kInZone     ? "in a shadow zone, shadow hit"
+                 : mode == kInZoneTtl0 ? "in a shadow zone, shadow miss + refill"
+                                       : "shadow zone set, name not in it");
+}
+BENCHMARK(BM_Hit)->Arg(kOff)->Arg(kInZone)->Arg(kInZoneTtl0)->Arg(kOtherZone);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -309,6 +309,17 @@ const std::vector<Key>& keys() {
          c.metrics = *e;
          return std::nullopt;
        }},
+      {"cache-file", Kind::Scalar, "PATH",
+       "Save the cache to this file at shutdown and on 'hourglass-ctl save', and load it at "
+       "start (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.back() == '/' || v.size() > 4000) {
+           return "expected the path of a file (1 to 4000 bytes, not ending in '/'), e.g. "
+                  "/var/lib/hourglass/cache";
+         }
+         c.cache_file = std::string(v);
+         return std::nullopt;
+       }},
   };
   return k;
 }
@@ -945,6 +956,7 @@ std::string to_toml(const Config& c) {
   out += std::string("log-queries = ") + (c.log_queries ? "true" : "false") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
+  if (!c.cache_file.empty()) out += "cache-file = " + toml_string(c.cache_file) + "\n";
   out += "ttl-cap = " +
          toml_list(c.ttl_caps,
                    [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +

@@ -162,6 +162,7 @@ struct Config {
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
+  std::string cache_file{};   ///< warm-restart cache file; empty: none
   std::string config_file{};  ///< the --config given, empty if none
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "resolver/warm_restart.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -30,7 +31,8 @@ constexpr std::string_view kHelp =
     "flush-zone ZONE         remove cached answers for ZONE and every name below it\n"
     "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included\n"
     "ttl-cap-clear ZONE      remove ZONE's cap (cached answers keep their shortened TTLs)\n"
-    "ttl-caps                the caps in force\n";
+    "ttl-caps                the caps in force\n"
+    "save                    write the cache to the --cache-file now\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -234,6 +236,15 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
       out += fmt::format("{} {}\n", zone.to_text(), cap);
     if (out.empty()) out = "; no ttl caps\n";
     return {std::move(out)};
+  }
+  if (cmd == "save") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    if (shared.config.cache_file.empty())
+      return error("no cache file: start hourglassd with --cache-file PATH");
+    const auto r = save_cache_file(shared, now);
+    if (!r.ok) return error(r.error);
+    return {fmt::format("saved {} answers to {} ({} bytes)\n", r.entries, shared.config.cache_file,
+                        r.bytes)};
   }
   const std::string shown(cmd.substr(0, 64));
   return error(fmt::format("unknown command '{}'; try 'help'", shown));

@@ -22,6 +22,8 @@
 //   ttl-cap ZONE SECONDS      caps TTLs at or below ZONE, cached ones included → "ok: ..."
 //   ttl-cap-clear ZONE        removes that cap                          → "ok: ..."
 //   ttl-caps                  "ZONE SECONDS" per cap in force
+//   save                      writes the cache to --cache-file now (resolver/warm_restart.h)
+//                             → "saved N answers to PATH (B bytes)"
 //
 // Served on one worker's event loop (worker 0) through StreamServer: non-blocking, at most
 // 16 connections, idle ones closed after 30 s. A dump is rendered in chunks as the client

@@ -3,7 +3,7 @@
 //
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | dump [NAME] | flush [NAME] | flush-zone ZONE
-//   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | help
+//   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
 // only creates one when started with --control PATH.
@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("command", words,
                  "stats | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-                 "| ttl-cap-clear ZONE | ttl-caps | help")
+                 "| ttl-cap-clear ZONE | ttl-caps | save | help")
       ->required();
   app.footer("Exit status: 0 ok, 1 hourglassd answered with an error, 2 hourglassd not reachable.");
   try {

@@ -258,10 +258,14 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
     const wire::Question& q = clean.questions().front();
     const CacheKey key =
         CacheKey::make(q.name, q.type, q.klass, (s.flags & kFlagDo) != 0, (s.flags & kFlagCd) != 0);
-    if (cache.insert(key, clean, inserted) == InsertOutcome::Cached) {
-      ++r.loaded;
-    } else {
+    if (cache.insert(key, clean, inserted) != InsertOutcome::Cached) {
       ++r.refused;
+    } else if (!cache.peek(key, now)) {
+      // Today's TTL policy (cache-max-ttl, a ttl-cap) shortened it past its stale window.
+      cache.erase(key);
+      ++r.expired;
+    } else {
+      ++r.loaded;
     }
   }
   return r;

@@ -178,6 +178,20 @@ TEST_F(PersistTest, TodaysTtlPolicyAppliesToLoadedEntries) {
       10u);
 }
 
+TEST_F(PersistTest, AnEntryTodaysPolicyShortensPastItsStaleWindowIsNotLoaded) {
+  OwnedMessage m = response("long.example.com");
+  m.answer.push_back(A("long.example.com", 3600));
+  put(m, key("long.example.com"));
+  const auto file = encode(cache_.snapshot(), clock_.now(), kWall0, Seconds{60});
+  CacheSettings s = settings_;
+  s.ttl.max_ttl = 100;  // expired 100 s after insert, window over at 160 s
+  Cache restored(s);
+  const LoadReport r = load(restored, file, clock_.now(), kWall0 + Seconds{200});
+  EXPECT_EQ(r.loaded, 0u);
+  EXPECT_EQ(r.expired, 1u);
+  EXPECT_EQ(restored.stats().entries, 0u);
+}
+
 TEST_F(PersistTest, ASmallerCacheKeepsTheNewestEntries) {
   for (int i = 0; i < 400; ++i) {
     OwnedMessage m = response(nm("host", i, ".example.org"));

@@ -365,6 +365,17 @@ const std::vector<Key>& keys() {
          c.metrics = *e;
          return std::nullopt;
        }},
+      {"cache-file", Kind::Scalar, "PATH",
+       "Save the cache to this file at shutdown and on 'hourglass-ctl save', and load it at "
+       "start (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.back() == '/' || v.size() > 4000) {
+           return "expected the path of a file (1 to 4000 bytes, not ending in '/'), e.g. "
+                  "/var/lib/hourglass/cache";
+         }
+         c.cache_file = std::string(v);
+         return std::nullopt;
+       }},
   };
   return k;
 }
@@ -1004,6 +1015,7 @@ std::string to_toml(const Config& c) {
   if (!c.dnstap.empty()) out += "dnstap = " + toml_string(c.dnstap) + "\n";
   if (!c.dnstap_identity.empty())
     out += "dnstap-identity = " + toml_string(c.dnstap_identity) + "\n";
+  if (!c.cache_file.empty()) out += "cache-file = " + toml_string(c.cache_file) + "\n";
   out += "ttl-cap = " +
          toml_list(c.ttl_caps,
                    [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +

@@ -167,6 +167,7 @@ struct Config {
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
+  std::string cache_file{};       ///< warm-restart cache file; empty: none
   std::string config_file{};      ///< the --config given, empty if none
   std::string dnstap{};           ///< --dnstap: PATH or unix:PATH; empty: no dnstap
   std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "resolver/rehearsal.h"
+#include "resolver/warm_restart.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -35,7 +36,8 @@ constexpr std::string_view kHelp =
     "shadow [list]           shadow-ttl zones: real vs projected upstream queries\n"
     "shadow set ZONE SECONDS start a shadow-ttl zone; shadow clear ZONE stops it\n"
     "drain NAME [--old RDATA]... [--flush-old]\n"
-    "                        cached answers leading to NAME, when the old ones are gone\n";
+    "                        cached answers leading to NAME, when the old ones are gone\n"
+    "save                    write the cache to the --cache-file now\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -242,6 +244,15 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
       out += fmt::format("{} {}\n", zone.to_text(), cap);
     if (out.empty()) out = "; no ttl caps\n";
     return {std::move(out)};
+  }
+  if (cmd == "save") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    if (shared.config.cache_file.empty())
+      return error("no cache file: start hourglassd with --cache-file PATH");
+    const auto r = save_cache_file(shared, now);
+    if (!r.ok) return error(r.error);
+    return {fmt::format("saved {} answers to {} ({} bytes)\n", r.entries, shared.config.cache_file,
+                        r.bytes)};
   }
   if (auto r = rehearsal_command(shared, words, now)) return std::move(*r);
   const std::string shown(cmd.substr(0, 64));

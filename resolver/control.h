@@ -24,6 +24,8 @@
 //   ttl-caps                  "ZONE SECONDS" per cap in force
 //   shadow [list|set|clear]   shadow-ttl zones (resolver/rehearsal.h)
 //   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/rehearsal.h)
+//   save                      writes the cache to --cache-file now (resolver/warm_restart.h)
+//                             → "saved N answers to PATH (B bytes)"
 //
 // Served on one worker's event loop (worker 0) through StreamServer: non-blocking, at most
 // 16 connections, idle ones closed after 30 s. A dump is rendered in chunks as the client

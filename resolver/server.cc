@@ -11,6 +11,7 @@
 
 #include "resolver/control.h"
 #include "resolver/metrics.h"
+#include "resolver/warm_restart.h"
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/owned.h"
@@ -24,6 +25,7 @@ namespace {
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;
 constexpr std::size_t kMaxTcpAnswer = 65535;
+constexpr Millis kStatusEvery{5000};  // systemd STATUS= updates
 
 cache::CacheSettings cache_settings(const Config& c) {
   cache::CacheSettings s;
@@ -447,6 +449,7 @@ struct Server::Worker {
   std::vector<std::unique_ptr<TcpListener>> tcp;
   std::vector<uint8_t> tcp_out = std::vector<uint8_t>(kMaxTcpAnswer);
   std::thread thread;
+  std::atomic<int64_t> heartbeat_ms{0};  ///< loop.now() at its last watchdog heartbeat
 };
 
 Checked<std::unique_ptr<Server>> Server::create(Config config) {
@@ -468,6 +471,9 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
       shadow.emplace_back(*zone, static_cast<uint32_t>(st.cap.count()));
     }
     shared.shadow.replace(shadow, now);
+    // Warm restart: the saved cache goes in before any socket is bound (after the caps, so
+    // they apply to it).
+    srv->loaded_from_file_ = load_cache_file(shared, now);
   }
   const unsigned n = std::max(1u, config.threads);
   std::vector<Endpoint> listen = config.listen;
@@ -604,6 +610,7 @@ int Server::run() {
     Worker* w = workers_[i].get();
     w->thread = std::thread([w] { w->loop.run(); });
   }
+  start_systemd();
   main.loop.run();
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     workers_[i]->loop.stop();
@@ -624,6 +631,7 @@ int Server::run() {
              s.queries_udp.load(), s.queries_tcp.load(), s.hits.load(), s.misses.load(),
              s.stale_answers.load(), s.coalesced.load(), s.upstream_queries.load(),
              s.upstream_failures.load(), s.servfail.load());
+  save_at_exit();
   return 0;
 }
 
@@ -631,9 +639,15 @@ void Server::on_signal() {
   signalfd_siginfo info;
   while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     if (info.ssi_signo == SIGHUP) {
+      const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now().time_since_epoch());
+      notifier_.send(fmt::format("RELOADING=1\nMONOTONIC_USEC={}\nSTATUS=reloading", usec.count()));
       reload_upstreams();
       reload_dnstap();
       reload_shadow_ttls();
+      // Each worker switches channels in a task posted to it; READY=1 follows them all.
+      if (notifier_.enabled())
+        after_all_workers([this] { notifier_.send("READY=1\nSTATUS=" + status_text()); });
     } else if (!stopping_) {
       begin_shutdown();
     }
@@ -711,6 +725,7 @@ void Server::reload_shadow_ttls() {
 
 void Server::begin_shutdown() {
   stopping_ = true;
+  notifier_.send("STOPPING=1\nSTATUS=shutting down");
   fmt::print(stderr, "hourglassd: shutting down: no new queries; answering the {} in flight\n",
              shared_->inflight.size());
   for (auto& w : workers_) {
@@ -827,6 +842,104 @@ void Server::reload_dnstap() {
       old.reset();
       if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", what);
     });
+  }
+}
+
+// --- systemd and warm restart ------------------------------------------------------------
+
+void Server::start_systemd() {
+  notifier_ = SystemdNotifier::from_environment(static_cast<long>(::getpid()));
+  if (!notifier_.enabled()) return;
+  Worker& main = *workers_[0];
+  // Posted, so READY=1 goes out from inside the running loop: every listener is bound and
+  // every worker thread started before this point.
+  main.loop.post([this] {
+    notifier_.send("READY=1\nSTATUS=" + status_text());
+    fmt::print(stderr, "systemd: READY=1 sent{}\n",
+               notifier_.watchdog()
+                   ? fmt::format("; watchdog every {} ms", notifier_.watchdog()->count() / 2000)
+                   : std::string());
+  });
+  main.loop.add_timer(kStatusEvery, [this] { status_tick(); });
+  if (const auto wd = notifier_.watchdog()) {
+    const Millis interval = std::max(Millis{2}, std::chrono::duration_cast<Millis>(*wd));
+    for (std::size_t i = 1; i < workers_.size(); ++i) {
+      Worker* w = workers_[i].get();
+      w->heartbeat_ms.store(ms_since_epoch(main.loop.update_now()), std::memory_order_relaxed);
+      w->loop.post([this, w, interval] { beat(w, interval / 4); });
+    }
+    main.loop.post([this, interval] { watchdog_tick(interval / 2); });
+  }
+}
+
+void Server::status_tick() {
+  notifier_.send("STATUS=" + status_text());
+  workers_[0]->loop.add_timer(kStatusEvery, [this] { status_tick(); });
+}
+
+void Server::beat(Worker* w, Millis every) {
+  w->heartbeat_ms.store(ms_since_epoch(w->loop.now()), std::memory_order_relaxed);
+  w->loop.add_timer(every, [this, w, every] { beat(w, every); });
+}
+
+void Server::watchdog_tick(Millis every) {
+  // Worker 0 runs this tick, so its own loop is alive; the others prove it by their heartbeat
+  // (stamped every quarter interval). One silent for a whole interval withholds the ping.
+  Worker& main = *workers_[0];
+  const int64_t now = ms_since_epoch(main.loop.now());
+  std::vector<int64_t> beats;
+  for (std::size_t i = 1; i < workers_.size(); ++i)
+    beats.push_back(workers_[i]->heartbeat_ms.load(std::memory_order_relaxed));
+  if (auto stuck = stuck_loop(beats, now, every.count() * 2)) {
+    if (!watchdog_withheld_) {
+      fmt::print(stderr, "watchdog: worker {}'s loop has not run for {} ms; WATCHDOG=1 withheld\n",
+                 *stuck + 1, now - beats[*stuck]);
+    }
+    watchdog_withheld_ = true;
+  } else {
+    watchdog_withheld_ = false;
+    notifier_.send("WATCHDOG=1");
+  }
+  main.loop.add_timer(every, [this, every] { watchdog_tick(every); });
+}
+
+void Server::after_all_workers(std::function<void()> done) {
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
+  auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
+  EventLoop* main = &workers_[0]->loop;
+  for (auto& w : workers_) {
+    w->loop.post([remaining, shared_done, main] {
+      if (remaining->fetch_sub(1) == 1) main->post([shared_done] { (*shared_done)(); });
+    });
+  }
+}
+
+std::string Server::status_text() const {
+  const Stats& s = shared_->stats;
+  const uint64_t queries =
+      s.queries_udp.load(std::memory_order_relaxed) + s.queries_tcp.load(std::memory_order_relaxed);
+  const uint64_t hits = s.hits.load(std::memory_order_relaxed);
+  const uint64_t pct = queries == 0 ? 0 : hits * 100 / queries;
+  return fmt::format(
+      "{} queries, {} hits ({}%), {} stale answers; {} answers cached ({} loaded "
+      "from the cache file)",
+      queries, hits, pct, s.stale_answers.load(std::memory_order_relaxed),
+      shared_->cache.stats().entries, loaded_from_file_);
+}
+
+void Server::save_at_exit() {
+  const std::string& path = shared_->config.cache_file;
+  if (path.empty()) return;
+  notifier_.send("STATUS=saving the cache to " + path);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = save_cache_file(*shared_, std::chrono::time_point_cast<Millis>(t0));
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (r.ok) {
+    fmt::print(stderr, "hourglassd: saved {} answers to {} ({} bytes, {:.1f} ms)\n", r.entries,
+               path, r.bytes, ms);
+  } else {
+    fmt::print(stderr, "hourglassd: cache file {}: not saved: {}\n", path, r.error);
   }
 }
 

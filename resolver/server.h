@@ -29,6 +29,7 @@
 #include "resolver/inflight.h"
 #include "resolver/query.h"
 #include "resolver/responder.h"
+#include "resolver/systemd.h"
 #include "resolver/tcp_listener.h"
 #include "resolver/udp_listener.h"
 #include "resolver/upstream.h"
@@ -208,6 +209,16 @@ class Server {
   void begin_shutdown();
   /// Polls until no client waits (or `give_up`), then cancels upstreams and stops the loops.
   void finish_shutdown(MonoTime give_up);
+  // systemd notifications and the watchdog (resolver/systemd.h), and the warm-restart save
+  // at stop (resolver/warm_restart.h).
+  void start_systemd();
+  void status_tick();
+  void beat(Worker* w, Millis every);
+  void watchdog_tick(Millis every);
+  /// Runs `done` on worker 0 once every worker has run the tasks posted to it before this call.
+  void after_all_workers(std::function<void()> done);
+  std::string status_text() const;
+  void save_at_exit();
 
   std::unique_ptr<Shared> shared_;
   // Declared before workers_: outlives the engines that point at it.
@@ -218,6 +229,9 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   int signal_fd_ = -1;
   bool stopping_ = false;
+  SystemdNotifier notifier_;
+  std::size_t loaded_from_file_ = 0;
+  bool watchdog_withheld_ = false;
 };
 
 }  // namespace hg::resolver

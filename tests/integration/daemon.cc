@@ -255,35 +255,46 @@ DigResult dig(uint16_t port, const std::string& args, int time_seconds) {
 // --- the daemon process ----------------------------------------------------------------------
 
 std::unique_ptr<Daemon> Daemon::start(std::vector<std::string> args, bool add_listen) {
+  return start_with(std::move(args), StartOptions{.add_listen = add_listen});
+}
+
+std::unique_ptr<Daemon> Daemon::start_with(std::vector<std::string> args,
+                                           const StartOptions& options) {
   bool has_listen = false;
   for (const auto& a : args)
     has_listen = has_listen || a == "--listen";
-  if (add_listen && !has_listen) {
+  if (options.add_listen && !has_listen) {
     args.insert(args.begin(), "127.0.0.1:0");
     args.insert(args.begin(), "--listen");
   }
   std::unique_ptr<Daemon> d(new Daemon());
-  d->spawn(args);
-  if (d->pid_ < 0) return d;
-  // The first line names the bound addresses: "...: listening on A:P B:P (udp+tcp); ...".
-  const std::string marker = "listening on ";
-  if (!d->wait_for_output(" (udp+tcp)", Millis{5000})) return d;
-  const std::string out = d->output();
-  auto at = out.find(marker);
-  auto end = out.find(" (udp+tcp)");
-  if (at == std::string::npos || end == std::string::npos || end < at) return d;
-  std::istringstream addrs(out.substr(at + marker.size(), end - at - marker.size()));
-  std::string a;
-  while (addrs >> a)
-    d->listen_.push_back(a);
-  if (d->listen_.empty()) return d;
-  const auto colon = d->listen_[0].rfind(':');
-  d->port_ = static_cast<uint16_t>(std::stoul(d->listen_[0].substr(colon + 1)));
+  d->spawn(args, options);
+  if (d->pid_ < 0 || !options.wait_ready) return d;
+  if (!d->wait_listening(Millis{5000})) return d;
   d->ready_ = d->wait_ready(Millis{5000});
   return d;
 }
 
-void Daemon::spawn(const std::vector<std::string>& args) {
+bool Daemon::wait_listening(Millis timeout) {
+  // The first line names the bound addresses: "...: listening on A:P B:P (udp+tcp); ...".
+  const std::string marker = "listening on ";
+  if (!wait_for_output(" (udp+tcp)", timeout)) return false;
+  const std::string out = output();
+  auto at = out.find(marker);
+  auto end = out.find(" (udp+tcp)");
+  if (at == std::string::npos || end == std::string::npos || end < at) return false;
+  std::istringstream addrs(out.substr(at + marker.size(), end - at - marker.size()));
+  std::string a;
+  listen_.clear();
+  while (addrs >> a)
+    listen_.push_back(a);
+  if (listen_.empty()) return false;
+  const auto colon = listen_[0].rfind(':');
+  port_ = static_cast<uint16_t>(std::stoul(listen_[0].substr(colon + 1)));
+  return true;
+}
+
+void Daemon::spawn(const std::vector<std::string>& args, const StartOptions& options) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return;
   std::vector<std::string> argv_s;
@@ -293,6 +304,25 @@ void Daemon::spawn(const std::vector<std::string>& args) {
   for (auto& s : argv_s)
     argv.push_back(s.data());
   argv.push_back(nullptr);
+  // The environment: ours, with options.env set on top; built before fork (the child may only
+  // make async-signal-safe calls), with a buffer for WATCHDOG_PID, which needs the child's PID.
+  std::vector<std::string> env_s;
+  auto overridden = [&](std::string_view entry) {
+    const auto name = entry.substr(0, entry.find('=') + 1);
+    if (options.watchdog_pid && name == "WATCHDOG_PID=") return true;
+    for (const auto& e : options.env)
+      if (e.substr(0, e.find('=') + 1) == name) return true;
+    return false;
+  };
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!overridden(*e)) env_s.emplace_back(*e);
+  env_s.insert(env_s.end(), options.env.begin(), options.env.end());
+  char watchdog_pid[40] = "WATCHDOG_PID=";
+  std::vector<char*> envp;
+  for (auto& s : env_s)
+    envp.push_back(s.data());
+  if (options.watchdog_pid) envp.push_back(watchdog_pid);
+  envp.push_back(nullptr);
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
@@ -303,7 +333,18 @@ void Daemon::spawn(const std::vector<std::string>& args) {
     if (devnull >= 0) dup2(devnull, 0);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
-    execv(argv[0], argv.data());
+    if (options.watchdog_pid) {
+      // getpid() and the digits by hand: both async-signal-safe.
+      char digits[20];
+      int n = 0;
+      for (long v = getpid(); v > 0 && n < 20; v /= 10)
+        digits[n++] = static_cast<char>('0' + v % 10);
+      char* p = watchdog_pid + 13;
+      while (n > 0)
+        *p++ = digits[--n];
+      *p = '\0';
+    }
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   close(fds[1]);

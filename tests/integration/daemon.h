@@ -117,6 +117,18 @@ struct DigResult {
 /// as given; keep them to names and +options). Wrapped in `timeout` as a second bound.
 DigResult dig(uint16_t port, const std::string& args, int time_seconds = 4);
 
+/// How Daemon::start_with() starts hourglassd.
+struct StartOptions {
+  bool add_listen = true;  ///< add `--listen 127.0.0.1:0` when args have no --listen
+  /// "NAME=VALUE" strings added to (or replacing in) the inherited environment.
+  std::vector<std::string> env{};
+  /// Also set WATCHDOG_PID to the daemon's own PID (as systemd does with WatchdogSec=).
+  bool watchdog_pid = false;
+  /// Wait until it answers (start()'s behaviour). When false, start_with() returns right
+  /// after fork+exec: call wait_listening() to learn the port.
+  bool wait_ready = true;
+};
+
 /// A running hourglassd.
 class Daemon {
  public:
@@ -124,6 +136,11 @@ class Daemon {
   /// and waits (bounded) until it answers. Check ready() afterwards: false when the daemon
   /// exited or never listened; output() says why.
   static std::unique_ptr<Daemon> start(std::vector<std::string> args, bool add_listen = true);
+  static std::unique_ptr<Daemon> start_with(std::vector<std::string> args,
+                                            const StartOptions& options);
+  /// Waits (bounded) for the "listening on" line and reads the ports from it; false if it
+  /// never came.
+  bool wait_listening(Millis timeout);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -156,7 +173,7 @@ class Daemon {
 
  private:
   Daemon() = default;
-  void spawn(const std::vector<std::string>& args);
+  void spawn(const std::vector<std::string>& args, const StartOptions& options = {});
   void read_output();
   bool wait_ready(Millis timeout);
 

@@ -3,7 +3,7 @@
 //
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | dump [NAME] | flush [NAME] | flush-zone ZONE
-//   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | help
+//   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
 //   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
 //   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
 //
@@ -81,7 +81,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("command", words,
                  "stats | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-                 "| ttl-cap-clear ZONE | ttl-caps | shadow [list | set ZONE SECONDS | clear "
+                 "| ttl-cap-clear ZONE | ttl-caps | save | shadow [list | set ZONE SECONDS | clear "
                  "ZONE] | drain NAME [--old RDATA]... [--flush-old] | help");
   // Everything from the first word that is not one of our own options is the command, passed
   // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl).

@@ -1,0 +1,354 @@
+// Persist: writing and reading the cache file (format in persist.h).
+#include "cache/persist.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "wire/header.h"
+#include "wire/message.h"
+#include "wire/owned.h"
+#include "wire/reader.h"
+#include "wire/writer.h"
+
+namespace hg::cache::persist {
+namespace {
+
+constexpr std::array<uint8_t, 8> kMagic = {0x89, 'H', 'G', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint8_t kFlagDo = 1;
+constexpr uint8_t kFlagCd = 2;
+
+// CRC-32C, byte at a time from a table built at compile time (reflected polynomial).
+constexpr std::array<uint32_t, 256> make_crc_table() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k)
+      c = (c & 1) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
+
+void put_u16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v >> 8));
+  out.push_back(static_cast<uint8_t>(v));
+}
+void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8)
+    out.push_back(static_cast<uint8_t>(v >> s));
+}
+void put_u64(std::vector<uint8_t>& out, uint64_t v) {
+  for (int s = 56; s >= 0; s -= 8)
+    out.push_back(static_cast<uint8_t>(v >> s));
+}
+void set_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+}
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+// One entry as a DNS message with its stored TTLs (see the format in persist.h).
+void append_message(std::vector<uint8_t>& out, const Entry& e) {
+  const std::size_t start = out.size();
+  const std::size_t len = wire::kHeaderSize + e.question_size() + e.sections().size();
+  out.resize(start + len);
+  uint8_t* p = out.data() + start;
+  wire::Header h;
+  h.set(wire::flag::QR, true);
+  h.set(wire::flag::RA, true);
+  h.set(wire::flag::AD, e.authentic_data());
+  h.set(wire::flag::CD, e.checking_disabled());
+  h.set_rcode_low(e.rcode());
+  h.qdcount = 1;
+  h.ancount = e.ancount();
+  h.nscount = e.nscount();
+  h.arcount = e.arcount();
+  h.write_unchecked(p);
+  p += wire::kHeaderSize;
+  const auto qname = e.qname_wire();
+  std::memcpy(p, qname.data(), qname.size());
+  wire::store_u16_unchecked(p + qname.size(), static_cast<uint16_t>(e.qtype()));
+  wire::store_u16_unchecked(p + qname.size() + 2, e.qclass());
+  p += e.question_size();
+  std::memcpy(p, e.sections().data(), e.sections().size());
+  for (const Entry::Record& r : e.records())
+    wire::store_u32_unchecked(p + r.ttl_offset, r.ttl);
+}
+
+LoadReport rejected(std::string problem) {
+  LoadReport r;
+  r.status = LoadReport::Status::Rejected;
+  r.problem = std::move(problem);
+  return r;
+}
+
+// Where an entry's message lies in the file, with its key flags and insert time.
+struct Slot {
+  std::size_t offset;
+  uint16_t length;
+  uint8_t flags;
+  WallTime inserted;
+};
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+}  // namespace
+
+uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc) noexcept {
+  uint32_t c = ~crc;
+  for (const uint8_t b : bytes)
+    c = kCrcTable[(c ^ b) & 0xFF] ^ (c >> 8);
+  return ~c;
+}
+
+Time to_monotonic(WallTime inserted_wall, Time now, WallTime now_wall) noexcept {
+  if (inserted_wall >= now_wall) return now;
+  return now - (now_wall - inserted_wall);
+}
+
+WallTime to_wall(Time inserted_at, Time now, WallTime now_wall) noexcept {
+  if (inserted_at >= now) return now_wall;
+  return now_wall - (now - inserted_at);
+}
+
+std::vector<uint8_t> encode(std::vector<std::shared_ptr<const Entry>> entries, Time now,
+                            WallTime now_wall, Seconds stale_max) {
+  std::erase_if(entries, [&](const auto& e) { return now >= e->expires_at() + stale_max; });
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a->inserted_at() < b->inserted_at(); });
+  std::size_t total = kHeaderSize + kTrailerSize;
+  for (const auto& e : entries)
+    total += kEntryHeaderSize + wire::kHeaderSize + e->question_size() + e->sections().size();
+
+  std::vector<uint8_t> out;
+  out.reserve(total);
+  out.resize(kHeaderSize);
+  std::memcpy(out.data(), kMagic.data(), kMagic.size());
+  wire::store_u32_unchecked(out.data() + 8, kFormatVersion);
+  wire::store_u32_unchecked(out.data() + 12, static_cast<uint32_t>(entries.size()));
+  set_u64(out.data() + 16, static_cast<uint64_t>(now_wall.time_since_epoch().count()));
+  // The payload length (offset 24) is set at the end.
+  for (const auto& e : entries) {
+    const WallTime inserted = to_wall(e->inserted_at(), now, now_wall);
+    put_u64(out, static_cast<uint64_t>(inserted.time_since_epoch().count()));
+    out.push_back(static_cast<uint8_t>((e->dnssec_ok() ? kFlagDo : 0) |
+                                       (e->checking_disabled() ? kFlagCd : 0)));
+    const std::size_t len = wire::kHeaderSize + e->question_size() + e->sections().size();
+    put_u16(out, static_cast<uint16_t>(len));  // an entry holds at most one 64 KiB message
+    append_message(out, *e);
+  }
+  set_u64(out.data() + 24, out.size() - kHeaderSize);
+  const uint32_t crc = crc32c(std::span<const uint8_t>(out).subspan(kMagic.size()));
+  put_u32(out, crc);
+  return out;
+}
+
+LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall) {
+  if (file.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), file.begin())) {
+    return rejected("not an hourglass cache file (no magic number)");
+  }
+  if (file.size() < kHeaderSize)
+    return rejected("truncated (" + std::to_string(file.size()) + " bytes)");
+  const uint8_t* h = file.data();
+  const uint32_t version = wire::load_u32_unchecked(h + 8);
+  if (version > kFormatVersion) {
+    return rejected("format version " + std::to_string(version) +
+                    " is newer than this hourglassd reads (" + std::to_string(kFormatVersion) +
+                    ")");
+  }
+  if (version != kFormatVersion)
+    return rejected("unknown format version " + std::to_string(version));
+  const uint32_t count = wire::load_u32_unchecked(h + 12);
+  const uint64_t payload = get_u64(h + 24);
+  const uint64_t have = file.size() - kHeaderSize;
+  if (payload > have || have - payload < kTrailerSize) {
+    return rejected("truncated (" + std::to_string(file.size()) + " bytes, the header says " +
+                    std::to_string(payload + kHeaderSize + kTrailerSize) + ")");
+  }
+  if (have - payload != kTrailerSize) {
+    return rejected("corrupt (" + std::to_string(have - payload - kTrailerSize) +
+                    " bytes after the checksum)");
+  }
+  const std::size_t end = kHeaderSize + static_cast<std::size_t>(payload);
+  const uint32_t stored_crc = wire::load_u32_unchecked(file.data() + end);
+  if (crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != stored_crc)
+    return rejected("corrupt (checksum mismatch)");
+
+  // Pass 1: the structure of every entry, before anything touches the cache.
+  std::vector<Slot> slots;
+  slots.reserve(std::min<std::size_t>(count, payload / (kEntryHeaderSize + 17)));
+  wire::Message msg;
+  std::size_t at = kHeaderSize;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string which = "entry " + std::to_string(i + 1) + " of " + std::to_string(count);
+    if (end - at < kEntryHeaderSize) return rejected("corrupt (" + which + " is cut short)");
+    const uint8_t* p = file.data() + at;
+    const auto wall = static_cast<int64_t>(get_u64(p));
+    const uint8_t flags = p[8];
+    const uint16_t len = wire::load_u16_unchecked(p + 9);
+    at += kEntryHeaderSize;
+    if ((flags & ~(kFlagDo | kFlagCd)) != 0)
+      return rejected("corrupt (" + which + " has unknown key flags)");
+    if (len > end - at) return rejected("corrupt (" + which + " is cut short)");
+    const auto bytes = file.subspan(at, len);
+    if (auto st = msg.parse(bytes, wire::ParseMode::Strict); !st) {
+      return rejected("corrupt (" + which + ": " + std::string(wire::to_string(st.error().code)) +
+                      ")");
+    }
+    const wire::Header& hd = msg.header();
+    if (!hd.qr() || hd.opcode() != wire::Opcode::Query || msg.questions().size() != 1 ||
+        msg.edns().has_value()) {
+      return rejected("corrupt (" + which + " is not a cached answer)");
+    }
+    slots.push_back(Slot{at, len, flags, WallTime{Millis{wall}}});
+    at += len;
+  }
+  if (at != end) return rejected("corrupt (bytes after the last entry)");
+
+  // Pass 2: age each entry and offer it to the cache as an upstream answer.
+  LoadReport r;
+  r.status = LoadReport::Status::Loaded;
+  r.in_file = count;
+  r.saved_at = WallTime{Millis{static_cast<int64_t>(get_u64(h + 16))}};
+  const Seconds stale_max = cache.settings().stale_max;
+  std::vector<uint8_t> buf(65535);
+  wire::Message clean;
+  for (const Slot& s : slots) {
+    const Time inserted = to_monotonic(s.inserted, now, now_wall);
+    if (!msg.parse(file.subspan(s.offset, s.length), wire::ParseMode::Strict)) {
+      ++r.refused;  // cannot happen: pass 1 parsed the same bytes
+      continue;
+    }
+    // The entry expires with its shortest stored TTL; past its stale window it is not loaded.
+    uint32_t shortest = UINT32_MAX;
+    for (const wire::RecordView& rr : msg.records())
+      shortest = std::min(shortest, rr.ttl);
+    if (msg.records().empty()) shortest = 0;
+    if (now >= inserted + Seconds{shortest} + stale_max) {
+      ++r.expired;
+      continue;
+    }
+    // Re-encode with our writer, as the resolver does with an upstream answer: a crafted file
+    // could hold compression pointers into fields the cache rewrites per client.
+    auto owned = wire::to_owned(msg);
+    if (!owned) {
+      ++r.refused;
+      continue;
+    }
+    wire::WireWriter w(buf);
+    const auto out = wire::write_message(w, *owned);
+    if (!out.ok || out.truncated || !clean.parse(w.written(), wire::ParseMode::Strict)) {
+      ++r.refused;
+      continue;
+    }
+    const wire::Question& q = clean.questions().front();
+    const CacheKey key =
+        CacheKey::make(q.name, q.type, q.klass, (s.flags & kFlagDo) != 0, (s.flags & kFlagCd) != 0);
+    if (cache.insert(key, clean, inserted) != InsertOutcome::Cached) {
+      ++r.refused;
+    } else if (!cache.peek(key, now)) {
+      // Today's TTL policy (cache-max-ttl, a ttl-cap) shortened it past its stale window.
+      cache.erase(key);
+      ++r.expired;
+    } else {
+      ++r.loaded;
+    }
+  }
+  return r;
+}
+
+LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return LoadReport{};
+    return rejected("cannot open: " + errno_text(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return rejected("not a regular file");
+  }
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return rejected("cannot read: " + errno_text(err));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
+  return load(cache, bytes, now, now_wall);
+}
+
+SaveReport save_file(const Cache& cache, const std::string& path, Time now, WallTime now_wall) {
+  SaveReport r;
+  const std::vector<uint8_t> bytes =
+      encode(cache.snapshot(), now, now_wall, cache.settings().stale_max);
+  r.entries = wire::load_u32_unchecked(bytes.data() + 12);
+  r.bytes = bytes.size();
+
+  const std::size_t slash = path.rfind('/');
+  std::string dir = ".";
+  if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // mode 0600
+  if (fd < 0) {
+    r.error = "cannot create a temporary file next to " + path + ": " + errno_text(errno);
+    return r;
+  }
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    r.error = what + " " + tmp + ": " + errno_text(err);
+    return r;
+  };
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("cannot write");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail("cannot fsync");
+  if (::close(fd) != 0) {
+    r.error = "cannot close " + tmp + ": " + errno_text(errno);
+    ::unlink(tmp.c_str());
+    return r;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    r.error = "cannot rename " + tmp + " to " + path + ": " + errno_text(errno);
+    ::unlink(tmp.c_str());
+    return r;
+  }
+  // The rename is durable once the directory is on disk too.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace hg::cache::persist

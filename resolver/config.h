@@ -159,6 +159,8 @@ struct Config {
   std::vector<TtlCap> ttl_caps{};
   unsigned threads = 1;
   bool log_queries = false;
+  /// 0x20: random letter case in upstream query names, checked in the answers.
+  bool use_0x20 = true;
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};

@@ -117,7 +117,7 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight", "Upstream queries in flight.", shared.inflight.size());
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
-  return e.take();
+  return e.take() + upstreams_metrics(shared.upstream_board);
 }
 
 std::string metrics_http_response(Shared& shared, std::string_view head) {

@@ -89,6 +89,8 @@ struct Shared {
   Stats stats;
   std::atomic<uint64_t> log_suppressed{0};
   std::atomic<int64_t> last_upstream_log_ms{0};
+  /// Per-upstream-server statistics from every worker (hourglass-ctl upstreams, metrics).
+  UpstreamBoard upstream_board;
 };
 
 class Control;

@@ -2,7 +2,7 @@
 // the reply (the protocol is described in resolver/control.h).
 //
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
-//   hourglass-ctl stats | dump [NAME] | flush [NAME] | flush-zone ZONE
+//   hourglass-ctl stats | upstreams | dump [NAME] | flush [NAME] | flush-zone ZONE
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | help
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
@@ -77,9 +77,10 @@ int run(int argc, char** argv) {
                  "Seconds to wait for hourglassd to send (more of) its reply")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app.add_option("command", words,
-                 "stats | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-                 "| ttl-cap-clear ZONE | ttl-caps | help")
+  app.add_option(
+         "command", words,
+         "stats | upstreams | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
+         "| ttl-cap-clear ZONE | ttl-caps | help")
       ->required();
   app.footer("Exit status: 0 ok, 1 hourglassd answered with an error, 2 hourglassd not reachable.");
   try {

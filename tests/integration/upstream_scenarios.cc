@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -60,17 +61,29 @@ class Resolver {
 class Hourglass : public Resolver {
  public:
   explicit Hourglass(const std::vector<const FakeUpstream*>& ups) {
-    std::vector<std::string> args;
+    char tmpl[] = "/tmp/hg-scen-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    std::vector<std::string> args{"--control", dir_ + "/control"};
     for (const auto* u : ups) {
       args.push_back("--upstream");
       args.push_back(u->address());
     }
     d_ = Daemon::start(args);
   }
+  ~Hourglass() override {
+    // What hourglass-ctl upstreams says at the end of the scenario.
+    const std::string cmd =
+        "timeout 20 " HOURGLASS_CTL " --socket '" + dir_ + "/control' upstreams | sed 's/^/    /'";
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) std::printf("    (hourglass-ctl failed)\n");
+    d_.reset();
+    std::filesystem::remove_all(dir_);
+  }
   uint16_t port() const override { return d_->port(); }
   bool ready() const override { return d_->ready(); }
 
  private:
+  std::string dir_;
   std::unique_ptr<Daemon> d_;
 };
 

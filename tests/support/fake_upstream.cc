@@ -378,8 +378,10 @@ void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const
   if (qend == 0) return;
   rq.id = get16(query, 0);
   rq.has_opt = has_opt(query, qend);
-  for (std::size_t i = 13; i + 4 < qend; ++i)
-    rq.qname_raw += static_cast<char>(query[i]);
+  for (std::size_t at = 12; at < qend && query[at] != 0; at += 1 + query[at]) {
+    if (!rq.qname_raw.empty()) rq.qname_raw += '.';
+    rq.qname_raw.append(reinterpret_cast<const char*>(query.data()) + at + 1, query[at]);
+  }
   std::string qname = rq.qname;
   const bool opt = rq.has_opt;
   bool lost = false, formerr = false, scramble = false;

@@ -334,6 +334,13 @@ const std::vector<Key>& keys() {
          c.log_queries = v == "true";
          return std::nullopt;
        }},
+      {"no-0x20", Kind::Flag, "",
+       "Send upstream query names in lower case instead of a random letter case (0x20) "
+       "checked in the answer",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         c.use_0x20 = v != "true";
+         return std::nullopt;
+       }},
       {"control", Kind::Scalar, "PATH", "Unix socket for hourglass-ctl (default: none)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v.empty() || v.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -1010,6 +1017,7 @@ std::string to_toml(const Config& c) {
   out += "allow = " + toml_list(c.allow, [](const Cidr& x) { return x.to_string(); }) + "\n";
   out += "threads = " + std::to_string(c.threads) + "\n";
   out += std::string("log-queries = ") + (c.log_queries ? "true" : "false") + "\n";
+  out += std::string("no-0x20 = ") + (c.use_0x20 ? "false" : "true") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
   if (!c.dnstap.empty()) out += "dnstap = " + toml_string(c.dnstap) + "\n";

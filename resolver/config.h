@@ -164,6 +164,8 @@ struct Config {
   uint64_t shadow_size = uint64_t{8} << 20;  ///< bytes of the shadow table
   unsigned threads = 1;
   bool log_queries = false;
+  /// 0x20: random letter case in upstream query names, checked in the answers.
+  bool use_0x20 = true;
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};

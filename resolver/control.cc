@@ -26,6 +26,7 @@ constexpr int64_t kMaxCapSeconds = 2147483647;  // RFC 2181 §8: TTLs are 31-bit
 constexpr std::string_view kHelp =
     "help                    this list\n"
     "stats                   cache and server counters, queries in flight\n"
+    "upstreams               per upstream server: RTT, RTO, EDNS and 0x20 state, counters\n"
     "dump [NAME]             cached answers (all, or NAME's) with the TTLs left now\n"
     "flush                   remove every cached answer\n"
     "flush NAME              remove every cached answer for NAME\n"
@@ -194,6 +195,10 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
   if (cmd == "stats") {
     if (nargs != 0) return usage(cmd, "(no arguments)");
     return stats_text(shared);
+  }
+  if (cmd == "upstreams") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    return {upstreams_text(shared.upstream_board)};
   }
   if (cmd == "dump") {
     if (nargs > 1) return usage(cmd, "[NAME]");

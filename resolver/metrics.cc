@@ -171,7 +171,7 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
   render_shadow_metrics(shared, e);
-  return e.take();
+  return e.take() + upstreams_metrics(shared.upstream_board);
 }
 
 std::string metrics_http_response(Shared& shared, std::string_view head) {

@@ -250,7 +250,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
 
 void QueryEngine::start_upstream(const cache::CacheKey& key) {
   // Our own query: RD=1, CD as the client asked, the lowercased name, and one bare OPT record
-  // at the end (c-ares 1.18 with ARES_FLAG_EDNS requires exactly that) with DO when asked.
+  // at the end (Upstream removes exactly that for a server without EDNS) with DO when asked.
   std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q{};
   wire::WireWriter w(q);
   wire::Header h;
@@ -482,12 +482,12 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     Worker* worker = wk.get();
     UpstreamOptions uo;
     uo.servers = config.upstreams;
-    // c-ares's first try waits 2/5 of the deadline (1.2 s of 3 s) and never less than 1 s, so
-    // a slow but alive server (300 ms) is never asked twice; its second, doubled try ends
-    // past the deadline, so a late answer still lands in the cache. A longer
-    // --upstream-timeout stretches both.
-    uo.try_timeout =
-        std::clamp(Millis{config.upstream_timeout.count() * 2 / 5}, Millis{1000}, Millis{5000});
+    // Retransmissions follow each server's RTO (docs/upstream.md) for the whole deadline and
+    // a fifth more, so an answer that comes just after the client's SERVFAIL is still cached.
+    uo.lifetime = Millis{config.upstream_timeout.count() * 6 / 5};
+    uo.use_0x20 = config.use_0x20;
+    uo.board = &shared.upstream_board;
+    uo.worker = static_cast<int>(i);
     auto up = Upstream::create(wk->loop, uo);
     if (!up) return R::failure(up.error());
     wk->upstream = std::move(up.value());

@@ -97,6 +97,8 @@ struct Shared {
   std::atomic<uint64_t> log_suppressed{0};
   std::atomic<int64_t> last_upstream_log_ms{0};
   DnstapCounters dnstap;  ///< --dnstap frames queued and dropped, over every reopen
+  /// Per-upstream-server statistics from every worker (hourglass-ctl upstreams, metrics).
+  UpstreamBoard upstream_board;
 };
 
 class Control;

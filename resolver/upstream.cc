@@ -1,9 +1,9 @@
-// Upstream implementation: c-ares 1.18 channels on an EventLoop.
+// Upstream implementation: one c-ares 1.18 channel per server on an EventLoop, and the
+// retransmission, server choice, EDNS and 0x20 logic above them.
 //
-// Why more than one channel: ares_set_servers_ports() refuses (ARES_ENOTIMP) while queries
-// are pending, so reload_servers() opens a new channel for new queries and retires the old
-// one, destroying it once its last query has ended — never from inside a c-ares callback,
-// where ares_destroy() is not allowed, but from a zero-delay loop timer.
+// A server removed by reload_servers() keeps its channel until its last query has ended; it
+// is then destroyed from a zero-delay loop timer, never from inside a c-ares callback, where
+// ares_destroy() is not allowed.
 #include "resolver/upstream.h"
 
 #include <ares.h>
@@ -22,25 +22,6 @@
 #include <utility>
 
 namespace hg::resolver {
-
-struct Upstream::Channel {
-  Upstream* owner = nullptr;
-  ares_channel ares = nullptr;
-  std::size_t pending = 0;  // our queries not yet reported
-  bool retired = false;     // no new queries; destroy when pending reaches 0
-  bool destroy_scheduled = false;
-  TimerId destroy_timer;
-  TimerId timer;
-  MonoTime timer_at{};
-  std::vector<int> fds;  // sockets c-ares asked us to watch
-};
-
-struct Upstream::Query {
-  Upstream* owner;
-  Channel* channel;
-  uint16_t id;
-  Callback done;
-};
 
 namespace {
 
@@ -93,14 +74,9 @@ std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
   return std::nullopt;
 }
 
-// Socket functions: plain POSIX calls, plus a look at each UDP answer on its way in.
-//
-// c-ares 1.18.1 reports "every server answered SERVFAIL/REFUSED/NOTIMP" with the status it
-// starts every query with, ARES_ECONNREFUSED — the same status as an ICMP port-unreachable.
-// The daemon picks its Extended DNS Error by status (22 No Reachable Authority against 23
-// Network Error), so we note the RCODE of such answers per query ID here and use it when
-// the query fails. This only labels the failure; c-ares still decides what to do. TCP
-// reads (from == nullptr) are not inspected: their byte stream is not split into messages.
+// Socket functions: plain POSIX calls. recvfrom is Upstream::recv_hook (below), which
+// looks at each UDP datagram before c-ares does. sendmsg with MSG_NOSIGNAL: a TCP upstream
+// that resets must not kill the daemon with SIGPIPE.
 ares_socket_t sock_open(int domain, int type, int protocol, void*) {
   return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
 }
@@ -113,30 +89,12 @@ int sock_connect(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, voi
   return connect(fd, addr, len);
 }
 
-ares_ssize_t sock_recvfrom(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
-                           ares_socklen_t* from_len, void* user) {
-  ssize_t n = recvfrom(fd, buf, len, flags, from, from_len);
-  if (n >= 4 && from != nullptr) {
-    const auto* b = static_cast<const uint8_t*>(buf);
-    uint8_t rcode = b[3] & 0x0f;
-    if (rcode == 2 || rcode == 4 || rcode == 5) {  // SERVFAIL, NOTIMP, REFUSED
-      auto id = static_cast<uint16_t>((b[0] << 8) | b[1]);
-      static_cast<std::array<uint8_t, 65536>*>(user)->at(id) = rcode;
-    }
-  }
-  return n;
-}
-
 ares_ssize_t sock_sendv(ares_socket_t fd, const iovec* iov, int iovcnt, void*) {
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
   msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
-  // MSG_NOSIGNAL: a TCP upstream that resets must not kill the daemon with SIGPIPE.
   return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
-
-const ares_socket_functions kSocketFunctions = {sock_open, sock_close, sock_connect, sock_recvfrom,
-                                                sock_sendv};
 
 int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
   std::vector<ares_addr_port_node> nodes(servers.size());
@@ -187,161 +145,272 @@ std::string_view to_string(UpstreamStatus s) noexcept {
   return "unknown";
 }
 
+namespace {
+
+constexpr std::size_t kMaxQuery = 512;
+constexpr std::size_t kMaxAttempts = 16;
+constexpr std::size_t kOptSize = 11;
+constexpr std::size_t kMaxServers = 64;
+
+Micros steady_micros() {
+  return std::chrono::duration_cast<Micros>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Millis ceil_ms(Micros us) {
+  return std::chrono::ceil<Millis>(us);
+}
+
+uint16_t get16(const uint8_t* p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+}  // namespace
+
+struct Upstream::Server {
+  Upstream* owner = nullptr;
+  Endpoint endpoint;
+  ares_channel ares = nullptr;
+  std::size_t pending = 0;  // attempts c-ares has not reported yet
+  bool retired = false;     // removed by a reload: destroy when pending reaches 0
+  bool destroy_scheduled = false;
+  TimerId destroy_timer;
+  TimerId timer;
+  MonoTime timer_at{};
+  std::vector<int> fds;  // sockets c-ares asked us to watch
+  ServerHealth health;
+  std::shared_ptr<UpstreamServerStats> stats;
+};
+
+// One ares_send of a query, to one server, with its own ID (and letter case).
+struct Upstream::Attempt {
+  Query* query = nullptr;
+  Server* server = nullptr;
+  Micros sent{0};
+  upstream_wire::CaseBits case_bits{};
+  uint16_t id = 0;
+  bool outstanding = false;    // c-ares has not reported it yet
+  bool edns = false;           // sent with the OPT record
+  bool edns_retry = false;     // the retry without OPT after an EDNS rejection
+  bool use_0x20 = false;       // sent with a random letter case
+  bool probe = false;          // hedged to a suspect server
+  bool timed_out = false;      // its retransmission timer expired (Karn: no RTT sample)
+  bool case_mismatch = false;  // a reply with the wrong letter case was dropped
+  bool formerr = false;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
+};
+
+// One send(): the caller's query, its attempts, its retransmission timer.
+struct Upstream::Query {
+  Query* prev = nullptr;
+  Query* next = nullptr;
+  Callback done;
+  std::array<uint8_t, kMaxQuery> base{};
+  uint16_t len = 0;
+  uint16_t qend = 0;  // end of the question
+  bool has_opt = false;
+  bool finished = false;  // the callback has run (or is running)
+  int busy = 0;           // being processed: not to be freed yet
+  MonoTime give_up{};
+  TimerId timer{};
+  MonoTime timer_at{};
+  uint64_t failed = 0;  // bit i: servers_[i] failed this query (SERVFAIL, unreachable, ...)
+  UpstreamStatus failure = UpstreamStatus::Timeout;
+  uint8_t n_attempts = 0;
+  uint8_t outstanding = 0;
+  int timeouts = 0;  // times the retransmission timer fired
+  std::array<Attempt, kMaxAttempts> attempts{};
+};
+
 Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
     : loop_(loop),
       options_(std::move(options)),
-      failed_rcodes_(std::make_unique<std::array<uint8_t, 65536>>()) {}
+      table_(std::make_shared<UpstreamTable>()),
+      by_id_(65536, nullptr),
+      scratch_(kMaxQuery) {
+  if (!options_.clock_us) options_.clock_us = steady_micros;
+  table_->worker = options_.worker;
+}
 
 Checked<std::unique_ptr<Upstream>> Upstream::create(EventLoop& loop, UpstreamOptions options) {
   using R = Checked<std::unique_ptr<Upstream>>;
   if (auto why = unusable_server(options.servers)) return R::failure(*why);
-  if (options.tries < 1) return R::failure("upstream tries must be at least 1");
-  if (options.try_timeout.count() < 1) return R::failure("upstream try timeout must be >= 1 ms");
+  if (options.servers.size() > kMaxServers) return R::failure("at most 64 upstream servers");
+  if (options.lifetime.count() < 1) return R::failure("upstream query lifetime must be >= 1 ms");
   init_library_once();
   std::unique_ptr<Upstream> up(new Upstream(loop, std::move(options)));
-  auto ch = up->open_channel(up->options_.servers);
-  if (!ch) return R::failure(ch.error());
+  for (const Endpoint& e : up->options_.servers) {
+    auto s = up->open_server(e, std::make_shared<UpstreamServerStats>(e));
+    if (!s) return R::failure(s.error());
+    up->servers_.push_back(std::move(s.value()));
+  }
+  up->publish_table();
   return R(std::move(up));
 }
 
 Upstream::~Upstream() {
   for (TimerId t : deferred_)
     loop_.cancel_timer(t);
-  // ares_destroy reports ARES_EDESTRUCTION to each pending query; on_answer frees those
-  // without calling back (see the header), then closes the sockets via on_sock_state.
-  while (!channels_.empty()) {
-    Channel* ch = channels_.back().get();
-    destroy_channel(ch);
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    if (q->timer) loop_.cancel_timer(q->timer);
+    q->finished = true;  // callbacks are dropped, as documented
+    ++q->busy;
+  }
+  // ares_destroy reports ARES_EDESTRUCTION to each pending attempt (bookkeeping only) and
+  // closes the sockets via on_sock_state.
+  while (!retired_.empty())
+    destroy_server(retired_.back().get());
+  while (!servers_.empty())
+    destroy_server(servers_.back().get());
+  while (live_ != nullptr) {
+    Query* q = live_;
+    live_ = q->next;
+    delete q;
   }
 }
 
-Checked<Upstream::Channel*> Upstream::open_channel(std::span<const Endpoint> servers) {
-  auto ch = std::make_unique<Channel>();
-  ch->owner = this;
+Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
+    const Endpoint& endpoint, std::shared_ptr<UpstreamServerStats> stats) {
+  using R = Checked<std::unique_ptr<Server>>;
+  static const ares_socket_functions kSocketFunctions = {sock_open, sock_close, sock_connect,
+                                                         &Upstream::recv_hook, sock_sendv};
+  auto s = std::make_unique<Server>();
+  s->owner = this;
+  s->endpoint = endpoint;
+  s->health = ServerHealth(options_.rtt);
+  s->stats = std::move(stats);
 
   ares_options opts{};
-  int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
-             ARES_OPT_EDNSPSZ | (options_.rotate ? ARES_OPT_ROTATE : ARES_OPT_NOROTATE);
-  // EDNS: without it, every UDP answer over 512 bytes counts as truncated and is retried
-  // over TCP. With several servers NOCHECKRESP stays off: SERVFAIL/REFUSED make c-ares try
-  // the next server.
-  opts.flags = ARES_FLAG_EDNS;
-  // With a single server, c-ares 1.18 answers a SERVFAIL/REFUSED/NOTIMP by asking the same
-  // server again (its skip_server() never skips the only server), so one failing name cost
-  // two upstream queries. With one server there is no other to try: take such answers as
-  // they are (NOCHECKRESP) and turn them into failures in on_answer().
-  if (servers.size() == 1) opts.flags |= ARES_FLAG_NOCHECKRESP;
-  opts.timeout = static_cast<int>(options_.try_timeout.count());
-  opts.tries = options_.tries;
+  const int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
+                   ARES_OPT_EDNSPSZ | ARES_OPT_NOROTATE;
+  // EDNS: UDP answers up to edns_payload are taken as they are (without the flag, c-ares
+  // treats every answer over 512 bytes as truncated). c-ares's own EDNS fallback never
+  // fires: inspect_datagram() relabels the FORMERR that would trigger it. NOCHECKRESP:
+  // SERVFAIL/REFUSED/NOTIMP come to on_answer, which decides where the query goes next.
+  opts.flags = ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP;
+  // One try per ares_send, alive for the whole query lifetime: retransmissions are new
+  // ares_sends, and a late answer to an earlier one still counts.
+  opts.timeout = static_cast<int>(options_.lifetime.count());
+  opts.tries = 1;
   opts.ednspsz = options_.edns_payload;
   opts.sock_state_cb = &Upstream::on_sock_state;
-  opts.sock_state_cb_data = ch.get();
-  int rc = ares_init_options(&ch->ares, &opts, mask);
+  opts.sock_state_cb_data = s.get();
+  int rc = ares_init_options(&s->ares, &opts, mask);
+  if (rc != ARES_SUCCESS)
+    return R::failure(std::string("c-ares initialisation failed: ") + ares_strerror(rc));
+  ares_set_socket_functions(s->ares, &kSocketFunctions, s.get());
+  rc = set_servers(s->ares, std::span<const Endpoint>(&endpoint, 1));
   if (rc != ARES_SUCCESS) {
-    return Checked<Channel*>::failure(std::string("c-ares initialisation failed: ") +
-                                      ares_strerror(rc));
+    ares_destroy(s->ares);
+    s->ares = nullptr;
+    return R::failure(std::string("c-ares refused the server ") + endpoint.to_string() + ": " +
+                      ares_strerror(rc));
   }
-  ares_set_socket_functions(ch->ares, &kSocketFunctions, failed_rcodes_.get());
-  rc = set_servers(ch->ares, servers);
-  if (rc != ARES_SUCCESS) {
-    ares_destroy(ch->ares);
-    return Checked<Channel*>::failure(std::string("c-ares refused the server list: ") +
-                                      ares_strerror(rc));
-  }
-  for (auto& old : channels_)
-    old->retired = true;
-  channels_.push_back(std::move(ch));
-  Channel* fresh = channels_.back().get();
-  // Retire (and, when idle, destroy) the channels that no longer take queries.
-  for (std::size_t i = 0; i + 1 < channels_.size(); ++i)
-    retire_if_idle(*channels_[i]);
-  return fresh;
+  update_stats(*s);
+  return R(std::move(s));
+}
+
+void Upstream::publish_table() {
+  auto t = std::make_shared<UpstreamTable>();
+  t->worker = options_.worker;
+  for (const auto& s : servers_)
+    t->servers.push_back(s->stats);
+  table_ = t;
+  if (options_.board != nullptr) options_.board->publish(std::move(t));
+}
+
+void Upstream::update_stats(Server& s) {
+  UpstreamServerStats& st = *s.stats;
+  const MonoTime now = loop_.now();
+  const RttEstimator& r = s.health.rtt;
+  st.srtt_us.store(r.has_sample() ? r.srtt().count() : -1, std::memory_order_relaxed);
+  st.rttvar_us.store(r.rttvar().count(), std::memory_order_relaxed);
+  st.rto_us.store(r.rto().count(), std::memory_order_relaxed);
+  st.edns.store(s.health.edns_ok(now), std::memory_order_relaxed);
+  st.use_0x20.store(options_.use_0x20 && s.health.use_0x20(now), std::memory_order_relaxed);
+  st.suspect.store(s.health.suspect(), std::memory_order_relaxed);
 }
 
 void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
-  auto* ch = static_cast<Channel*>(data);
-  Upstream* self = ch->owner;
-  EventLoop& loop = self->loop_;
+  auto* s = static_cast<Server*>(data);
+  EventLoop& loop = s->owner->loop_;
   if (!readable && !writable) {
     loop.remove_fd(fd);
-    std::erase(ch->fds, fd);
+    std::erase(s->fds, fd);
     return;
   }
   Interest interest = readable && writable ? Interest::ReadWrite
                       : readable           ? Interest::Read
                                            : Interest::Write;
-  if (std::find(ch->fds.begin(), ch->fds.end(), fd) != ch->fds.end()) {
+  if (std::find(s->fds.begin(), s->fds.end(), fd) != s->fds.end()) {
     loop.modify_fd(fd, interest);
     return;
   }
-  bool added = loop.add_fd(fd, interest, [ch, fd](FdEvents ev) {
-    // On an error or hang-up, let c-ares read (it will see the error and fail over).
+  bool added = loop.add_fd(fd, interest, [s, fd](FdEvents ev) {
+    // On an error or hang-up, let c-ares read (it will see the error).
     bool rd = ev.readable || ev.error || ev.hangup;
-    ch->owner->process(*ch, rd ? fd : ARES_SOCKET_BAD, ev.writable ? fd : ARES_SOCKET_BAD);
+    s->owner->process(*s, rd ? fd : ARES_SOCKET_BAD, ev.writable ? fd : ARES_SOCKET_BAD);
   });
-  // add_fd fails only if the kernel refuses the watch (ENOMEM/ENOSPC): the query on this
-  // socket then ends by timeout, driven by the channel timer.
-  if (added) ch->fds.push_back(fd);
+  // add_fd fails only if the kernel refuses the watch (ENOMEM/ENOSPC): the attempts on this
+  // socket then end by timeout, driven by the channel timer.
+  if (added) s->fds.push_back(fd);
 }
 
-void Upstream::process(Channel& ch, int read_fd, int write_fd) {
-  ares_process_fd(ch.ares, read_fd, write_fd);
-  rearm_timer_if_needed(ch);
-  retire_if_idle(ch);
+void Upstream::process(Server& s, int read_fd, int write_fd) {
+  ares_process_fd(s.ares, read_fd, write_fd);
+  rearm_timer_if_needed(s);
+  retire_if_idle(s);
 }
 
-void Upstream::rearm_timer_if_needed(Channel& ch) {
-  // Every deadline c-ares sets is at least try_timeout from now (later rounds double it),
-  // and answers only remove deadlines. So a timer already due by now + try_timeout still
-  // fires in time for every query — at worst early, which costs one recomputation. This
-  // matters because ares_timeout() walks every pending query in 1.18: calling it for each
-  // packet would make a busy channel quadratic.
-  if (ch.timer && ch.timer_at <= loop_.now() + options_.try_timeout) return;
-  rearm_timer(ch);
+void Upstream::rearm_timer_if_needed(Server& s) {
+  // Every deadline c-ares sets is `lifetime` after an ares_send, and answers only remove
+  // deadlines. So a timer already due by now + lifetime still fires in time for every
+  // attempt — at worst early, which costs one recomputation. ares_timeout() walks every
+  // pending query in 1.18: calling it for each packet would make a busy channel quadratic.
+  if (s.timer && s.timer_at <= loop_.now() + options_.lifetime) return;
+  rearm_timer(s);
 }
 
-void Upstream::rearm_timer(Channel& ch) {
-  if (ch.ares == nullptr) return;
+void Upstream::rearm_timer(Server& s) {
+  if (s.ares == nullptr) return;
   timeval tv{};
-  timeval* next = ares_timeout(ch.ares, nullptr, &tv);
+  timeval* next = ares_timeout(s.ares, nullptr, &tv);
   if (next == nullptr) {
-    if (ch.timer) loop_.cancel_timer(ch.timer);
-    ch.timer = {};
+    if (s.timer) loop_.cancel_timer(s.timer);
+    s.timer = {};
     return;
   }
-  // Round up: a timer that fires before c-ares's deadline only causes another round.
   auto ms = Millis{static_cast<int64_t>(next->tv_sec) * 1000 + (next->tv_usec + 999) / 1000};
   MonoTime at = loop_.now() + std::max(ms, Millis{1});
-  if (ch.timer && ch.timer_at == at) return;
-  if (ch.timer) loop_.cancel_timer(ch.timer);
-  ch.timer_at = at;
-  Channel* chp = &ch;
-  ch.timer = loop_.add_timer_at(at, [this, chp] {
-    chp->timer = {};
-    process(*chp, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+  if (s.timer && s.timer_at == at) return;
+  if (s.timer) loop_.cancel_timer(s.timer);
+  s.timer_at = at;
+  Server* sp = &s;
+  s.timer = loop_.add_timer_at(at, [this, sp] {
+    sp->timer = {};
+    process(*sp, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
   });
 }
 
-void Upstream::retire_if_idle(Channel& ch) {
-  if (!ch.retired || ch.pending != 0 || ch.destroy_scheduled) return;
-  ch.destroy_scheduled = true;
-  Channel* chp = &ch;
-  ch.destroy_timer = loop_.add_timer(Millis{0}, [this, chp] {
-    chp->destroy_timer = {};
-    destroy_channel(chp);
+void Upstream::retire_if_idle(Server& s) {
+  if (!s.retired || s.pending != 0 || s.destroy_scheduled) return;
+  s.destroy_scheduled = true;
+  Server* sp = &s;
+  s.destroy_timer = loop_.add_timer(Millis{0}, [this, sp] {
+    sp->destroy_timer = {};
+    destroy_server(sp);
   });
 }
 
-void Upstream::destroy_channel(Channel* ch) {
-  if (ch->timer) loop_.cancel_timer(ch->timer);
-  if (ch->destroy_timer) loop_.cancel_timer(ch->destroy_timer);
-  ch->timer = {};
-  ares_channel a = ch->ares;
-  ares_destroy(a);  // may call on_answer (EDESTRUCTION) and on_sock_state (close)
-  ch->ares = nullptr;
-  for (int fd : ch->fds)
+void Upstream::destroy_server(Server* s) {
+  if (s->timer) loop_.cancel_timer(s->timer);
+  if (s->destroy_timer) loop_.cancel_timer(s->destroy_timer);
+  s->timer = {};
+  if (s->ares != nullptr) ares_destroy(s->ares);  // may call on_answer and on_sock_state
+  s->ares = nullptr;
+  for (int fd : s->fds)
     loop_.remove_fd(fd);
-  std::erase_if(channels_, [ch](const std::unique_ptr<Channel>& c) { return c.get() == ch; });
+  auto same = [s](const std::unique_ptr<Server>& p) { return p.get() == s; };
+  std::erase_if(retired_, same);
+  std::erase_if(servers_, same);
 }
 
 std::optional<uint16_t> Upstream::next_id() {
@@ -368,6 +437,21 @@ std::optional<uint16_t> Upstream::next_id() {
   return std::nullopt;
 }
 
+void Upstream::random_case(upstream_wire::CaseBits& bits) {
+  for (uint64_t& word : bits) {
+    if (random_bits_.empty()) {
+      random_bits_.resize(kRandomBatch);
+      const std::size_t bytes = random_bits_.size() * sizeof(uint64_t);
+      if (getrandom(random_bits_.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
+        // Cannot happen (see next_id); fall back to lower case rather than predictable bits.
+        random_bits_.assign(kRandomBatch, 0);
+      }
+    }
+    word = random_bits_.back();
+    random_bits_.pop_back();
+  }
+}
+
 void Upstream::report_later(Callback done, UpstreamStatus status, std::vector<uint8_t> answer) {
   ++in_flight_;
   // The timer's id is known only after add_timer returns; the callback finds it by value.
@@ -382,115 +466,484 @@ void Upstream::report_later(Callback done, UpstreamStatus status, std::vector<ui
 }
 
 std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback done) {
-  if (query.size() < kHeaderSize || query.size() > 65535) {
+  if (query.size() < kHeaderSize || query.size() > kMaxQuery) {
     report_later(std::move(done), UpstreamStatus::BadQuery, {});
     return std::nullopt;
   }
-  if (options_.servers.empty()) {
+  const std::size_t qend = upstream_wire::question_end(query);
+  if (qend == 0) {
+    report_later(std::move(done), UpstreamStatus::BadQuery, {});
+    return std::nullopt;
+  }
+  if (servers_.empty()) {
     report_later(std::move(done), UpstreamStatus::NoServers, {});
     return std::nullopt;
   }
-  auto id = next_id();
-  if (!id) {
-    report_later(std::move(done), UpstreamStatus::Internal, {});
+  auto* q = new Query;
+  q->done = std::move(done);
+  std::memcpy(q->base.data(), query.data(), query.size());
+  q->len = static_cast<uint16_t>(query.size());
+  q->qend = static_cast<uint16_t>(qend);
+  // Exactly one bare OPT record right after the question: the one thing we may remove.
+  q->has_opt = get16(query.data() + 10) == 1 && get16(query.data() + 6) == 0 &&
+               get16(query.data() + 8) == 0 && query.size() == qend + kOptSize &&
+               query[qend] == 0 && get16(query.data() + qend + 1) == 41;
+  q->give_up = loop_.now() + options_.lifetime;
+  q->next = live_;
+  if (live_ != nullptr) live_->prev = q;
+  live_ = q;
+  ++in_flight_;
+  ++q->busy;
+  const auto first = choose(*q);
+  Server& s = *servers_[first.value_or(0)];
+  if (!launch(*q, s, false, false)) {
+    // Out of query IDs: report at the next iteration, never inside send().
+    Callback cb = std::move(q->done);
+    q->finished = true;
+    --in_flight_;
+    --q->busy;
+    release_if_done(q);
+    report_later(std::move(cb), UpstreamStatus::Internal, {});
     return std::nullopt;
   }
-  Channel* ch = channels_.back().get();
-  scratch_.assign(query.begin(), query.end());
+  const uint16_t id = q->attempts[0].id;
+  send_probes(*q, &s);
+  set_retry_timer(*q, loop_.now() + ceil_ms(s.health.rtt.rto()));
+  --q->busy;
+  release_if_done(q);
+  return id;
+}
+
+std::optional<std::size_t> Upstream::choose(const Query& q) const {
+  std::array<const ServerHealth*, kMaxServers> hs{};
+  const std::size_t n = std::min(servers_.size(), kMaxServers);
+  for (std::size_t i = 0; i < n; ++i)
+    hs[i] = &servers_[i]->health;
+  return choose_server(std::span<const ServerHealth* const>(hs.data(), n), q.failed);
+}
+
+bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe) {
+  if (q.n_attempts >= kMaxAttempts || s.ares == nullptr) return false;
+  const auto id = next_id();
+  if (!id) return false;
+  const MonoTime now = loop_.now();
+  Attempt& a = q.attempts[q.n_attempts++];
+  a = Attempt{};
+  a.query = &q;
+  a.server = &s;
+  a.id = *id;
+  a.edns = q.has_opt && !edns_retry && s.health.edns_ok(now);
+  a.edns_retry = edns_retry;
+  a.probe = probe;
+  a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now);
+
+  std::size_t len = q.len;
+  std::memcpy(scratch_.data(), q.base.data(), len);
   scratch_[0] = static_cast<uint8_t>(*id >> 8);
   scratch_[1] = static_cast<uint8_t>(*id & 0xff);
-
+  if (q.has_opt && !a.edns) {  // RFC 6891 §7: the same query without the OPT record
+    len -= kOptSize;
+    scratch_[10] = 0;
+    scratch_[11] = 0;
+  }
+  if (a.use_0x20) {
+    random_case(a.case_bits);
+    upstream_wire::apply_case(
+        std::span<uint8_t>(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4), a.case_bits);
+  }
+  a.sent = options_.clock_us();
+  a.outstanding = true;
+  by_id_[*id] = &a;
   ids_in_use_.set(*id);
-  ++in_flight_;
-  ++ch->pending;
-  auto* q = new Query{this, ch, *id, std::move(done)};
+  ++s.pending;
+  ++q.outstanding;
+  s.stats->queries.fetch_add(1, std::memory_order_relaxed);
+  if (probe) s.stats->probes.fetch_add(1, std::memory_order_relaxed);
+
   in_send_ = true;
-  ares_send(ch->ares, scratch_.data(), static_cast<int>(scratch_.size()), &Upstream::on_answer, q);
+  ares_send(s.ares, scratch_.data(), static_cast<int>(len), &Upstream::on_answer, &a);
   in_send_ = false;
-  rearm_timer_if_needed(*ch);
-  return *id;
+  rearm_timer_if_needed(s);
+  return true;
+}
+
+void Upstream::send_probes(Query& q, const Server* primary) {
+  // A suspect server is never waited on while another is healthy; now and then it gets a
+  // copy of a real query alongside, so its recovery is noticed.
+  if (primary == nullptr || primary->health.suspect()) return;
+  const MonoTime now = loop_.now();
+  for (std::size_t i = 0; i < servers_.size() && i < kMaxServers; ++i) {
+    Server& s = *servers_[i];
+    if (&s == primary || !s.health.suspect() || now < s.health.next_probe) continue;
+    if (q.failed & (uint64_t{1} << i)) continue;
+    s.health.next_probe = now + ServerHealth::kProbeInterval;
+    launch(q, s, false, true);
+  }
+}
+
+void Upstream::set_retry_timer(Query& q, MonoTime at) {
+  at = std::min(at, q.give_up);
+  if (q.timer && q.timer_at == at) return;
+  if (q.timer) loop_.cancel_timer(q.timer);
+  q.timer_at = at;
+  Query* qp = &q;
+  q.timer = loop_.add_timer_at(at, [this, qp] {
+    qp->timer = {};
+    ++qp->busy;
+    on_retry(*qp);
+    --qp->busy;
+    release_if_done(qp);
+  });
+}
+
+void Upstream::on_retry(Query& q) {
+  if (q.finished) return;
+  const MonoTime now = loop_.now();
+  // Every attempt still unanswered has run past its timer: a timeout for its server (the
+  // RTO backs off), or, if its only replies had the wrong letter case, a 0x20 failure.
+  for (std::size_t i = 0; i < q.n_attempts; ++i) {
+    Attempt& a = q.attempts[i];
+    if (!a.outstanding || a.timed_out) continue;
+    a.timed_out = true;
+    Server& s = *a.server;
+    if (a.case_mismatch) {
+      if (s.health.on_case_failure(now))
+        s.stats->case_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      s.health.rtt.timeout();
+      s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
+    }
+    update_stats(s);
+  }
+  ++q.timeouts;
+  if (now >= q.give_up) {
+    finish(q, UpstreamStatus::Timeout, {});
+    return;
+  }
+  next_attempt(q, UpstreamStatus::Timeout);
+}
+
+void Upstream::next_attempt(Query& q, UpstreamStatus why) {
+  if (q.finished) return;
+  const MonoTime now = loop_.now();
+  const auto idx = choose(q);
+  if (!idx) {  // every server has failed this query
+    finish(q, why == UpstreamStatus::Timeout ? q.failure : why, {});
+    return;
+  }
+  Server& s = *servers_[*idx];
+  if (!launch(q, s, false, false)) {
+    // Out of attempts (or IDs): what is in flight may still answer until the lifetime ends.
+    set_retry_timer(q, q.give_up);
+    return;
+  }
+  send_probes(q, &s);
+  set_retry_timer(q, now + retry_interval(q, s));
+}
+
+Millis Upstream::retry_interval(const Query& q, const Server& s) const {
+  // The server's RTO (itself backed off by the server's own timeout streak), and doubled for
+  // each of this query's timeouts past the free ones: answers to other queries end the
+  // server's streak, so without this a name the upstream is slow on would be re-sent every
+  // RTO for the whole lifetime.
+  Micros rto = s.health.rtt.rto();
+  const Micros max = options_.rtt.max_rto;
+  for (int i = options_.rtt.free_timeouts; i < q.timeouts && rto < max; ++i)
+    rto *= 2;
+  return ceil_ms(std::min(rto, max));
 }
 
 void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
-  std::unique_ptr<Query> q(static_cast<Query*>(arg));
-  Upstream* self = q->owner;
-  Channel* ch = q->channel;
-  --ch->pending;
-  self->ids_in_use_.reset(q->id);
-  uint8_t failed_rcode = std::exchange(self->failed_rcodes_->at(q->id), uint8_t{0});
-  if (status == ARES_EDESTRUCTION) {  // ~Upstream: drop, as documented
-    --self->in_flight_;
-    return;
-  }
-  UpstreamStatus s = map_status(status);
-  if (status == ARES_ECONNREFUSED && failed_rcode != 0) {
-    s = failed_rcode == 2   ? UpstreamStatus::ServFail
-        : failed_rcode == 5 ? UpstreamStatus::Refused
-                            : UpstreamStatus::NotImp;
-  }
-  std::span<const uint8_t> answer;
-  if (s == UpstreamStatus::Ok && abuf != nullptr && alen > 0) {
-    answer = {abuf, static_cast<std::size_t>(alen)};
-  } else if (s == UpstreamStatus::Ok) {
-    s = UpstreamStatus::BadResponse;  // success without bytes: not seen, but not trusted
-  }
-  if (s == UpstreamStatus::Ok && answer.size() >= 4) {
-    // Only reached on single-server channels (ARES_FLAG_NOCHECKRESP, see open_channel).
-    switch (answer[3] & 0x0f) {
-      case 2:
-        s = UpstreamStatus::ServFail;
-        break;
-      case 4:
-        s = UpstreamStatus::NotImp;
-        break;
-      case 5:
-        s = UpstreamStatus::Refused;
-        break;
-      default:
-        break;
-    }
-    if (s != UpstreamStatus::Ok) answer = {};
-  }
+  auto* a = static_cast<Attempt*>(arg);
+  Query* q = a->query;
+  Server* s = a->server;
+  Upstream* self = s->owner;
+  a->outstanding = false;
+  --s->pending;
+  --q->outstanding;
+  self->ids_in_use_.reset(a->id);
+  self->by_id_[a->id] = nullptr;
+  if (status == ARES_EDESTRUCTION) return;  // ~Upstream or destroy_server: bookkeeping only
   if (self->in_send_) {
-    // c-ares failed the query inside ares_send (e.g. the UDP send was refused); report it
-    // at the next iteration so the caller never sees its callback run inside send().
-    --self->in_flight_;  // report_later counts it again
-    self->report_later(std::move(q->done), s, std::vector<uint8_t>(answer.begin(), answer.end()));
+    // c-ares failed the attempt inside ares_send (e.g. no socket): handle it at the next
+    // iteration, so the caller never sees its callback run inside send().
+    ++q->busy;
+    auto slot = std::make_shared<TimerId>();
+    *slot = self->loop_.add_timer(Millis{0}, [self, a, q, status, slot] {
+      std::erase(self->deferred_, *slot);
+      self->handle_result(*a, status, nullptr, 0);
+      --q->busy;
+      self->release_if_done(q);
+    });
+    self->deferred_.push_back(*slot);
     return;
   }
-  --self->in_flight_;
-  q->done(s, answer);
+  ++q->busy;
+  self->handle_result(*a, status, abuf, alen);
+  --q->busy;
+  self->release_if_done(q);
+  self->retire_if_idle(*s);
+}
+
+void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int alen) {
+  Query& q = *a.query;
+  Server& s = *a.server;
+  const MonoTime now = loop_.now();
+  UpstreamStatus failure = UpstreamStatus::Ok;
+
+  switch (status) {
+    case ARES_SUCCESS:
+      break;
+    case ARES_ETIMEOUT:
+      // The attempt's c-ares lifetime ended. Retransmissions were the query timer's job; a
+      // probe that was never timed by it counts as a timeout of its server now.
+      if (!a.timed_out && a.probe) {
+        a.timed_out = true;
+        s.health.rtt.timeout();
+        s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
+        update_stats(s);
+      }
+      if (!q.finished && q.outstanding == 0 && now >= q.give_up)
+        finish(q, UpstreamStatus::Timeout, {});
+      return;
+    case ARES_ECANCELLED:
+      return;
+    default:
+      failure = map_status(status);
+      if (failure == UpstreamStatus::Ok) failure = UpstreamStatus::BadResponse;
+      break;
+  }
+
+  std::span<uint8_t> answer;
+  if (failure == UpstreamStatus::Ok) {
+    if (abuf == nullptr || alen < static_cast<int>(kHeaderSize)) {
+      failure = UpstreamStatus::BadResponse;
+    } else {
+      answer = {abuf, static_cast<std::size_t>(alen)};
+      if (a.formerr) answer[3] = static_cast<uint8_t>((answer[3] & 0xf0) | upstream_wire::kFormErr);
+    }
+  }
+
+  if (failure == UpstreamStatus::Ok) {
+    namespace uw = upstream_wire;
+    const uint8_t rc = uw::rcode(answer);
+    // RFC 6891 §7: FORMERR, NOTIMP or SERVFAIL without an OPT record to a query with one
+    // means the server does not do EDNS; §6.1.3: BADVERS (extended RCODE 16 = OPT's upper
+    // bits 1, header 0) to our version 0 leaves no lower version to try. Either way the same
+    // query goes again, without OPT, to the same server.
+    if (a.edns) {
+      bool rejected = false;
+      if (rc == uw::kFormErr || rc == uw::kNotImp || rc == uw::kServFail) {
+        rejected = !uw::find_opt(answer).present;
+      } else if (rc == 0 && get16(answer.data() + 6) == 0 && get16(answer.data() + 8) == 0) {
+        const auto opt = uw::find_opt(answer);
+        rejected = opt.present && opt.ext_rcode == 1;
+      }
+      if (rejected) {
+        s.stats->edns_rejections.fetch_add(1, std::memory_order_relaxed);
+        s.health.rtt.answered();
+        if (!q.finished && launch(q, s, true, false))
+          set_retry_timer(q, now + retry_interval(q, s));
+        update_stats(s);
+        return;
+      }
+    }
+    if (rc == uw::kServFail) failure = UpstreamStatus::ServFail;
+    if (rc == uw::kRefused) failure = UpstreamStatus::Refused;
+    if (rc == uw::kNotImp) failure = UpstreamStatus::NotImp;
+  }
+
+  if (failure != UpstreamStatus::Ok) {
+    if (failure != UpstreamStatus::Internal) {
+      s.health.on_failure();
+      s.stats->failures.fetch_add(1, std::memory_order_relaxed);
+      update_stats(s);
+    }
+    if (q.finished) return;
+    for (std::size_t i = 0; i < servers_.size() && i < kMaxServers; ++i) {
+      if (servers_[i].get() == &s) q.failed |= uint64_t{1} << i;
+    }
+    q.failure = failure;
+    next_attempt(q, failure);
+    return;
+  }
+
+  // A usable answer.
+  s.health.on_answer();
+  if (!a.timed_out) s.health.rtt.sample(options_.clock_us() - a.sent);  // Karn's rule
+  if (a.use_0x20) s.health.case_streak = 0;
+  if (a.edns_retry && s.health.edns_ok(now)) {
+    s.health.no_edns_until = now + ServerHealth::kRemember;
+    s.stats->edns_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  }
+  s.stats->answers.fetch_add(1, std::memory_order_relaxed);
+  update_stats(s);
+  if (q.finished) {
+    s.stats->late_answers.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Hand the caller an answer to exactly the query it gave: its ID, its question bytes.
+  const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+  answer[0] = static_cast<uint8_t>(q.attempts[0].id >> 8);
+  answer[1] = static_cast<uint8_t>(q.attempts[0].id & 0xff);
+  if (upstream_wire::match_question(answer, question) != upstream_wire::QuestionMatch::Other)
+    std::memcpy(answer.data() + kHeaderSize, question.data(), question.size());
+  finish(q, UpstreamStatus::Ok, answer);
+}
+
+void Upstream::finish(Query& q, UpstreamStatus status, std::span<uint8_t> answer) {
+  if (q.finished) return;
+  q.finished = true;
+  if (q.timer) loop_.cancel_timer(q.timer);
+  q.timer = {};
+  --in_flight_;
+  Callback done = std::move(q.done);
+  done(status, answer);
+}
+
+void Upstream::release_if_done(Query* q) {
+  if (!q->finished || q->outstanding != 0 || q->busy != 0) return;
+  if (q->prev != nullptr) q->prev->next = q->next;
+  if (q->next != nullptr) q->next->prev = q->prev;
+  if (live_ == q) live_ = q->next;
+  delete q;
+}
+
+bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
+  namespace uw = upstream_wire;
+  if (d.size() < kHeaderSize) return true;  // c-ares ignores it
+  Attempt* a = by_id_[uw::id(d)];
+  if (a == nullptr || a->server != &s) return true;  // not ours: c-ares drops it
+  Query& q = *a->query;
+  const MonoTime now = loop_.now();
+  if (a->use_0x20) {
+    // 0x20: the reply must carry the question exactly as sent, letter case included.
+    std::array<uint8_t, kMaxQuery> expected{};
+    const std::size_t qlen = q.qend - kHeaderSize;
+    std::memcpy(expected.data(), q.base.data() + kHeaderSize, qlen);
+    uw::apply_case(std::span<uint8_t>(expected.data(), qlen - 4), a->case_bits);
+    const auto match = uw::match_question(d, std::span<const uint8_t>(expected.data(), qlen));
+    if (match != uw::QuestionMatch::Exact) {
+      if (match == uw::QuestionMatch::CaseOnly) {
+        // A forgery, or a server that does not echo case. The attempt stays open for the
+        // real answer; the query moves on soon if none comes (on_retry decides which it was).
+        a->case_mismatch = true;
+        s.stats->case_mismatches.fetch_add(1, std::memory_order_relaxed);
+        if (!q.finished) {
+          const MonoTime soon = now + ceil_ms(options_.rtt.min_rto);
+          if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
+        }
+      }
+      return false;
+    }
+  }
+  if (uw::truncated(d)) {
+    // c-ares now asks again over TCP: give that connection time before retransmitting.
+    s.stats->truncated.fetch_add(1, std::memory_order_relaxed);
+    if (!q.finished && q.timer) {
+      const MonoTime later = now + 2 * retry_interval(q, s);
+      if (later > q.timer_at) set_retry_timer(q, later);
+    }
+  }
+  // c-ares 1.18 answers a FORMERR without OPT by cutting the last 11 bytes off the query and
+  // switching EDNS off for the whole channel for good. We handle EDNS per query and per
+  // server ourselves, so c-ares must not see that combination: the RCODE is relabelled
+  // NOTIMP here (which c-ares passes on) and restored in handle_result().
+  if (uw::rcode(d) == uw::kFormErr && !uw::find_opt(d).present) {
+    d[3] = static_cast<uint8_t>((d[3] & 0xf0) | uw::kNotImp);
+    a->formerr = true;
+  }
+  return true;
+}
+
+ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
+                                 ares_socklen_t* from_len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  const ares_socklen_t room = from_len != nullptr ? *from_len : 0;
+  for (int dropped = 0; dropped < 1024; ++dropped) {
+    if (from_len != nullptr) *from_len = room;
+    const ssize_t n = recvfrom(fd, buf, len, flags, from, from_len);
+    // TCP reads (from == nullptr) are a byte stream: passed on as they are.
+    if (n <= 0 || from == nullptr || from_len == nullptr) return n;
+    const auto peer = Endpoint::from_sockaddr(from, *from_len);
+    if (!peer || !peer->same_ip(s->endpoint) || peer->port() != s->endpoint.port())
+      return n;  // c-ares drops datagrams from other addresses itself
+    if (s->owner->inspect_datagram(
+            *s, std::span<uint8_t>(static_cast<uint8_t*>(buf), static_cast<std::size_t>(n))))
+      return n;
+    // Dropped: read the next one (c-ares stops reading this socket at EAGAIN).
+  }
+  errno = EAGAIN;
+  return -1;
 }
 
 std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> servers) {
   if (auto why = unusable_server(servers)) return why;
-  Channel& cur = *channels_.back();
-  // Cheap path: nothing pending (as far as c-ares is concerned), so the channel can switch —
-  // unless the switch crosses between one server and several, which changes the channel's
-  // flags (NOCHECKRESP, see open_channel).
-  const bool same_shape = (servers.size() == 1) == (options_.servers.size() == 1);
-  if (same_shape && cur.pending == 0 && set_servers(cur.ares, servers) == ARES_SUCCESS) {
-    options_.servers.assign(servers.begin(), servers.end());
-    return std::nullopt;
+  if (servers.size() > kMaxServers) return std::string("at most 64 upstream servers");
+  // Servers that stay keep their channel and what we learnt about them; new ones get a
+  // channel; removed ones finish their attempts and are then destroyed.
+  std::vector<std::unique_ptr<Server>> next;
+  for (const Endpoint& e : servers) {
+    auto it = std::find_if(servers_.begin(), servers_.end(),
+                           [&](const std::unique_ptr<Server>& s) { return s && s->endpoint == e; });
+    if (it != servers_.end()) {
+      next.push_back(std::move(*it));
+      continue;
+    }
+    auto s = open_server(e, std::make_shared<UpstreamServerStats>(e));
+    if (!s) {
+      // Put back what was moved out, so the old list stays in force.
+      for (auto& n : next) {
+        auto slot = std::find(servers_.begin(), servers_.end(), nullptr);
+        if (slot != servers_.end()) *slot = std::move(n);
+      }
+      return s.error();
+    }
+    next.push_back(std::move(s.value()));
   }
-  auto fresh = open_channel(servers);
-  if (!fresh) return fresh.error();
+  for (auto& old : servers_) {
+    if (!old) continue;
+    old->retired = true;
+    retired_.push_back(std::move(old));
+  }
+  servers_ = std::move(next);
   options_.servers.assign(servers.begin(), servers.end());
+  publish_table();
+  // Queries in flight keep their per-server "failed" bits by index; with the list changed
+  // those may now name other servers, which costs at most one needless or missed attempt.
+  std::vector<Server*> idle;
+  for (auto& r : retired_)
+    idle.push_back(r.get());
+  for (Server* r : idle)
+    retire_if_idle(*r);
   return std::nullopt;
 }
 
 void Upstream::cancel_all() {
-  // Copy the list: a callback may send a new query (landing on the current channel, which
-  // ares_cancel has already swept or will sweep) or reload the servers.
-  std::vector<Channel*> chans;
-  for (auto& c : channels_)
-    chans.push_back(c.get());
-  for (Channel* c : chans) {
-    if (c->ares != nullptr) ares_cancel(c->ares);
+  // First c-ares drops every attempt (ECANCELLED: bookkeeping only), then every query not
+  // yet reported gets Cancelled. A callback may send new queries; those go on normally.
+  std::vector<Server*> all;
+  for (auto& s : servers_)
+    all.push_back(s.get());
+  for (auto& s : retired_)
+    all.push_back(s.get());
+  std::vector<Query*> open;
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    ++q->busy;
+    open.push_back(q);
   }
-  for (Channel* c : chans) {
-    rearm_timer(*c);
-    retire_if_idle(*c);
+  for (Server* s : all) {
+    if (s->ares != nullptr) ares_cancel(s->ares);
+  }
+  for (Query* q : open)
+    finish(*q, UpstreamStatus::Cancelled, {});
+  for (Query* q : open) {
+    --q->busy;
+    release_if_done(q);
+  }
+  for (Server* s : all) {
+    rearm_timer(*s);
+    retire_if_idle(*s);
   }
 }
 

@@ -1,27 +1,28 @@
-// Upstream: the c-ares channel that forwards our queries, driven by an EventLoop.
+// Upstream: forwards our queries to the upstream servers through c-ares, driven by an
+// EventLoop, and decides itself which server gets a query, when it is retransmitted, with
+// or without EDNS and with which letter case (docs/upstream.md argues the design).
 //
-// c-ares does the transport work — UDP, retransmission, the next server on failure, TCP
-// when an answer is truncated, matching answers to queries by ID and question. This class
-// adapts it to the loop (ARES_OPT_SOCK_STATE_CB registers c-ares's sockets as fd watches,
-// readiness calls ares_process_fd, one loop timer follows ares_timeout), picks the query IDs,
-// and turns c-ares's int statuses into UpstreamStatus.
+// Transport: one c-ares channel per server (tries = 1, NOCHECKRESP, EDNS payload 1232), so
+// c-ares sends our bytes, matches answers by ID and question, and retries a truncated UDP
+// answer over TCP — and nothing it learns or decides about one server affects another.
+// Each attempt of a query is its own ares_send with a fresh random ID; the first usable
+// answer ends the query and later ones are only counted.
 //
-// What the caller must know (c-ares 1.18.1):
-//  - send() takes a complete DNS query in wire form that ends with exactly one bare OPT
-//    record (RFC 6891; the 11 bytes 00 0029 xxxx 00000000 0000 or with the DO bit). The
-//    channel runs with ARES_FLAG_EDNS, and when a server answers FORMERR without an OPT,
-//    c-ares cuts the last 11 bytes off our query and retries it without EDNS; any other
-//    layout would be corrupted. RD should be set; the ID field is overwritten.
-//  - The query ID is ours, not c-ares's: 1.18.1 sends the ID found in the buffer. send()
-//    writes a fresh random ID (getrandom) that no other in-flight query uses. This (with
-//    c-ares's question check) is all the spoofing resistance a UDP forwarder has.
-//  - An answer with RCODE SERVFAIL, REFUSED or NOTIMP is not delivered: c-ares tries the
-//    other servers (each once per query: a server that said SERVFAIL is not asked again),
-//    and if all fail the callback gets ServFail/Refused/NotImp and no bytes.
-//    NOERROR, NXDOMAIN, FORMERR answers arrive as Ok with the answer bytes.
-//  - A late retransmission is not a new query: per-try timeout and tries are chosen so a
-//    slow but alive server (300 ms) is not asked twice. c-ares doubles the per-try timeout
-//    on every round through the server list.
+// Above it, per server (upstream_health.h): an RFC 6298 RTT estimator whose RTO times the
+// retransmissions (50 ms .. 1 s, backed off on consecutive timeouts, Karn's rule), a
+// failure streak that makes a server "suspect" (only probed, never waited on while a
+// healthy server exists), "no EDNS" and "no 0x20" states remembered for 10 minutes.
+//
+// What the caller must know:
+//  - send() takes a complete DNS query in wire form, at most 512 bytes, with one question
+//    whose name is uncompressed, and, if it asks for EDNS, exactly one bare OPT record at the
+//    very end (RFC 6891; the 11 bytes 00 0029 xxxx xxxxxxxx 0000). A server that rejects EDNS
+//    is asked again with those 11 bytes removed. RD should be set; the ID is ours.
+//  - The answer handed to the callback carries the ID send() returned and the question
+//    bytes exactly as given to send() (whatever ID and 0x20 case the winning attempt used).
+//  - An answer with RCODE SERVFAIL, REFUSED or NOTIMP is not delivered: the query goes on to
+//    the other servers; when every server has failed that way the callback gets the status
+//    and no bytes. A query that got no usable answer ends with Timeout after `lifetime`.
 //
 // Thread: one Upstream per EventLoop, used only on the loop's thread.
 #pragma once
@@ -39,23 +40,26 @@
 
 #include "resolver/config.h"
 #include "resolver/event_loop.h"
+#include "resolver/upstream_board.h"
+#include "resolver/upstream_health.h"
+#include "resolver/upstream_wire.h"
+
+#include <ares.h>
 
 namespace hg::resolver {
 
 /// How an upstream query ended. Every value but Ok goes down the stale-or-SERVFAIL path.
 enum class UpstreamStatus : uint8_t {
-  Ok,       ///< an answer arrived (any RCODE but SERVFAIL, REFUSED, NOTIMP)
-  Timeout,  ///< no server answered within its tries (ARES_ETIMEOUT)
-  /// Every server answered SERVFAIL. c-ares 1.18.1 itself says ARES_ECONNREFUSED here;
-  /// we tell the two apart by the RCODE of the UDP answers it discarded (upstream.cc).
-  ServFail,
-  Refused,  ///< every server answered REFUSED (as for ServFail)
-  NotImp,   ///< every server answered NOTIMP (as for ServFail)
+  Ok,        ///< an answer arrived (any RCODE but SERVFAIL, REFUSED, NOTIMP)
+  Timeout,   ///< no usable answer within the query's lifetime
+  ServFail,  ///< every server answered SERVFAIL (the last failure decides the status)
+  Refused,   ///< every server answered REFUSED (as for ServFail)
+  NotImp,    ///< every server answered NOTIMP (as for ServFail)
   /// ICMP unreachable, TCP reset or refused (ARES_ECONNREFUSED), or a SERVFAIL that came
   /// only over TCP, which we cannot see.
   NetworkError,
   BadResponse,  ///< the server's answers could not be used (ARES_EBADRESP, ARES_EFORMERR)
-  BadQuery,     ///< our query was shorter than a header or longer than 65535 bytes
+  BadQuery,     ///< our query was not of the shape send() requires
   NoServers,    ///< the server list is empty
   Cancelled,    ///< cancel_all() ran before an answer came
   Internal,     ///< out of memory, out of query IDs, or a c-ares status we do not know
@@ -66,17 +70,22 @@ std::string_view to_string(UpstreamStatus s) noexcept;
 
 struct UpstreamOptions {
   std::vector<Endpoint> servers{};
-  /// Per-try timeout of the first round (c-ares doubles it each round through the server
-  /// list). 1200 ms is 4x a slow-but-alive 300 ms server, so it is not retransmitted to.
-  Millis try_timeout{1200};
-  /// Rounds through the server list. With one server: tries at 0 and 1.2 s, giving up at
-  /// 3.6 s; the daemon's own 3 s deadline answers the client before that anyway.
-  int tries = 2;
+  /// How long a query is retransmitted (within it, as often as the servers' RTOs say)
+  /// before it ends with Timeout. The daemon uses 1.2 x --upstream-timeout, so a late answer
+  /// still lands in the cache after the client had its SERVFAIL.
+  Millis lifetime{3600};
+  /// RTO clamps and backoff (upstream_health.h).
+  RttLimits rtt{};
+  /// Random letter case in query names, checked in answers (draft-vixie-dnsext-dns0x20).
+  bool use_0x20 = true;
   /// Advertised EDNS UDP payload size (ARES_OPT_EDNSPSZ); 1232 avoids IP fragmentation
   /// (DNS flag day 2020).
   uint16_t edns_payload = 1232;
-  /// Spread queries over the servers instead of always starting with the first.
-  bool rotate = false;
+  /// Where per-server statistics are published (nullptr: nowhere), as worker `worker`.
+  UpstreamBoard* board = nullptr;
+  int worker = 0;
+  /// Reads the clock for RTT samples (tests); default: steady_clock in microseconds.
+  std::function<Micros()> clock_us{};
 };
 
 class Upstream {
@@ -116,32 +125,58 @@ class Upstream {
   const std::vector<Endpoint>& servers() const noexcept { return options_.servers; }
 
  private:
-  struct Channel;
+  struct Server;
+  struct Attempt;
   struct Query;
 
   Upstream(EventLoop& loop, UpstreamOptions options);
-  Checked<Channel*> open_channel(std::span<const Endpoint> servers);
-  void process(Channel& ch, int read_fd, int write_fd);
-  void rearm_timer(Channel& ch);
-  void rearm_timer_if_needed(Channel& ch);
-  void retire_if_idle(Channel& ch);
-  void destroy_channel(Channel* ch);
+  Checked<std::unique_ptr<Server>> open_server(const Endpoint& endpoint,
+                                               std::shared_ptr<UpstreamServerStats> stats);
+  void publish_table();
+  void process(Server& s, int read_fd, int write_fd);
+  void rearm_timer(Server& s);
+  void rearm_timer_if_needed(Server& s);
+  void retire_if_idle(Server& s);
+  void destroy_server(Server* s);
   std::optional<uint16_t> next_id();
+  void random_case(upstream_wire::CaseBits& bits);
   void report_later(Callback done, UpstreamStatus status, std::vector<uint8_t> answer);
+
+  std::optional<std::size_t> choose(const Query& q) const;
+  /// Sends one attempt of `q` to `s`; false if it could not be sent at all.
+  bool launch(Query& q, Server& s, bool edns_retry, bool probe);
+  void send_probes(Query& q, const Server* primary);
+  void set_retry_timer(Query& q, MonoTime at);
+  void on_retry(Query& q);
+  /// How long the attempt just sent to `s` is given before the query is retransmitted.
+  Millis retry_interval(const Query& q, const Server& s) const;
+  /// The next attempt after a timeout or a failure; finishes `q` when nothing is left.
+  void next_attempt(Query& q, UpstreamStatus why);
+  void handle_result(Attempt& a, int status, unsigned char* abuf, int alen);
+  void finish(Query& q, UpstreamStatus status, std::span<uint8_t> answer);
+  void release_if_done(Query* q);
+  void update_stats(Server& s);
+  /// The sock_recvfrom hook: drops replies with the wrong 0x20 case; keeps c-ares from
+  /// acting on an EDNS rejection itself; notes truncation. See upstream.cc.
+  bool inspect_datagram(Server& s, std::span<uint8_t> datagram);
 
   static void on_sock_state(void* data, int fd, int readable, int writable);
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
+  static ares_ssize_t recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
+                                ares_socklen_t* from_len, void* user);
 
   EventLoop& loop_;
   UpstreamOptions options_;
-  std::vector<std::unique_ptr<Channel>> channels_;  // back() takes new queries
+  std::vector<std::unique_ptr<Server>> servers_;  // in configuration order; take new queries
+  std::vector<std::unique_ptr<Server>> retired_;  // finishing their queries after a reload
+  std::shared_ptr<UpstreamTable> table_;
   std::bitset<65536> ids_in_use_;
-  // Per query ID, the RCODE (SERVFAIL/NOTIMP/REFUSED) of a UDP answer c-ares discarded;
-  // 0 if none. See upstream.cc, "Socket functions".
-  std::unique_ptr<std::array<uint8_t, 65536>> failed_rcodes_;
-  std::vector<uint16_t> random_ids_;  // a batch from getrandom, consumed from the back
-  std::vector<uint8_t> scratch_;      // our copy of the query being sent
-  std::vector<TimerId> deferred_;     // report_later timers, cancelled by ~Upstream
+  std::vector<Attempt*> by_id_;        // 65536 entries: the attempt using each ID
+  std::vector<uint16_t> random_ids_;   // a batch from getrandom, consumed from the back
+  std::vector<uint64_t> random_bits_;  // a batch from getrandom for 0x20, from the back
+  std::vector<uint8_t> scratch_;       // the attempt being sent
+  std::vector<TimerId> deferred_;      // report_later timers, cancelled by ~Upstream
+  Query* live_ = nullptr;              // intrusive list of queries not yet freed
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
 };

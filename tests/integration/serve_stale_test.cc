@@ -113,7 +113,9 @@ TEST_F(ServeStaleTest, SlowUpstreamGetsStaleAtTimerAndLateAnswerIsCached) {
   start({"--client-timeout", "400"});
   cache_then_expire("slow.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.10")}));
   FakeReply late = FakeReply::records({FakeRecord::a("", 60, "192.0.2.20")});
-  late.delay = Millis{1000};  // within c-ares's first try (1.2 s): no retransmission
+  // Answered after 1 s. The server's measured RTO is short (loopback), so the query is
+  // retransmitted meanwhile (docs/upstream.md); the first answer ends it and is cached.
+  late.delay = Millis{1000};
   upstream_.on("slow.stale.test", late);
   const auto t0 = Clock::now();
   auto stale = udp_query(port(), build_query({.name = "slow.stale.test"}));
@@ -124,12 +126,13 @@ TEST_F(ServeStaleTest, SlowUpstreamGetsStaleAtTimerAndLateAnswerIsCached) {
   EXPECT_GE(took, Millis{300});
   EXPECT_LT(took, Millis{900}) << "stale at the 400 ms timer, not when upstream answers";
   std::this_thread::sleep_for(Millis{1000});  // the late answer arrives at ~1 s
+  const std::size_t asked = upstream_.queries("slow.stale.test");
   auto fresh = udp_query(port(), build_query({.name = "slow.stale.test"}));
   ASSERT_TRUE(fresh);
   EXPECT_EQ(ip_of(*fresh), "192.0.2.20") << fresh->text();
   EXPECT_FALSE(fresh->ede()) << fresh->text();
   EXPECT_GE(fresh->ttls()[0], 58u);
-  EXPECT_EQ(upstream_.queries("slow.stale.test"), 2u) << "the fresh answer came from the cache";
+  EXPECT_EQ(upstream_.queries("slow.stale.test"), asked) << "the fresh answer came from the cache";
 }
 
 // No stale data, upstream silent over UDP: SERVFAIL + EDE 22 within 3 s (defaults).
@@ -163,7 +166,10 @@ TEST_F(ServeStaleTest, ServfailWithEde22Within3sWhenTcpIsMute) {
   EXPECT_EQ(a->rcode(), RCode::ServFail);
   EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
   EXPECT_LE(took, Millis{3200});
-  EXPECT_EQ(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
+  // TC sends the attempt to TCP; the retransmission timer then waits twice the RTO (1 s
+  // before any sample) for it, so at most one more UDP try fits in the 3 s.
+  EXPECT_GE(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
+  EXPECT_LE(upstream_.queries("mute-tcp.test", Transport::Udp), 2u);
 }
 
 TEST_F(ServeStaleTest, TcpClientAlsoGetsServfailOnTime) {

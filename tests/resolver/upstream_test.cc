@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <set>
 #include <string>
@@ -70,7 +72,7 @@ class UpstreamTest : public ::testing::Test {
     EXPECT_TRUE(up.has_value()) << (up ? "" : up.error());
     return up ? std::move(up.value()) : nullptr;
   }
-  static UpstreamOptions quick() { return UpstreamOptions{.try_timeout = 100ms, .tries = 1}; }
+  static UpstreamOptions quick() { return UpstreamOptions{.lifetime = 100ms}; }
 
   // Runs the loop until `pred` holds or 5 s pass; returns the time it took.
   template <class Pred>
@@ -206,7 +208,7 @@ TEST_F(UpstreamTest, TruncatedAnswerWithMuteTcpTimesOut) {
   r.truncate_udp = true;
   fake.on("mute.example", r);
   fake.set_tcp_mute(true);
-  auto up = make(UpstreamOptions{.try_timeout = 150ms, .tries = 1});
+  auto up = make(UpstreamOptions{.lifetime = 150ms});
   Outcome o;
   (void)up->send(make_query("mute.example", 1), record(o));
   auto took = run_until([&] { return o.done; });
@@ -219,7 +221,7 @@ TEST_F(UpstreamTest, SlowButAliveUpstreamIsNotRetransmittedTo) {
   FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.9")});
   r.delay = 300ms;
   fake.on("slow.example", r);
-  auto up = make();  // the default per-try timeout and tries
+  auto up = make();  // the default lifetime and RTO (1 s before the first sample)
   Outcome o;
   (void)up->send(make_query("slow.example", 1), record(o));
   auto took = run_until([&] { return o.done; });
@@ -332,6 +334,203 @@ TEST_F(UpstreamTest, DestroyingWithQueriesInFlightDropsTheirCallbacks) {
   loop.run_once(0ms);  // the deferred BadQuery report must not run after destruction
   EXPECT_FALSE(o.done);
   EXPECT_FALSE(rejected.done);
+}
+
+// --- EDNS fallback, 0x20, retransmission (docs/upstream.md) -----------------------------
+
+// The records of an answer's answer section: A RDATA as dotted quads, in order.
+std::vector<std::string> a_records(const std::vector<uint8_t>& m) {
+  std::vector<std::string> out;
+  std::size_t at = 12;
+  auto skip_name = [&] {
+    while (at < m.size()) {
+      if ((m[at] & 0xc0) == 0xc0) {
+        at += 2;
+        return;
+      }
+      if (m[at] == 0) {
+        at += 1;
+        return;
+      }
+      at += 1 + m[at];
+    }
+  };
+  skip_name();
+  at += 4;
+  for (int i = 0; i < u16(m, 6) && at < m.size(); ++i) {
+    skip_name();
+    const uint16_t type = u16(m, at);
+    const uint16_t len = u16(m, at + 8);
+    at += 10;
+    if (type == 1 && len == 4)
+      out.push_back(std::to_string(m[at]) + "." + std::to_string(m[at + 1]) + "." +
+                    std::to_string(m[at + 2]) + "." + std::to_string(m[at + 3]));
+    at += len;
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const UpstreamServerStats& stats_of(const UpstreamBoard& board, std::size_t i = 0) {
+  return *board.snapshot().at(0)->servers.at(i);
+}
+
+TEST_F(UpstreamTest, FormerrToEdnsIsRetriedWithoutOptAndRememberedForTheServer) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.5")}));
+  fake.set_formerr_to_edns(true);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (int i = 0; i < 3; ++i) {
+    Outcome o;
+    const std::string name = "n" + std::to_string(i) + ".example";
+    (void)up->send(make_query(name, 1), record(o));
+    run_until([&] { return o.done; });
+    ASSERT_EQ(o.status, UpstreamStatus::Ok) << name;
+    EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.5"});
+  }
+  const auto got = fake.received();
+  // The first name: with OPT (FORMERR), then the same query without. Later names: without.
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_TRUE(got[0].has_opt);
+  EXPECT_FALSE(got[1].has_opt);
+  EXPECT_EQ(got[1].qname, "n0.example");
+  EXPECT_FALSE(got[2].has_opt);
+  EXPECT_FALSE(got[3].has_opt);
+  EXPECT_EQ(stats_of(board).edns_rejections.load(), 1u);
+  EXPECT_EQ(stats_of(board).edns_fallbacks.load(), 1u);
+  EXPECT_FALSE(stats_of(board).edns.load());
+}
+
+TEST_F(UpstreamTest, ServFailWithOptIsAFailureNotAnEdnsRejection) {
+  fake.on("sf.example", FakeReply::servfail());  // the fake echoes OPT in its SERVFAIL
+  auto up = make(quick());
+  Outcome o;
+  (void)up->send(make_query("sf.example", 1), record(o));
+  run_until([&] { return o.done; });
+  EXPECT_EQ(o.status, UpstreamStatus::ServFail);
+  EXPECT_EQ(fake.queries("sf.example"), 1u);
+}
+
+TEST_F(UpstreamTest, QueryNameGoesWithRandomCaseAndTheAnswerCarriesTheCallersQuestion) {
+  const std::string name = "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.example";
+  fake.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
+  auto up = make();
+  Outcome o;
+  const auto query = make_query(name, 1);
+  (void)up->send(query, record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  const auto got = fake.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(lower(got[0].qname_raw), name);
+  EXPECT_NE(got[0].qname_raw, name);  // 59 letters all lower case: 2^-59
+  // Question section of the answer = the caller's bytes (lower case), not the 0x20 ones.
+  const std::size_t qlen = query.size() - 12 - 11;
+  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
+                         o.answer.begin() + 12));
+}
+
+TEST_F(UpstreamTest, No0x20SendsTheNameAsGiven) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
+  auto up = make(UpstreamOptions{.use_0x20 = false});
+  Outcome o;
+  (void)up->send(make_query("lower.case.example", 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.received().at(0).qname_raw, "lower.case.example");
+}
+
+TEST_F(UpstreamTest, ForgedReplyWithTheWrongCaseIsDroppedAndTheRealOneWins) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
+  fake.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (int i = 0; i < 5; ++i) {
+    Outcome o;
+    (void)up->send(make_query("forged" + std::to_string(i) + ".example", 1), record(o));
+    run_until([&] { return o.done; });
+    ASSERT_EQ(o.status, UpstreamStatus::Ok);
+    EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.7"});
+  }
+  EXPECT_GE(stats_of(board).case_mismatches.load(), 5u);
+  EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);  // real answers kept the case
+  EXPECT_TRUE(stats_of(board).use_0x20.load());
+}
+
+TEST_F(UpstreamTest, ServerThatDoesNotEchoCaseGetsQueriesWithout0x20) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.8")}));
+  fake.set_scramble_case(true);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  Outcome o;
+  (void)up->send(make_query("scrambled.example", 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.8"});
+  EXPECT_EQ(stats_of(board).case_fallbacks.load(), 1u);
+  EXPECT_FALSE(stats_of(board).use_0x20.load());
+  fake.reset_counts();
+  Outcome o2;
+  (void)up->send(make_query("next.example", 1), record(o2));
+  run_until([&] { return o2.done; });
+  ASSERT_EQ(o2.status, UpstreamStatus::Ok);
+  const auto got = fake.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].qname_raw, "next.example");
+}
+
+TEST_F(UpstreamTest, LostQueryIsRetransmittedAfterTheRtoNotAfterASecond) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.9")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  // Warm the estimator: a sub-millisecond server ends at the 50 ms minimum RTO.
+  for (int i = 0; i < 10; ++i) {
+    Outcome o;
+    (void)up->send(make_query("warm" + std::to_string(i) + ".example", 1), record(o));
+    run_until([&] { return o.done; });
+  }
+  // (50 ms on an idle machine; a loaded one measures longer round trips.)
+  EXPECT_LT(stats_of(board).rto_us.load(), 1'000'000) << stats_of(board).srtt_us.load();
+  const uint64_t timeouts_before = stats_of(board).timeouts.load();
+  // A name whose first query is lost and second is not (the fake's loss is deterministic).
+  constexpr uint64_t kSeed = 7;
+  std::string name;
+  for (int i = 0; name.empty(); ++i) {
+    const std::string n = "lost" + std::to_string(i) + ".example";
+    if (FakeUpstream::loses(0.5, kSeed, n, 0) && !FakeUpstream::loses(0.5, kSeed, n, 1)) name = n;
+  }
+  fake.set_loss(0.5, kSeed);
+  Outcome o;
+  (void)up->send(make_query(name, 1), record(o));
+  const auto took = run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_GE(fake.queries(name), 2u);
+  EXPECT_LT(took, 1000ms);  // the old fixed timer waited 1.2 s; the RTO here is ~50 ms
+  EXPECT_GE(stats_of(board).timeouts.load(), timeouts_before + 1);
+}
+
+TEST_F(UpstreamTest, DeadFirstServerIsLeftForTheLiveOne) {
+  FakeUpstream live;
+  live.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.10")}));
+  fake.set_default(FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{
+      .servers = {*parse_endpoint(fake.address(), 53), *parse_endpoint(live.address(), 53)},
+      .board = &board});
+  for (int i = 0; i < 10; ++i) {
+    Outcome o;
+    (void)up->send(make_query("d" + std::to_string(i) + ".example", 1), record(o));
+    run_until([&] { return o.done; });
+    ASSERT_EQ(o.status, UpstreamStatus::Ok) << i;
+  }
+  // Only the first query waited for the dead server (its initial 1 s RTO).
+  EXPECT_EQ(fake.total_queries(), 1u);
+  EXPECT_EQ(live.total_queries(), 10u);
 }
 
 TEST(UpstreamCreate, RejectsLinkLocalServerWithScope) {

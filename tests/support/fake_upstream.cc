@@ -251,6 +251,41 @@ void FakeUpstream::set_tcp_mute(bool mute) {
   tcp_mute_ = mute;
 }
 
+void FakeUpstream::set_formerr_to_edns(bool on) {
+  std::lock_guard lock(mu_);
+  formerr_to_edns_ = on;
+}
+
+void FakeUpstream::set_loss(double p, uint64_t seed) {
+  std::lock_guard lock(mu_);
+  loss_ = p;
+  loss_seed_ = seed;
+}
+
+bool FakeUpstream::loses(double p, uint64_t seed, std::string_view qname, std::size_t n) {
+  // FNV-1a over the name, then a splitmix64 finaliser over (seed, name, n).
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : normalise(qname)) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 1099511628211ull;
+  }
+  uint64_t z = seed ^ h ^ (static_cast<uint64_t>(n) * 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) / static_cast<double>(uint64_t{1} << 53) < p;
+}
+
+void FakeUpstream::set_scramble_case(bool on) {
+  std::lock_guard lock(mu_);
+  scramble_case_ = on;
+}
+
+void FakeUpstream::set_forge_wrong_case(std::optional<FakeRecord> forged) {
+  std::lock_guard lock(mu_);
+  forged_ = std::move(forged);
+}
+
 void FakeUpstream::stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -338,22 +373,63 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
 
 void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const void* peer,
                           unsigned peer_len) {
-  ReceivedQuery rq{t, 0, {}, 0, false, query};
+  ReceivedQuery rq{t, 0, {}, {}, 0, false, query};
   std::size_t qend = parse_question(query, rq.qname, rq.qtype);
   if (qend == 0) return;
   rq.id = get16(query, 0);
   rq.has_opt = has_opt(query, qend);
+  for (std::size_t at = 12; at < qend && query[at] != 0; at += 1 + query[at]) {
+    if (!rq.qname_raw.empty()) rq.qname_raw += '.';
+    rq.qname_raw.append(reinterpret_cast<const char*>(query.data()) + at + 1, query[at]);
+  }
   std::string qname = rq.qname;
+  const bool opt = rq.has_opt;
+  bool lost = false, formerr = false, scramble = false;
+  std::optional<FakeRecord> forged;
   {
     std::lock_guard lock(mu_);
     received_.push_back(std::move(rq));
+    if (t == Transport::Udp && loss_ > 0)
+      lost = loses(loss_, loss_seed_, qname, udp_seen_[qname]++);
+    formerr = formerr_to_edns_ && opt;
+    scramble = scramble_case_;
+    forged = forged_;
   }
+  if (lost) return;
   FakeReply reply = script_for(qname);
+  if (formerr) {
+    reply = FakeReply{};
+    reply.rcode = 1;
+  }
   if (reply.drop) return;
+  // Inverts the case of every letter of the question name in an answer we built.
+  auto invert_case = [qend](std::vector<uint8_t>& b) {
+    for (std::size_t i = 12; i + 4 < qend && i < b.size(); ++i) {
+      if (std::isalpha(b[i])) b[i] = static_cast<uint8_t>(b[i] ^ 0x20);
+    }
+  };
   Pending p{};
   p.due = Clock::now() + reply.delay;
   p.transport = t;
   p.bytes = build(query, qend, reply, t);
+  if (formerr) {
+    // FORMERR without OPT: header and question only.
+    p.bytes.resize(qend);
+    p.bytes[10] = 0;
+    p.bytes[11] = 0;
+  }
+  if (scramble) invert_case(p.bytes);
+  if (forged && t == Transport::Udp) {
+    Pending f{};
+    f.due = Clock::now();
+    f.transport = t;
+    f.bytes = build(query, qend, FakeReply::records({*forged}), t);
+    invert_case(f.bytes);
+    std::memcpy(&f.peer, peer, peer_len);
+    f.peer_len = peer_len;
+    if (p.due < f.due) p.due = f.due;
+    pending_.push_back(std::move(f));
+  }
   if (t == Transport::Udp) {
     std::memcpy(&p.peer, peer, peer_len);
     p.peer_len = peer_len;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,7 +63,8 @@ enum class Transport : uint8_t { Udp, Tcp };
 struct ReceivedQuery {
   Transport transport;
   uint16_t id;
-  std::string qname;  ///< lowercase, no trailing dot ("" for the root)
+  std::string qname;      ///< lowercase, no trailing dot ("" for the root)
+  std::string qname_raw;  ///< as received (0x20 letter case kept)
   uint16_t qtype;
   bool has_opt;  ///< an OPT record was present (ARCOUNT >= 1 and type 41 found)
   std::vector<uint8_t> bytes;
@@ -87,6 +89,24 @@ class FakeUpstream {
   void on(std::string_view qname, FakeReply reply);
   /// Accept TCP connections but never read from them or answer.
   void set_tcp_mute(bool mute);
+
+  // Misbehaviours of real servers, for the upstream robustness tests (all off by default).
+
+  /// Answer every query that carries an OPT record with FORMERR and no OPT (a server or
+  /// middlebox that does not know EDNS); queries without OPT are answered normally.
+  void set_formerr_to_edns(bool on);
+  /// Drop UDP queries with probability `p`. Deterministic: whether the n-th UDP query for a
+  /// name is dropped depends only on (seed, name, n), never on timing. Dropped queries are
+  /// still counted by queries()/received().
+  void set_loss(double p, uint64_t seed);
+  /// Whether the n-th (0-based) UDP query for `qname` is dropped under set_loss(p, seed).
+  static bool loses(double p, uint64_t seed, std::string_view qname, std::size_t n);
+  /// Echo the question with every letter's case inverted (a server that does not keep the
+  /// query's letter case).
+  void set_scramble_case(bool on);
+  /// Before each real UDP answer, send a forged one: same ID, the question with every
+  /// letter's case inverted, answering with `forged` (an off-by-case spoofing attempt).
+  void set_forge_wrong_case(std::optional<FakeRecord> forged);
 
   /// Closes both sockets and joins the thread; queries then hit a closed port (ICMP
   /// unreachable for UDP, RST for TCP). Idempotent; the destructor calls it.
@@ -119,10 +139,16 @@ class FakeUpstream {
   std::thread thread_;
 
   mutable std::mutex mu_;
-  FakeReply default_;                        // guarded by mu_
-  std::map<std::string, FakeReply> script_;  // guarded by mu_
-  bool tcp_mute_ = false;                    // guarded by mu_
-  std::vector<ReceivedQuery> received_;      // guarded by mu_
+  FakeReply default_;                            // guarded by mu_
+  std::map<std::string, FakeReply> script_;      // guarded by mu_
+  bool tcp_mute_ = false;                        // guarded by mu_
+  bool formerr_to_edns_ = false;                 // guarded by mu_
+  double loss_ = 0;                              // guarded by mu_
+  uint64_t loss_seed_ = 0;                       // guarded by mu_
+  bool scramble_case_ = false;                   // guarded by mu_
+  std::optional<FakeRecord> forged_;             // guarded by mu_
+  std::map<std::string, std::size_t> udp_seen_;  // guarded by mu_: UDP queries per name
+  std::vector<ReceivedQuery> received_;          // guarded by mu_
 
   // Serving thread only.
   std::vector<Pending> pending_;

@@ -1,0 +1,144 @@
+#include "resolver/upstream_board.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+
+namespace hg::resolver {
+
+void UpstreamBoard::publish(std::shared_ptr<const UpstreamTable> table) {
+  std::lock_guard lock(mu_);
+  for (auto& t : tables_) {
+    if (t->worker == table->worker) {
+      t = std::move(table);
+      return;
+    }
+  }
+  tables_.push_back(std::move(table));
+}
+
+std::vector<std::shared_ptr<const UpstreamTable>> UpstreamBoard::snapshot() const {
+  std::lock_guard lock(mu_);
+  return tables_;
+}
+
+namespace {
+
+uint64_t get(const std::atomic<uint64_t>& a) {
+  return a.load(std::memory_order_relaxed);
+}
+
+struct Summary {
+  uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
+           edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
+  const UpstreamServerStats* state = nullptr;  // the worker with the most answers
+  uint64_t state_answers = 0;
+};
+
+// Servers in the order the first table lists them, then any only other workers have.
+std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& board) {
+  std::vector<std::pair<std::string, Summary>> out;
+  for (const auto& table : board.snapshot()) {
+    for (const auto& s : table->servers) {
+      const std::string key = s->server.to_string();
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == key; });
+      if (it == out.end()) {
+        out.emplace_back(key, Summary{});
+        it = out.end() - 1;
+      }
+      Summary& m = it->second;
+      const uint64_t answers = get(s->answers);
+      m.queries += get(s->queries);
+      m.answers += answers;
+      m.late += get(s->late_answers);
+      m.timeouts += get(s->timeouts);
+      m.failures += get(s->failures);
+      m.edns_rejections += get(s->edns_rejections);
+      m.edns_fallbacks += get(s->edns_fallbacks);
+      m.case_mismatches += get(s->case_mismatches);
+      m.case_fallbacks += get(s->case_fallbacks);
+      m.truncated += get(s->truncated);
+      m.probes += get(s->probes);
+      if (m.state == nullptr || answers > m.state_answers) {
+        m.state = s.get();
+        m.state_answers = answers;
+      }
+    }
+  }
+  return out;
+}
+
+std::string ms(int64_t us) {
+  return us < 0 ? std::string("-") : fmt::format("{:.1f}", static_cast<double>(us) / 1000.0);
+}
+
+}  // namespace
+
+std::string upstreams_text(const UpstreamBoard& board) {
+  std::string out;
+  for (const auto& [name, m] : summarise(board)) {
+    const UpstreamServerStats& s = *m.state;
+    out += fmt::format(
+        "{} state={} srtt_ms={} rttvar_ms={} rto_ms={} edns={} 0x20={} queries={} answers={} "
+        "late_answers={} timeouts={} failures={} edns_rejections={} edns_fallbacks={} "
+        "case_mismatches={} case_fallbacks={} truncated={} probes={}\n",
+        name, s.suspect.load() ? "suspect" : "up", ms(s.srtt_us.load()),
+        s.srtt_us.load() < 0 ? std::string("-") : ms(s.rttvar_us.load()), ms(s.rto_us.load()),
+        s.edns.load() ? "yes" : "no", s.use_0x20.load() ? "on" : "off", m.queries, m.answers,
+        m.late, m.timeouts, m.failures, m.edns_rejections, m.edns_fallbacks, m.case_mismatches,
+        m.case_fallbacks, m.truncated, m.probes);
+  }
+  if (out.empty()) out = "; no upstream servers\n";
+  return out;
+}
+
+std::string upstreams_metrics(const UpstreamBoard& board) {
+  const auto servers = summarise(board);
+  std::string out;
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help,
+                    auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (const auto& [server, m] : servers)
+      out += fmt::format("{}{{server=\"{}\"}} {}\n", name, server, value(m));
+  };
+  family("hourglass_upstream_server_queries_total", "counter",
+         "Queries sent to the server, retransmissions included.",
+         [](const Summary& m) { return m.queries; });
+  family("hourglass_upstream_server_answers_total", "counter",
+         "Usable answers from the server (late ones included).",
+         [](const Summary& m) { return m.answers; });
+  family("hourglass_upstream_server_timeouts_total", "counter",
+         "Queries to the server whose retransmission timer expired.",
+         [](const Summary& m) { return m.timeouts; });
+  family("hourglass_upstream_server_failures_total", "counter",
+         "SERVFAIL, REFUSED, NOTIMP or unreachable from the server.",
+         [](const Summary& m) { return m.failures; });
+  family("hourglass_upstream_server_edns_rejections_total", "counter",
+         "Queries with EDNS the server rejected (FORMERR/NOTIMP/SERVFAIL without OPT, BADVERS).",
+         [](const Summary& m) { return m.edns_rejections; });
+  family("hourglass_upstream_server_edns_fallbacks_total", "counter",
+         "Times the server was marked as not supporting EDNS.",
+         [](const Summary& m) { return m.edns_fallbacks; });
+  family("hourglass_upstream_server_case_mismatches_total", "counter",
+         "Replies dropped because the 0x20 letter case of the name was wrong.",
+         [](const Summary& m) { return m.case_mismatches; });
+  family("hourglass_upstream_server_case_fallbacks_total", "counter",
+         "Times 0x20 was switched off for the server (it does not echo the case).",
+         [](const Summary& m) { return m.case_fallbacks; });
+  family("hourglass_upstream_server_srtt_microseconds", "gauge",
+         "Smoothed round-trip time (-1 before the first sample).",
+         [](const Summary& m) { return m.state->srtt_us.load(); });
+  family("hourglass_upstream_server_rto_microseconds", "gauge", "Current retransmission timeout.",
+         [](const Summary& m) { return m.state->rto_us.load(); });
+  family("hourglass_upstream_server_edns", "gauge", "1 when queries to the server carry EDNS.",
+         [](const Summary& m) { return m.state->edns.load() ? 1 : 0; });
+  family("hourglass_upstream_server_0x20", "gauge", "1 when queries to the server use 0x20.",
+         [](const Summary& m) { return m.state->use_0x20.load() ? 1 : 0; });
+  family("hourglass_upstream_server_suspect", "gauge",
+         "1 when the server timed out or failed repeatedly and only gets probes.",
+         [](const Summary& m) { return m.state->suspect.load() ? 1 : 0; });
+  return out;
+}
+
+}  // namespace hg::resolver

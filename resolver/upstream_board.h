@@ -1,0 +1,65 @@
+// UpstreamBoard: per-server upstream statistics that every worker's Upstream publishes and
+// the control socket (`hourglass-ctl upstreams`) and the metrics endpoint read.
+//
+// Each worker's Upstream owns the stats of its own servers and is the only writer (relaxed
+// atomics, written on its loop thread); readers on any thread take a snapshot of the tables
+// under the board's mutex and read the atomics. A table replaced on SIGHUP stays alive while
+// a reader still holds it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "resolver/config.h"
+
+namespace hg::resolver {
+
+struct UpstreamServerStats {
+  explicit UpstreamServerStats(Endpoint e) : server(e) {}
+  const Endpoint server;
+  std::atomic<uint64_t> queries{0};          ///< datagrams sent (every attempt)
+  std::atomic<uint64_t> answers{0};          ///< usable answers (any RCODE but the failures)
+  std::atomic<uint64_t> late_answers{0};     ///< usable answers after the query had ended
+  std::atomic<uint64_t> timeouts{0};         ///< attempts whose retransmission timer expired
+  std::atomic<uint64_t> failures{0};         ///< SERVFAIL/REFUSED/NOTIMP/unreachable
+  std::atomic<uint64_t> edns_rejections{0};  ///< FORMERR/NOTIMP/SERVFAIL without OPT, BADVERS
+  std::atomic<uint64_t> edns_fallbacks{0};   ///< times "no EDNS" was switched on
+  std::atomic<uint64_t> case_mismatches{0};  ///< replies dropped for the wrong 0x20 case
+  std::atomic<uint64_t> case_fallbacks{0};   ///< times "no 0x20" was switched on
+  std::atomic<uint64_t> truncated{0};        ///< UDP answers with TC (c-ares retries over TCP)
+  std::atomic<uint64_t> probes{0};           ///< hedged queries sent to a suspect server
+  std::atomic<int64_t> srtt_us{-1};          ///< -1 before the first sample
+  std::atomic<int64_t> rttvar_us{0};
+  std::atomic<int64_t> rto_us{0};
+  std::atomic<bool> edns{true};
+  std::atomic<bool> use_0x20{true};
+  std::atomic<bool> suspect{false};
+};
+
+struct UpstreamTable {
+  int worker = 0;
+  std::vector<std::shared_ptr<UpstreamServerStats>> servers;
+};
+
+class UpstreamBoard {
+ public:
+  /// Sets worker `table->worker`'s current table (replacing its previous one).
+  void publish(std::shared_ptr<const UpstreamTable> table);
+  std::vector<std::shared_ptr<const UpstreamTable>> snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<const UpstreamTable>> tables_;  // guarded by mu_
+};
+
+/// `hourglass-ctl upstreams`: one line per server (counters summed over workers; RTT,
+/// RTO and states from the worker that answered most through it).
+std::string upstreams_text(const UpstreamBoard& board);
+/// Prometheus families hourglass_upstream_server_*{server="ADDR:PORT"}.
+std::string upstreams_metrics(const UpstreamBoard& board);
+
+}  // namespace hg::resolver

@@ -1,0 +1,112 @@
+#include "resolver/upstream_wire.h"
+
+namespace hg::resolver::upstream_wire {
+
+namespace {
+
+uint16_t get16(std::span<const uint8_t> b, std::size_t at) noexcept {
+  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
+}
+
+bool is_letter(uint8_t c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+uint8_t lower(uint8_t c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + 32) : c;
+}
+
+// Skips a possibly compressed name at `at`; returns the offset after it, or 0.
+std::size_t skip_name(std::span<const uint8_t> msg, std::size_t at) noexcept {
+  for (int labels = 0; labels < 128; ++labels) {
+    if (at >= msg.size()) return 0;
+    const uint8_t len = msg[at];
+    if (len == 0) return at + 1;
+    if ((len & 0xc0) == 0xc0) return at + 2 <= msg.size() ? at + 2 : 0;
+    if ((len & 0xc0) != 0) return 0;  // 0x40 / 0x80: obsolete label types
+    at += 1 + len;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t question_end(std::span<const uint8_t> msg) noexcept {
+  if (msg.size() < kHeaderSize || get16(msg, 4) < 1) return 0;
+  std::size_t at = kHeaderSize;
+  std::size_t name_len = 0;
+  while (true) {
+    if (at >= msg.size()) return 0;
+    const uint8_t len = msg[at];
+    if (len == 0) break;
+    if (len > 63) return 0;  // compressed or reserved: not one of our queries
+    name_len += 1 + len;
+    if (name_len > 254) return 0;
+    at += 1 + len;
+  }
+  at += 1;
+  return at + 4 <= msg.size() ? at + 4 : 0;
+}
+
+void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
+  std::size_t at = 0;
+  while (at < name.size() && at < 256) {
+    const uint8_t len = name[at];
+    if (len == 0 || len > 63) return;
+    for (std::size_t i = at + 1; i <= at + len && i < name.size() && i < 256; ++i) {
+      const uint8_t c = name[i];
+      if (!is_letter(c)) continue;
+      const bool upper = (bits[i / 64] >> (i % 64)) & 1;
+      name[i] = upper ? static_cast<uint8_t>(lower(c) - 32) : lower(c);
+    }
+    at += 1 + len;
+  }
+}
+
+QuestionMatch match_question(std::span<const uint8_t> reply,
+                             std::span<const uint8_t> question) noexcept {
+  if (reply.size() < kHeaderSize + question.size()) return QuestionMatch::Other;
+  const auto got = reply.subspan(kHeaderSize, question.size());
+  // The name may differ in letter case; the last 4 bytes (QTYPE, QCLASS) may not.
+  const std::size_t name_end = question.size() >= 4 ? question.size() - 4 : 0;
+  bool exact = true;
+  for (std::size_t i = 0; i < question.size(); ++i) {
+    if (got[i] == question[i]) continue;
+    if (i >= name_end || lower(got[i]) != lower(question[i]) || !is_letter(got[i]))
+      return QuestionMatch::Other;
+    exact = false;
+  }
+  return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
+}
+
+OptInfo find_opt(std::span<const uint8_t> msg) noexcept {
+  OptInfo info;
+  if (msg.size() < kHeaderSize) return info;
+  const unsigned qd = get16(msg, 4), an = get16(msg, 6), ns = get16(msg, 8), ar = get16(msg, 10);
+  std::size_t at = kHeaderSize;
+  for (unsigned i = 0; i < qd; ++i) {
+    at = skip_name(msg, at);
+    if (at == 0 || at + 4 > msg.size()) return info;
+    at += 4;
+  }
+  const unsigned records = an + ns + ar;
+  for (unsigned i = 0; i < records; ++i) {
+    at = skip_name(msg, at);
+    if (at == 0 || at + 10 > msg.size()) return info;
+    const uint16_t type = get16(msg, at);
+    const uint32_t ttl = (uint32_t{get16(msg, at + 4)} << 16) | get16(msg, at + 6);
+    const std::size_t rdlen = get16(msg, at + 8);
+    at += 10;
+    if (at + rdlen > msg.size()) return info;
+    if (type == 41 && i >= an + ns && !info.present) {
+      info.present = true;
+      info.ext_rcode = static_cast<uint8_t>(ttl >> 24);
+      info.version = static_cast<uint8_t>(ttl >> 16);
+    }
+    at += rdlen;
+  }
+  info.valid = true;
+  return info;
+}
+
+}  // namespace hg::resolver::upstream_wire

@@ -1,0 +1,64 @@
+// libFuzzer target for resolver/upstream_wire: the looks the Upstream takes at raw upstream
+// datagrams before c-ares does (question match for 0x20, OPT search, RCODE/TC/ID) and the
+// 0x20 case writer.
+//
+// Properties checked, each an abort when violated:
+//  1. Nothing reads out of bounds (ASan) or overflows (UBSan), whatever the bytes.
+//  2. question_end() of a message is 0 or a position inside it, past the header.
+//  3. A message matches its own question Exact; after apply_case() on a copy of the name
+//     the copy matches the original CaseOnly or Exact, never Other, and lower-casing both
+//     gives the same bytes back.
+//  4. find_opt() reports an OPT record only for a message it could walk.
+//
+// Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise linked
+// with replay_main.cc and ctest replays tests/fuzz/corpus/upstream_wire/.
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <vector>
+
+#include "resolver/upstream_wire.h"
+
+namespace {
+
+namespace uw = hg::resolver::upstream_wire;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "upstream_wire_fuzz: property violated: %s\n", what);
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> msg(data, size);
+  (void)uw::rcode(msg);
+  (void)uw::truncated(msg);
+  (void)uw::id(msg);
+  const auto opt = uw::find_opt(msg);
+  check(!opt.present || opt.valid, "OPT found in a message that could not be walked");
+
+  const std::size_t qend = uw::question_end(msg);
+  check(qend == 0 || (qend > uw::kHeaderSize && qend <= size), "question_end out of range");
+  if (qend == 0) return 0;
+  const auto question = msg.subspan(uw::kHeaderSize, qend - uw::kHeaderSize);
+  check(uw::match_question(msg, question) == uw::QuestionMatch::Exact, "self match not Exact");
+
+  // Case bits from the first bytes of the input (any pattern will do).
+  uw::CaseBits bits{};
+  for (std::size_t i = 0; i < 32 && i < size; ++i)
+    bits[i / 8] |= uint64_t{data[i]} << (8 * (i % 8));
+  std::vector<uint8_t> copy(msg.begin(), msg.end());
+  uw::apply_case(std::span<uint8_t>(copy.data() + uw::kHeaderSize, question.size() - 4), bits);
+  const auto m = uw::match_question(copy, question);
+  check(m != uw::QuestionMatch::Other, "case change made the question differ otherwise");
+  for (std::size_t i = 0; i < size; ++i) {
+    const auto a = static_cast<unsigned char>(copy[i]), b = static_cast<unsigned char>(data[i]);
+    check(std::tolower(a) == std::tolower(b), "apply_case changed more than letter case");
+  }
+  return 0;
+}

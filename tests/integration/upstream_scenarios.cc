@@ -1,0 +1,282 @@
+// hg_upstream_scenarios: measures the upstream robustness scenarios of docs/upstream.md
+// against hourglassd and, when it is installed, Unbound in forward mode, on loopback.
+//
+//   build/tests/integration/hg_upstream_scenarios [hourglass|unbound|both]
+//
+// Each scenario starts FakeUpstreams that misbehave (EDNS FORMERR, 50 % seeded loss, dead
+// server, case scrambling, forged wrong-case replies), starts the resolver forwarding to them
+// (hourglassd with --upstream; unbound from a config written to a temp dir, started with
+// do-daemonize: no and stopped by its PID), sends the scenario's queries and prints one line:
+// names answered with data, and latency percentiles. Every loop is bounded in count and time.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using Clock = std::chrono::steady_clock;
+
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
+  socklen_t len = sizeof sin;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
+  ::close(fd);
+  return ntohs(sin.sin_port);
+}
+
+// A resolver under test: started for one scenario, stopped by its PID afterwards.
+class Resolver {
+ public:
+  virtual ~Resolver() = default;
+  virtual uint16_t port() const = 0;
+  virtual bool ready() const = 0;
+};
+
+class Hourglass : public Resolver {
+ public:
+  explicit Hourglass(const std::vector<const FakeUpstream*>& ups) {
+    char tmpl[] = "/tmp/hg-scen-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    std::vector<std::string> args{"--control", dir_ + "/control"};
+    for (const auto* u : ups) {
+      args.push_back("--upstream");
+      args.push_back(u->address());
+    }
+    d_ = Daemon::start(args);
+  }
+  ~Hourglass() override {
+    // What hourglass-ctl upstreams says at the end of the scenario.
+    const std::string cmd =
+        "timeout 20 " HOURGLASS_CTL " --socket '" + dir_ + "/control' upstreams | sed 's/^/    /'";
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) std::printf("    (hourglass-ctl failed)\n");
+    d_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  uint16_t port() const override { return d_->port(); }
+  bool ready() const override { return d_->ready(); }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<Daemon> d_;
+};
+
+class Unbound : public Resolver {
+ public:
+  Unbound(const std::vector<const FakeUpstream*>& ups, bool caps) {
+    char tmpl[] = "/tmp/hg-unbound-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    port_ = free_port();
+    std::ofstream conf(dir_ + "/unbound.conf");
+    conf << "server:\n  interface: 127.0.0.1\n  port: " << port_
+         << "\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  username: \"\"\n"
+            "  chroot: \"\"\n  directory: \""
+         << dir_
+         << "\"\n  pidfile: \"\"\n  num-threads: 1\n  verbosity: 0\n"
+            "  do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n"
+            "  module-config: \"iterator\"\n  local-zone: \"test.\" nodefault\n"
+            "  harden-referral-path: no\n  prefetch: no\n  do-ip6: no\n"
+            "  use-caps-for-id: "
+         << (caps ? "yes" : "no") << "\nforward-zone:\n  name: \".\"\n";
+    for (const auto* u : ups)
+      conf << "  forward-addr: 127.0.0.1@" << u->port() << "\n";
+    conf.close();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const std::string c = dir_ + "/unbound.conf";
+      const std::string log = dir_ + "/unbound.log";
+      if (FILE* f = std::freopen(log.c_str(), "w", stderr)) (void)f;
+      ::execlp("unbound", "unbound", "-d", "-c", c.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Ready when it answers version.server CH TXT (from itself, no upstream involved).
+    for (int i = 0; i < 100 && !ready_; ++i) {
+      auto a = udp_query(port_, build_query({.name = "version.server", .type = 16, .klass = 3}),
+                         Millis{100});
+      ready_ = a.has_value();
+    }
+  }
+  ~Unbound() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(Millis{100});
+      if (::waitpid(pid_, &status, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  uint16_t port() const override { return port_; }
+  bool ready() const override { return ready_; }
+
+ private:
+  std::string dir_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+};
+
+std::vector<std::string> a_records(const Answer& a) {
+  std::vector<std::string> out;
+  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
+    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
+      const auto& b = v4->address;
+      out.push_back(std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) +
+                    "." + std::to_string(b[3]));
+    }
+  }
+  return out;
+}
+
+struct Result {
+  int asked = 0, answered = 0, wrong = 0;
+  std::vector<double> ms;  // latency of each answered query
+};
+
+// `names` sent `batch` at a time, each once, answers awaited 3.2 s; an answer counts when it
+// is NOERROR with `expect` as its A record (`wrong` when it has another A record).
+Result run(uint16_t port, const std::vector<std::string>& names, int batch,
+           const std::string& expect) {
+  Result r;
+  for (std::size_t b = 0; b < names.size(); b += static_cast<std::size_t>(batch)) {
+    UdpClient client;
+    std::map<uint16_t, Clock::time_point> pending;
+    for (std::size_t i = b; i < names.size() && i < b + static_cast<std::size_t>(batch); ++i) {
+      const auto id = static_cast<uint16_t>(i + 1);
+      client.send(port, build_query({.name = names[i], .id = id}));
+      pending[id] = Clock::now();
+      ++r.asked;
+    }
+    const auto deadline = Clock::now() + Millis{3200};
+    while (!pending.empty() && Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      auto bytes = client.receive(std::max(left, Millis{1}));
+      if (!bytes) break;
+      auto a = parse_answer(*bytes);
+      if (!a || pending.count(a->id()) == 0) continue;
+      const auto recs = a_records(*a);
+      if (a->rcode() == wire::RCode::NoError && recs == std::vector<std::string>{expect}) {
+        ++r.answered;
+        r.ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - pending[a->id()]).count());
+      } else if (!recs.empty()) {
+        ++r.wrong;
+      }
+      pending.erase(a->id());
+    }
+  }
+  return r;
+}
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::vector<std::string> names(const std::string& zone, int n) {
+  std::vector<std::string> out;
+  const auto salt = std::to_string(Clock::now().time_since_epoch().count() % 1000000);
+  for (int i = 0; i < n; ++i)
+    out.push_back("n" + std::to_string(i) + "-" + salt + "." + zone);
+  return out;
+}
+
+using Factory = std::function<std::unique_ptr<Resolver>(const std::vector<const FakeUpstream*>&)>;
+
+void report(const char* who, const char* scenario, const Result& r) {
+  std::printf("%-9s %-28s answered %3d/%3d  wrong %2d  p50 %7.1f ms  p95 %7.1f ms  max %7.1f ms\n",
+              who, scenario, r.answered, r.asked, r.wrong, pct(r.ms, 0.5), pct(r.ms, 0.95),
+              pct(r.ms, 1.0));
+  std::fflush(stdout);
+}
+
+void scenarios(const char* who, const Factory& make) {
+  const auto a = FakeRecord::a("", 300, "192.0.2.1");
+  {
+    FakeUpstream old_server, healthy;
+    old_server.set_default(FakeReply::records({a}));
+    old_server.set_formerr_to_edns(true);
+    healthy.set_default(FakeReply::records({a}));
+    auto r = make({&old_server, &healthy});
+    if (!r->ready()) return (void)std::printf("%s: did not start\n", who);
+    report(who, "formerr-to-edns first server",
+           run(r->port(), names("edns.test", 50), 1, "192.0.2.1"));
+  }
+  {
+    FakeUpstream lossy;
+    lossy.set_default(FakeReply::records({a}));
+    lossy.set_loss(0.5, 20261130);
+    auto r = make({&lossy});
+    report(who, "50% loss, 200 names x20",
+           run(r->port(), names("loss.test", 200), 20, "192.0.2.1"));
+  }
+  {
+    FakeUpstream dead, live;
+    dead.set_default(FakeReply::dropped());
+    live.set_default(FakeReply::records({a}));
+    auto r = make({&dead, &live});
+    report(who, "dead first + live (30, seq)",
+           run(r->port(), names("dead.test", 30), 1, "192.0.2.1"));
+  }
+  {
+    FakeUpstream scrambler;
+    scrambler.set_default(FakeReply::records({a}));
+    scrambler.set_scramble_case(true);
+    auto r = make({&scrambler});
+    report(who, "case-scrambling server (20)",
+           run(r->port(), names("case.test", 20), 1, "192.0.2.1"));
+  }
+  {
+    FakeUpstream forger;
+    forger.set_default(FakeReply::records({a}));
+    forger.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+    auto r = make({&forger});
+    report(who, "forged wrong-case reply (20)",
+           run(r->port(), names("forged.test", 20), 1, "192.0.2.1"));
+  }
+}
+
+}  // namespace
+}  // namespace hg::integration
+
+int main(int argc, char** argv) {
+  using namespace hg::integration;
+  const std::string which = argc > 1 ? argv[1] : "both";
+  if (which == "hourglass" || which == "both")
+    scenarios("hourglass", [](const auto& ups) { return std::make_unique<Hourglass>(ups); });
+  if (which == "unbound" || which == "both") {
+    scenarios("unbound", [](const auto& ups) { return std::make_unique<Unbound>(ups, true); });
+  }
+  return 0;
+}

@@ -1,0 +1,260 @@
+// Upstream robustness against misbehaving upstreams (docs/upstream.md): the real hourglassd
+// forwarding to FakeUpstreams that reject EDNS, lose packets, are dead, scramble the letter
+// case or forge replies. State is read back with the real hourglass-ctl (`upstreams`).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+#include "wire/rdata.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using Clock = std::chrono::steady_clock;
+
+std::string run_ctl(const std::string& socket, const std::string& args) {
+  const std::string cmd =
+      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// key=value fields of the `upstreams` line for `server`.
+std::map<std::string, std::string> upstream_line(const std::string& text,
+                                                 const std::string& server) {
+  std::map<std::string, std::string> out;
+  const auto at = text.find(server + " ");
+  if (at == std::string::npos) return out;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  std::size_t i = line.find(' ');
+  while (i != std::string::npos) {
+    const std::size_t next = line.find(' ', i + 1);
+    const std::string field = line.substr(i + 1, next == std::string::npos ? next : next - i - 1);
+    const auto eq = field.find('=');
+    if (eq != std::string::npos) out[field.substr(0, eq)] = field.substr(eq + 1);
+    i = next;
+  }
+  return out;
+}
+
+// The A records of an answer, as text.
+std::vector<std::string> a_records(const Answer& a) {
+  std::vector<std::string> out;
+  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
+    if (rr.type != wire::RRType::A) continue;
+    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
+      const auto& b = v4->address;
+      out.push_back(std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) +
+                    "." + std::to_string(b[3]));
+    }
+  }
+  return out;
+}
+
+class UpstreamRobustness : public ::testing::Test {
+ protected:
+  UpstreamRobustness() {
+    char tmpl[] = "/tmp/hg-upstream-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    socket_ = dir_ + "/control";
+  }
+  ~UpstreamRobustness() override { std::filesystem::remove_all(dir_); }
+
+  void start(const std::vector<const FakeUpstream*>& ups, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--control", socket_};
+    for (const auto* u : ups) {
+      args.push_back("--upstream");
+      args.push_back(u->address());
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    daemon_ = Daemon::start(args);
+    ASSERT_TRUE(daemon_->ready()) << daemon_->output();
+  }
+  std::string upstreams() const { return run_ctl(socket_, "upstreams"); }
+
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(UpstreamRobustness, FormerrToEdnsServerAnswersEveryNameAndTheOtherServerKeepsEdns) {
+  FakeUpstream old_server, healthy;
+  old_server.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")}));
+  old_server.set_formerr_to_edns(true);
+  healthy.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.2")}));
+  start({&old_server, &healthy});
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = "name" + std::to_string(i) + ".edns.test";
+    auto a = udp_query(daemon_->port(), build_query({.name = name}));
+    ASSERT_TRUE(a) << name;
+    EXPECT_EQ(a->rcode(), wire::RCode::NoError) << name << "\n" << a->text();
+    EXPECT_FALSE(a_records(*a).empty()) << name << "\n" << a->text();
+  }
+  // The old server was asked with EDNS once, and then (for 10 minutes) without.
+  const auto got = old_server.received();
+  const auto with_opt =
+      std::count_if(got.begin(), got.end(), [](const auto& q) { return q.has_opt; });
+  EXPECT_EQ(with_opt, 1) << got.size();
+  auto text = upstreams();
+  auto fields = upstream_line(text, old_server.address());
+  EXPECT_EQ(fields["edns"], "no") << text;
+  EXPECT_EQ(fields["edns_fallbacks"], "1") << text;
+  EXPECT_EQ(upstream_line(text, healthy.address())["edns"], "yes") << text;
+
+  // The old server goes away: the healthy one takes over, still asked with EDNS.
+  old_server.stop();
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "after" + std::to_string(i) + ".edns.test";
+    auto a = udp_query(daemon_->port(), build_query({.name = name}));
+    ASSERT_TRUE(a) << name;
+    EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.2"}) << a->text();
+  }
+  const auto h = healthy.received();
+  ASSERT_FALSE(h.empty());
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](const auto& q) { return q.has_opt; }));
+  text = upstreams();
+  EXPECT_EQ(upstream_line(text, healthy.address())["edns"], "yes") << text;
+}
+
+TEST_F(UpstreamRobustness, HalfTheQueriesLostStillAnswersNinetyNinePercentWithData) {
+  FakeUpstream lossy;
+  lossy.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.3")}));
+  lossy.set_loss(0.5, 20261130);
+  start({&lossy});
+  // 200 new names, 20 at a time, each asked once; an answer counts only with data and
+  // within 3.2 s (a stub resolver's patience, and past hourglassd's 3 s deadline).
+  constexpr int kNames = 200, kBatch = 20;
+  int answered = 0;
+  std::vector<std::string> failed;
+  for (int b = 0; b < kNames / kBatch; ++b) {
+    UdpClient client;
+    std::map<uint16_t, std::string> pending;
+    for (int i = 0; i < kBatch; ++i) {
+      const std::string name = "n" + std::to_string(b * kBatch + i) + ".loss.test";
+      const auto id = static_cast<uint16_t>(b * kBatch + i + 1);
+      ASSERT_TRUE(client.send(daemon_->port(), build_query({.name = name, .id = id})));
+      pending[id] = name;
+    }
+    const auto deadline = Clock::now() + Millis{3200};
+    while (!pending.empty() && Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      auto bytes = client.receive(std::max(left, Millis{1}));
+      if (!bytes) break;
+      auto a = parse_answer(*bytes);
+      if (!a || pending.count(a->id()) == 0) continue;
+      if (a->rcode() == wire::RCode::NoError && !a_records(*a).empty()) {
+        ++answered;
+      } else {
+        failed.push_back(pending[a->id()] + " " + std::string(wire::to_string(a->rcode())));
+      }
+      pending.erase(a->id());
+    }
+    for (const auto& [id, name] : pending)
+      failed.push_back(name + " (no answer)");
+  }
+  EXPECT_GE(answered, kNames * 99 / 100) << "failed: " << ::testing::PrintToString(failed) << "\n"
+                                         << upstreams();
+  const auto fields = upstream_line(upstreams(), lossy.address());
+  EXPECT_NE(fields.at("timeouts"), "0");  // it did retransmit
+}
+
+TEST_F(UpstreamRobustness, DeadFirstServerDoesNotStallQueriesToTheLiveOne) {
+  FakeUpstream dead, live;
+  dead.set_default(FakeReply::dropped());
+  live.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.4")}));
+  start({&dead, &live});
+  std::vector<Millis> took;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "q" + std::to_string(i) + ".dead.test";
+    const auto t0 = Clock::now();
+    auto a = udp_query(daemon_->port(), build_query({.name = name}));
+    took.push_back(std::chrono::duration_cast<Millis>(Clock::now() - t0));
+    ASSERT_TRUE(a) << name;
+    EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.4"}) << a->text();
+  }
+  const auto text = upstreams();
+  const auto lf = upstream_line(text, live.address());
+  const double rto_ms = std::stod(lf.at("rto_ms"));
+  // After the first few, no query waits for the dead server (its RTO is 1 s); each is
+  // answered within 2 x the live server's RTO (the slack covers a loaded test machine).
+  for (std::size_t i = 3; i < took.size(); ++i)
+    EXPECT_LE(took[i].count(), 2 * rto_ms + 150) << "query " << i << "\n" << text;
+  // The dead server only got the first query and the odd probe.
+  EXPECT_LE(dead.total_queries(), 5u) << text;
+  EXPECT_EQ(upstream_line(text, dead.address())["answers"], "0") << text;
+}
+
+TEST_F(UpstreamRobustness, CaseScramblingServerIsDetectedAndAnswersKeepTheClientsCase) {
+  FakeUpstream scrambler;
+  scrambler.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.5")}));
+  scrambler.set_scramble_case(true);
+  start({&scrambler});
+  const Bytes query = build_query({.name = "MiXeD.CaSe.Test"});
+  auto a = udp_query(daemon_->port(), query);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
+  EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.5"});
+  EXPECT_EQ(Answer::question_bytes(a->bytes), Answer::question_bytes(query));  // client's case
+  const auto text = upstreams();
+  const auto f = upstream_line(text, scrambler.address());
+  EXPECT_EQ(f.at("0x20"), "off") << text;
+  EXPECT_EQ(f.at("case_fallbacks"), "1") << text;
+  // Later names go to it in lower case and are answered at once.
+  scrambler.reset_counts();
+  auto b = udp_query(daemon_->port(), build_query({.name = "Other.Name.Test"}));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(a_records(*b), std::vector<std::string>{"192.0.2.5"});
+  ASSERT_EQ(scrambler.received().size(), 1u);
+  EXPECT_EQ(scrambler.received()[0].qname_raw, "other.name.test");
+}
+
+TEST_F(UpstreamRobustness, ForgedReplyWithTheWrongCaseIsRejected) {
+  FakeUpstream up;
+  up.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
+  up.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  start({&up});
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "f" + std::to_string(i) + ".forged.test";
+    auto a = udp_query(daemon_->port(), build_query({.name = name}));
+    ASSERT_TRUE(a) << name;
+    EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.6"}) << a->text();
+  }
+  const auto text = upstreams();
+  const auto f = upstream_line(text, up.address());
+  EXPECT_GE(std::stoi(f.at("case_mismatches")), 20) << text;
+  EXPECT_EQ(f.at("0x20"), "on") << text;
+}
+
+TEST_F(UpstreamRobustness, No0x20FlagSendsLowerCaseNames) {
+  FakeUpstream up;
+  up.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
+  start({&up}, {"--no-0x20"});
+  auto a = udp_query(daemon_->port(), build_query({.name = "Some.Name.Test"}));
+  ASSERT_TRUE(a);
+  ASSERT_EQ(up.received().size(), 1u);
+  EXPECT_EQ(up.received()[0].qname_raw, "some.name.test");
+  EXPECT_EQ(upstream_line(upstreams(), up.address())["0x20"], "off");
+}
+
+}  // namespace
+}  // namespace hg::integration

@@ -1,0 +1,176 @@
+// RTT estimator and server selection: pure logic, driven with explicit times (no clock).
+#include "resolver/upstream_health.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <vector>
+
+namespace hg::resolver {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RttEstimator, StartsAtTheInitialRtoOfOneSecond) {
+  RttEstimator r;
+  EXPECT_FALSE(r.has_sample());
+  EXPECT_EQ(r.rto(), 1000ms);
+}
+
+TEST(RttEstimator, FirstSampleSetsSrttAndHalfOfItAsVariance) {
+  RttEstimator r;
+  r.sample(200ms);
+  EXPECT_EQ(r.srtt(), 200ms);
+  EXPECT_EQ(r.rttvar(), 100ms);
+  EXPECT_EQ(r.rto(), 600ms);  // 200 + 4 x 100
+}
+
+TEST(RttEstimator, LaterSamplesAreSmoothedAsRfc6298Says) {
+  RttEstimator r;
+  r.sample(200ms);
+  r.sample(100ms);
+  // RTTVAR = 3/4 x 100 + 1/4 x |200 - 100| = 100; SRTT = 7/8 x 200 + 1/8 x 100 = 187.5
+  EXPECT_EQ(r.rttvar(), 100ms);
+  EXPECT_EQ(r.srtt(), 187500us);
+  EXPECT_EQ(r.rto(), 587500us);
+}
+
+TEST(RttEstimator, FastPathIsClampedToTheMinimumRto) {
+  RttEstimator r;
+  for (int i = 0; i < 20; ++i)
+    r.sample(300us);
+  EXPECT_LT(r.srtt(), 1ms);
+  EXPECT_EQ(r.rto(), 50ms);
+}
+
+TEST(RttEstimator, SlowPathIsClampedToTheMaximumRto) {
+  RttEstimator r;
+  r.sample(900ms);
+  EXPECT_EQ(r.rto(), 1000ms);
+}
+
+TEST(RttEstimator, TwoTimeoutsAreLossAndLaterOnesDoubleTheRto) {
+  RttEstimator r;
+  for (int i = 0; i < 20; ++i)
+    r.sample(10ms);
+  const auto base = r.rto();
+  ASSERT_EQ(base, 50ms);
+  r.timeout();
+  EXPECT_EQ(r.rto(), base);
+  r.timeout();
+  EXPECT_EQ(r.rto(), base);
+  r.timeout();
+  EXPECT_EQ(r.rto(), 2 * base);
+  r.timeout();
+  EXPECT_EQ(r.rto(), 4 * base);
+  for (int i = 0; i < 10; ++i)
+    r.timeout();
+  EXPECT_EQ(r.rto(), 1000ms);  // backoff stops at the maximum
+}
+
+TEST(RttEstimator, AnyAnswerEndsTheBackoffButGivesNoSample) {
+  RttEstimator r;
+  r.sample(10ms);
+  const auto srtt = r.srtt();
+  for (int i = 0; i < 5; ++i)
+    r.timeout();
+  EXPECT_GT(r.rto(), 50ms);
+  r.answered();  // an answer to a retransmitted query (Karn: not a sample)
+  EXPECT_EQ(r.srtt(), srtt);
+  EXPECT_EQ(r.timeout_streak(), 0);
+  EXPECT_EQ(r.rto(), 50ms);
+}
+
+TEST(ServerHealth, RepeatedTimeoutsOrFailuresMakeASuspectAndAnAnswerClearsIt) {
+  ServerHealth h;
+  h.rtt.timeout();
+  h.rtt.timeout();
+  EXPECT_FALSE(h.suspect());
+  h.rtt.timeout();
+  EXPECT_TRUE(h.suspect());
+  h.on_answer();
+  EXPECT_FALSE(h.suspect());
+  for (int i = 0; i < 3; ++i)
+    h.on_failure();
+  EXPECT_TRUE(h.suspect());
+  h.on_answer();
+  EXPECT_FALSE(h.suspect());
+}
+
+TEST(ServerHealth, CaseFailuresSwitch0x20OffForTenMinutesThenItIsTriedAgain) {
+  ServerHealth h;
+  const MonoTime t0{Millis{1'000'000}};
+  EXPECT_TRUE(h.use_0x20(t0));
+  EXPECT_FALSE(h.on_case_failure(t0));
+  EXPECT_TRUE(h.use_0x20(t0));
+  EXPECT_TRUE(h.on_case_failure(t0));
+  EXPECT_FALSE(h.use_0x20(t0));
+  EXPECT_FALSE(h.use_0x20(t0 + 599s));
+  EXPECT_TRUE(h.use_0x20(t0 + 600s));
+}
+
+TEST(ServerHealth, EdnsStateExpires) {
+  ServerHealth h;
+  const MonoTime t0{Millis{5'000}};
+  EXPECT_TRUE(h.edns_ok(t0));
+  h.no_edns_until = t0 + ServerHealth::kRemember;
+  EXPECT_FALSE(h.edns_ok(t0 + 1s));
+  EXPECT_TRUE(h.edns_ok(t0 + 10min));
+}
+
+std::optional<std::size_t> choose(const std::vector<ServerHealth>& hs, uint64_t excluded = 0) {
+  std::vector<const ServerHealth*> p;
+  for (const auto& h : hs)
+    p.push_back(&h);
+  return choose_server(p, excluded);
+}
+
+TEST(ChooseServer, UnknownServersGoInConfigurationOrder) {
+  std::vector<ServerHealth> hs(3);
+  EXPECT_EQ(choose(hs), 0u);
+}
+
+TEST(ChooseServer, PrefersTheFastestMeasuredServer) {
+  std::vector<ServerHealth> hs(3);
+  hs[0].rtt.sample(40ms);
+  hs[1].rtt.sample(5ms);
+  hs[2].rtt.sample(20ms);
+  EXPECT_EQ(choose(hs), 1u);
+  // A measured server beats one never measured (taken at the initial RTO, 1 s).
+  std::vector<ServerHealth> hs2(2);
+  hs2[1].rtt.sample(300ms);
+  EXPECT_EQ(choose(hs2), 1u);
+}
+
+TEST(ChooseServer, TimeoutsPushAServerDownTheRanking) {
+  std::vector<ServerHealth> hs(2);
+  hs[0].rtt.sample(5ms);
+  hs[1].rtt.sample(20ms);
+  hs[0].rtt.timeout();
+  EXPECT_EQ(choose(hs), 0u);  // 10 ms against 20 ms
+  hs[0].rtt.timeout();
+  EXPECT_EQ(choose(hs), 1u);  // a little over 20 ms against 20 ms
+  hs[0].on_answer();
+  EXPECT_EQ(choose(hs), 0u);  // the streak ended
+}
+
+TEST(ChooseServer, ASuspectServerIsChosenOnlyWhenAllAreSuspect) {
+  std::vector<ServerHealth> hs(2);
+  hs[0].rtt.sample(1ms);
+  for (int i = 0; i < 3; ++i)
+    hs[0].on_failure();
+  hs[1].rtt.sample(500ms);
+  EXPECT_EQ(choose(hs), 1u);
+  for (int i = 0; i < 5; ++i)
+    hs[1].rtt.timeout();
+  EXPECT_EQ(choose(hs), 0u);  // both suspect: the better score
+}
+
+TEST(ChooseServer, ExcludedServersAreNeverChosen) {
+  std::vector<ServerHealth> hs(2);
+  EXPECT_EQ(choose(hs, 0b01), 1u);
+  EXPECT_EQ(choose(hs, 0b11), std::nullopt);
+}
+
+}  // namespace
+}  // namespace hg::resolver

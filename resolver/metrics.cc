@@ -117,6 +117,7 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight", "Upstream queries in flight.", shared.inflight.size());
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
+  if (shared.config.redis.enabled()) return e.take() + fleet_metrics_text(shared);
   return e.take();
 }
 

@@ -4,6 +4,7 @@
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | dump [NAME] | flush [NAME] | flush-zone ZONE
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | help
+//   (--fleet with flush, flush-zone, ttl-cap, ttl-cap-clear: every instance and Redis too)
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
 // only creates one when started with --control PATH.
@@ -71,6 +72,10 @@ int run(int argc, char** argv) {
   std::string path = env != nullptr && *env != '\0' ? env : kDefaultSocket;
   double timeout_s = 10;
   std::vector<std::string> words;
+  bool fleet = false;
+  app.add_flag("--fleet", fleet,
+               "flush, flush-zone, ttl-cap, ttl-cap-clear: also in Redis and on every instance "
+               "of the fleet (hourglassd --redis)");
   app.add_option("-s,--socket", path, "hourglassd's control socket ($HOURGLASS_CONTROL)")
       ->capture_default_str();
   app.add_option("-t,--timeout", timeout_s,
@@ -96,6 +101,7 @@ int run(int argc, char** argv) {
     }
     line += (line.empty() ? "" : " ") + w;
   }
+  if (fleet) line += " --fleet";
   if (line.size() + 1 > kMaxLine) {
     fmt::print(stderr, "hourglass-ctl: command longer than {} bytes\n", kMaxLine - 1);
     return 2;

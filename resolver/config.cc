@@ -191,6 +191,38 @@ std::optional<std::string> add_shadow_ttl(Config& c, std::string_view v, const P
   return std::nullopt;
 }
 
+std::optional<std::string> set_redis(RedisConfig& r, std::string_view v) {
+  constexpr std::string_view kAllowed =
+      "expected ADDR:PORT with a numeric IP (e.g. 127.0.0.1:6379, [::1]:6379) or unix:PATH";
+  if (v.starts_with("unix:")) {
+    const std::string_view path = v.substr(5);
+    if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) return std::string(kAllowed);
+    r.unix_socket = true;
+    r.path = std::string(path);
+    r.target = std::string(v);
+    return std::nullopt;
+  }
+  auto e = parse_endpoint(v, std::nullopt);
+  if (!e || e->port() == 0) return std::string(kAllowed);
+  r.unix_socket = false;
+  r.host = e->ip_string();
+  r.port = e->port();
+  r.target = std::string(v);
+  return std::nullopt;
+}
+
+std::optional<std::string> set_redis_password(RedisConfig& r, std::string_view v) {
+  std::ifstream in{std::string(v)};
+  if (v.empty() || !in) return "expected a readable file whose first line is the password";
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) return "the file's first line is empty; expected the password there";
+  r.password_file = std::string(v);
+  r.password = line;
+  return std::nullopt;
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       {"listen", Kind::List, "ADDR:PORT",
@@ -381,6 +413,44 @@ const std::vector<Key>& keys() {
                   "/var/lib/hourglass/cache";
          }
          c.cache_file = std::string(v);
+         return std::nullopt;
+       }},
+      // The fleet's shared cache (resolver/redis_l2.h).
+      {"redis", Kind::Scalar, "ADDR:PORT|unix:PATH",
+       "Share the cache and single-flight misses with other instances through this Redis "
+       "(default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         return set_redis(c.redis, v);
+       }},
+      {"redis-password-file", Kind::Scalar, "PATH",
+       "File whose first line is the Redis password (AUTH); default: no AUTH",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         return set_redis_password(c.redis, v);
+       }},
+      {"redis-db", Kind::Scalar, "N", "Redis database number (default 0)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto n = parse_digits(v);
+         if (!n || *n > 1000000) return "expected a database number from 0 to 1000000";
+         c.redis.db = static_cast<unsigned>(*n);
+         return std::nullopt;
+       }},
+      {"redis-prefix", Kind::Scalar, "TEXT",
+       "Prefix of every Redis key and channel; instances with the same prefix form one fleet "
+       "(default hg:)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.size() > 64 ||
+             std::any_of(v.begin(), v.end(), [](char ch) { return ch <= ' ' || ch == 0x7f; }))
+           return "expected 1 to 64 printable characters without spaces, e.g. hg:";
+         c.redis.prefix = std::string(v);
+         return std::nullopt;
+       }},
+      {"redis-timeout", Kind::Scalar, "MS",
+       "Give up on a Redis reply after this long and ask upstream instead (default 20)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto ms = parse_millis(v);
+         if (!ms || ms->count() < 1 || ms->count() > 10000)
+           return "expected milliseconds from 1 to 10000, e.g. 20 or 20ms";
+         c.redis.timeout = *ms;
          return std::nullopt;
        }},
   };
@@ -1024,6 +1094,14 @@ std::string to_toml(const Config& c) {
   if (!c.dnstap_identity.empty())
     out += "dnstap-identity = " + toml_string(c.dnstap_identity) + "\n";
   if (!c.cache_file.empty()) out += "cache-file = " + toml_string(c.cache_file) + "\n";
+  if (c.redis.enabled()) {
+    out += "redis = " + toml_string(c.redis.target) + "\n";
+    if (!c.redis.password_file.empty())
+      out += "redis-password-file = " + toml_string(c.redis.password_file) + "\n";
+    out += "redis-db = " + std::to_string(c.redis.db) + "\n";
+    out += "redis-prefix = " + toml_string(c.redis.prefix) + "\n";
+    out += "redis-timeout = " + std::to_string(c.redis.timeout.count()) + "\n";
+  }
   out += "ttl-cap = " +
          toml_list(c.ttl_caps,
                    [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +

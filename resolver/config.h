@@ -139,6 +139,21 @@ ResolvConf parse_resolv_conf(std::string_view text);
 /// Reads and parses a file; the error names the path and the reason.
 Checked<ResolvConf> read_resolv_conf(const std::string& path);
 
+/// --redis and friends: the fleet's shared cache (resolver/redis_l2.h). Off unless --redis.
+struct RedisConfig {
+  bool unix_socket = false;
+  std::string host{};  ///< numeric IP when !unix_socket
+  uint16_t port = 6379;
+  std::string path{};           ///< unix socket path
+  std::string target{};         ///< as given: "127.0.0.1:6379" or "unix:/run/redis.sock"
+  std::string password_file{};  ///< as given
+  std::string password{};       ///< read from password_file at start-up
+  unsigned db = 0;
+  std::string prefix = "hg:";
+  std::chrono::milliseconds timeout{20};
+  bool enabled() const noexcept { return !target.empty(); }
+};
+
 /// Every setting, with the defaults the daemon runs with when given no flags.
 struct Config {
   std::vector<Endpoint> listen = default_listen();
@@ -169,6 +184,7 @@ struct Config {
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
+  RedisConfig redis{};
   std::string cache_file{};       ///< warm-restart cache file; empty: none
   std::string config_file{};      ///< the --config given, empty if none
   std::string dnstap{};           ///< --dnstap: PATH or unix:PATH; empty: no dnstap

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -38,7 +39,8 @@ constexpr std::string_view kHelp =
     "shadow set ZONE SECONDS start a shadow-ttl zone; shadow clear ZONE stops it\n"
     "drain NAME [--old RDATA]... [--flush-old]\n"
     "                        cached answers leading to NAME, when the old ones are gone\n"
-    "save                    write the cache to the --cache-file now\n";
+    "save                    write the cache to the --cache-file now\n"
+    "  (flush, flush-zone, ttl-cap, ttl-cap-clear take --fleet: Redis and every instance too)\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -114,6 +116,7 @@ Control::Output stats_text(Shared& shared) {
   line("inflight.queries", shared.inflight.size());
   line("inflight.waiters", shared.inflight.waiters());
   out += shadow_stats_lines(shared);
+  if (shared.config.redis.enabled()) out += fleet_stats_text(shared);
   return {std::move(out)};
 }
 
@@ -181,7 +184,12 @@ Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime no
 }  // namespace
 
 Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime now) {
-  const auto words = split_words(line);
+  auto words = split_words(line);
+  // `--fleet` (anywhere after the command): flush and ttl-cap also go to Redis and to every
+  // instance of the fleet (resolver/redis_l2.h).
+  const auto fleet_flag = std::find(words.begin(), words.end(), std::string_view("--fleet"));
+  const bool fleet = fleet_flag != words.end() && fleet_flag != words.begin();
+  if (fleet) words.erase(fleet_flag);
   if (words.empty()) return error("empty request; try 'help'");
   const std::string_view cmd = words[0];
   const std::size_t nargs = words.size() - 1;
@@ -209,18 +217,39 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
     }
     return dump(shared, only, now);
   }
+  const bool fleet_command =
+      cmd == "flush" || cmd == "flush-zone" || cmd == "ttl-cap" || cmd == "ttl-cap-clear";
+  if (fleet && !fleet_command)
+    return error("--fleet goes only with flush, flush-zone, ttl-cap and ttl-cap-clear");
+  if (fleet && shared.fleet_control == nullptr)
+    return error("--fleet: this hourglassd runs without --redis; nothing was changed");
+  fleet::FleetMessage fm;
+  // The local change is made first; with --fleet, Redis and the other instances follow.
+  auto with_fleet = [&](Output local) -> Output {
+    if (!fleet || local.text.starts_with("error:")) return local;
+    if (auto err = shared.fleet_control->broadcast(fm)) return error(*err);
+    local.text += "fleet: sent to Redis and every instance\n";
+    return local;
+  };
   if (cmd == "flush") {
     if (nargs > 1) return usage(cmd, "[NAME]  (flush-zone ZONE for a whole zone)");
-    if (nargs == 0) return {fmt::format("flushed {}\n", cache.flush_all())};
+    if (nargs == 0) {
+      fm.op = fleet::FleetOp::FlushAll;
+      return with_fleet({fmt::format("flushed {}\n", cache.flush_all())});
+    }
     auto name = parse_name(words[1], why);
     if (!name) return error(why);
-    return {fmt::format("flushed {}\n", cache.flush_name(*name))};
+    fm.op = fleet::FleetOp::FlushName;
+    fm.name = name->lowercased();
+    return with_fleet({fmt::format("flushed {}\n", cache.flush_name(*name))});
   }
   if (cmd == "flush-zone") {
     if (nargs != 1) return usage(cmd, "ZONE");
     auto zone = parse_name(words[1], why);
     if (!zone) return error(why);
-    return {fmt::format("flushed {}\n", cache.flush_zone(*zone))};
+    fm.op = fleet::FleetOp::FlushZone;
+    fm.name = zone->lowercased();
+    return with_fleet({fmt::format("flushed {}\n", cache.flush_zone(*zone))});
   }
   if (cmd == "ttl-cap") {
     if (nargs != 2) return usage(cmd, "ZONE SECONDS");
@@ -232,15 +261,22 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
           fmt::format("'{}' is not a TTL: expected seconds from 0 to {} (or 30s, 5m, 1h, 1d)",
                       words[2], kMaxCapSeconds));
     cache.set_ttl_cap(*zone, static_cast<uint32_t>(secs->count()), now);
-    return {fmt::format("ok: ttl-cap {} {}\n", zone->lowercased().to_text(), secs->count())};
+    fm.op = fleet::FleetOp::TtlCap;
+    fm.name = zone->lowercased();
+    fm.seconds = static_cast<uint32_t>(secs->count());
+    return with_fleet(
+        {fmt::format("ok: ttl-cap {} {}\n", zone->lowercased().to_text(), secs->count())});
   }
   if (cmd == "ttl-cap-clear") {
     if (nargs != 1) return usage(cmd, "ZONE");
     auto zone = parse_name(words[1], why);
     if (!zone) return error(why);
-    if (!cache.clear_ttl_cap(*zone))
+    fm.op = fleet::FleetOp::TtlCapClear;
+    fm.name = zone->lowercased();
+    // With --fleet the cap goes fleet-wide even when this instance had none.
+    if (!cache.clear_ttl_cap(*zone) && !fleet)
       return error(fmt::format("no ttl-cap for {}; see ttl-caps", zone->lowercased().to_text()));
-    return {fmt::format("ok: ttl-cap-clear {}\n", zone->lowercased().to_text())};
+    return with_fleet({fmt::format("ok: ttl-cap-clear {}\n", zone->lowercased().to_text())});
   }
   if (cmd == "ttl-caps") {
     if (nargs != 0) return usage(cmd, "(no arguments)");

@@ -171,7 +171,9 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
   render_shadow_metrics(shared, e);
-  return e.take() + upstreams_metrics(shared.upstream_board);
+  std::string out = e.take() + upstreams_metrics(shared.upstream_board);
+  if (shared.config.redis.enabled()) out += fleet_metrics_text(shared);
+  return out;
 }
 
 std::string metrics_http_response(Shared& shared, std::string_view head) {

@@ -227,7 +227,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
     case JoinOutcome::Created:
       st.misses.fetch_add(1, std::memory_order_relaxed);
-      start_upstream(key);
+      begin_miss(key);
       break;
     case JoinOutcome::Joined:
       st.coalesced.fetch_add(1, std::memory_order_relaxed);
@@ -289,6 +289,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
       st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
       const cache::Hit hit = outcome == O::Cached ? shared_.cache.peek(key, now) : cache::Hit{};
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
+      fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();
       for (const Waiter& w : shared_.inflight.complete(key)) {
         release_timer(w);
@@ -319,11 +320,13 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   if (status != UpstreamStatus::Cancelled && shared_.cache.failure_holdoff(key, now) == Millis{0})
     shared_.cache.note_failure(key, now);
   log_upstream_failure(key, status);
+  fleet_after_upstream(key, cache::Hit{});
   const std::string text = fmt::format("upstream: {}", to_string(status));
   const uint16_t code = status == UpstreamStatus::NetworkError ? wire::ede::NetworkError
                                                                : wire::ede::NoReachableAuthority;
-  for (const Waiter& w : shared_.inflight.complete(key)) {
+  for (Waiter& w : shared_.inflight.complete(key)) {
     release_timer(w);
+    adopt_fleet_stale(key, w);
     answer_failed(w, code, text, "failed");
   }
 }
@@ -348,15 +351,16 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {
   const MonoTime now = loop_.now();
-  const auto due = shared_.inflight.take_due(key, now);
+  auto due = shared_.inflight.take_due(key, now);
   // A client with nothing stale ran out of time: the resolution has failed (RFC 9520), even
   // if c-ares is still retrying. Clients asking meanwhile get SERVFAIL at once instead of
   // each waiting the full timeout; a late answer still lands in the cache and clears this.
   const bool failed = std::any_of(due.begin(), due.end(), [](const Waiter& w) { return !w.stale; });
   if (failed && shared_.cache.failure_holdoff(key, now) == Millis{0})
     shared_.cache.note_failure(key, now);
-  for (const Waiter& w : due) {
+  for (Waiter& w : due) {
     release_timer(w);
+    adopt_fleet_stale(key, w);
     shared_.stats.deadline_answers.fetch_add(1, std::memory_order_relaxed);
     answer_failed(w, wire::ede::NoReachableAuthority, "upstream did not answer in time",
                   "deadline");
@@ -445,12 +449,36 @@ struct Server::Worker {
   EventLoop loop;
   std::unique_ptr<Upstream> upstream;
   std::unique_ptr<QueryEngine> engine;
+  std::unique_ptr<FleetCache> fleet;  // after engine: destroyed before it
   std::vector<std::unique_ptr<UdpListener>> udp;
   std::vector<std::unique_ptr<TcpListener>> tcp;
   std::vector<uint8_t> tcp_out = std::vector<uint8_t>(kMaxTcpAnswer);
   std::thread thread;
   std::atomic<int64_t> heartbeat_ms{0};  ///< loop.now() at its last watchdog heartbeat
 };
+
+// The fleet (--redis): one FleetCache per worker on its own loop; worker 0's also applies
+// the fleet's flush and ttl-cap messages and serves `hourglass-ctl ... --fleet`.
+void Server::start_fleet(Shared& shared, Worker& wk, bool control) {
+  const Config& c = shared.config;
+  FleetCache::Settings fs;
+  fs.redis = c.redis;
+  fs.lock_ttl = c.upstream_timeout;
+  fs.wait_max = c.client_timeout;
+  fs.keep_after_expiry = c.stale_max;
+  fs.control = control;
+  FleetApplier applier;
+  if (control) {
+    applier.apply = [&shared, loop = &wk.loop](const fleet::FleetMessage& m) {
+      apply_fleet_message(shared, m, loop->now());
+    };
+  }
+  wk.fleet = std::make_unique<FleetCache>(wk.loop, fs, shared.fleet_stats, wk.engine->fleet_hooks(),
+                                          applier);
+  wk.engine->set_fleet(wk.fleet.get());
+  if (control) shared.fleet_control = wk.fleet.get();
+  wk.fleet->start();
+}
 
 Checked<std::unique_ptr<Server>> Server::create(Config config) {
   using R = Checked<std::unique_ptr<Server>>;
@@ -501,6 +529,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
           worker->upstream->send(q, std::move(done));
         },
         wk->index);
+    if (config.redis.enabled()) start_fleet(shared, *wk, i == 0);
     for (Endpoint& addr : listen) {
       QueryEngine* engine = wk->engine.get();
       auto udp = UdpListener::open(

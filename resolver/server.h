@@ -28,6 +28,7 @@
 #include "resolver/event_loop.h"
 #include "resolver/inflight.h"
 #include "resolver/query.h"
+#include "resolver/redis_l2.h"
 #include "resolver/responder.h"
 #include "resolver/systemd.h"
 #include "resolver/tcp_listener.h"
@@ -99,7 +100,18 @@ struct Shared {
   DnstapCounters dnstap;  ///< --dnstap frames queued and dropped, over every reopen
   /// Per-upstream-server statistics from every worker (hourglass-ctl upstreams, metrics).
   UpstreamBoard upstream_board;
+  /// The fleet (--redis): counters, and worker 0's FleetCache for `hourglass-ctl ... --fleet`
+  /// (used on worker 0's loop only, where the control socket runs).
+  FleetStats fleet_stats;
+  FleetCache* fleet_control = nullptr;
 };
+
+/// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the
+/// local cache (resolver/server_fleet.cc).
+void apply_fleet_message(Shared& shared, const fleet::FleetMessage& m, MonoTime now);
+/// `hourglass-ctl stats` lines (fleet.*) and Prometheus families (hourglass_fleet_*).
+std::string fleet_stats_text(const Shared& shared);
+std::string fleet_metrics_text(const Shared& shared);
 
 class Control;
 class Metrics;
@@ -131,6 +143,16 @@ class QueryEngine {
   DnstapWriter* dnstap() const noexcept { return dnstap_; }
   int worker() const noexcept { return worker_; }
 
+  // --- the fleet (--redis; resolver/server_fleet.cc) ---
+  /// What this engine lets its worker's FleetCache do: answer waiters from a value, or ask
+  /// the upstream. The FleetCache must be destroyed before the engine.
+  FleetHooks fleet_hooks();
+  void set_fleet(FleetCache* fleet) noexcept { fleet_ = fleet; }
+  /// Inserts a Redis value for `key` into the local cache, its TTLs counted down from the
+  /// value's insert time, and answers the waiting clients; false (counted) when the value is
+  /// unusable or already stale — stale values stay in the local cache for serve-stale.
+  bool answer_from_l2(const cache::CacheKey& key, std::span<const uint8_t> value);
+
  private:
   Outcome handle(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
                  std::span<uint8_t> out);
@@ -148,6 +170,12 @@ class QueryEngine {
   std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                                std::size_t limit);
   void start_upstream(const cache::CacheKey& key);
+  /// A local miss: through the fleet when there is one, else straight upstream.
+  void begin_miss(const cache::CacheKey& key);
+  /// After an upstream answer or failure: share it with the fleet (no-op without one).
+  void fleet_after_upstream(const cache::CacheKey& key, const cache::Hit& cached);
+  /// A waiter with no stale entry of its own adopts one the fleet put in the local cache.
+  void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                    std::span<const uint8_t> answer);
   /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
@@ -175,6 +203,8 @@ class QueryEngine {
   std::vector<uint8_t> norm_buf_;
   DnstapWriter* dnstap_ = nullptr;
   int64_t tap_query_ns_ = 0;  // arrival time of the query being handled, when dnstap is on
+  FleetCache* fleet_ = nullptr;
+  wire::Message l2_msg_;
 };
 
 /// dnstap (dnstap_tap.cc): sends an upstream query through `upstream` and logs it as
@@ -199,6 +229,7 @@ class Server {
  private:
   struct Worker;
   Server() = default;
+  static void start_fleet(Shared& shared, Worker& wk, bool control);
   void on_signal();
   void reload_upstreams();
   /// --dnstap: opens the writer (start-up), and on SIGHUP re-reads the config file's dnstap

@@ -6,6 +6,7 @@
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
 //   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
 //   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
+//   (--fleet with flush, flush-zone, ttl-cap, ttl-cap-clear: every instance and Redis too)
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
 // only creates one when started with --control PATH.
@@ -73,6 +74,10 @@ int run(int argc, char** argv) {
   std::string path = env != nullptr && *env != '\0' ? env : kDefaultSocket;
   double timeout_s = 10;
   std::vector<std::string> words;
+  bool fleet = false;
+  app.add_flag("--fleet", fleet,
+               "flush, flush-zone, ttl-cap, ttl-cap-clear: also in Redis and on every instance "
+               "of the fleet (hourglassd --redis)");
   app.add_option("-s,--socket", path, "hourglassd's control socket ($HOURGLASS_CONTROL)")
       ->capture_default_str();
   app.add_option("-t,--timeout", timeout_s,
@@ -85,14 +90,16 @@ int run(int argc, char** argv) {
       "| ttl-cap-clear ZONE | ttl-caps | save | shadow [list | set ZONE SECONDS | clear "
       "ZONE] | drain NAME [--old RDATA]... [--flush-old] | help");
   // Everything from the first word that is not one of our own options is the command, passed
-  // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl).
+  // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl; a --fleet
+  // after the command is passed on as it stands, one before it is appended below).
   int ours = 1;
   while (ours < argc) {
     const std::string_view a = argv[ours];
     if (a == "-s" || a == "--socket" || a == "-t" || a == "--timeout") {
       ours += 2;
     } else if (a.starts_with("--socket=") || a.starts_with("--timeout=") || a == "-h" ||
-               a == "--help" || (a.size() > 2 && (a.starts_with("-s") || a.starts_with("-t")))) {
+               a == "--help" || a == "--fleet" ||
+               (a.size() > 2 && (a.starts_with("-s") || a.starts_with("-t")))) {
       ours += 1;
     } else {
       break;
@@ -119,6 +126,7 @@ int run(int argc, char** argv) {
     }
     line += (line.empty() ? "" : " ") + w;
   }
+  if (fleet) line += " --fleet";
   if (line.size() + 1 > kMaxLine) {
     fmt::print(stderr, "hourglass-ctl: command longer than {} bytes\n", kMaxLine - 1);
     return 2;

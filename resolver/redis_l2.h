@@ -1,0 +1,231 @@
+// The fleet: a shared second-level cache and fleet-wide single-flight on Redis
+// (`--redis`). Each worker owns one FleetCache with two Redis connections driven by its own
+// event loop (redis_adapter.h): one for commands, one for pub/sub. Redis is an accelerator,
+// never a dependency: every Redis step has a deadline (--redis-timeout), a circuit breaker
+// stops asking after repeated failures, and any failure falls back to exactly what a single
+// instance does — ask the upstream.
+//
+// A local miss (the first client of a key on this instance; the in-flight table coalesces
+// the rest) runs one Lua script, one round trip:
+//
+//   GET PREFIXc:KEY          → a value: decode, insert into the local cache with the TTLs
+//                              counted down from the value's wall-clock insert time, answer
+//                              (stale values go into the local cache and the key goes upstream)
+//   else SET PREFIXl:KEY TOKEN NX PX <upstream timeout>
+//        won  → ask the upstream; on its answer one more script stores the value (SET ... PXAT
+//               insert + TTL + stale window), deletes the lock if still ours, and PUBLISHes the
+//               value on PREFIXd:KEY (an empty message when there is nothing to share)
+//        lost → SUBSCRIBE PREFIXd:KEY, GET the value again (it may have been published before
+//               the subscription), then wait for the publication up to --client-timeout; an
+//               empty or unusable publication, or the wait running out, and the key goes
+//               upstream from here (a dead lock holder costs at most one client timeout)
+//   error/timeout/breaker open → ask the upstream
+//
+// Operators' flushes and TTL caps with `--fleet` go to Redis (SCAN + UNLINK; the caps in the
+// hash PREFIXttl-caps, read at every connect) and, on PREFIXfleet, to every instance.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/key.h"
+#include "resolver/config.h"
+#include "resolver/event_loop.h"
+#include "resolver/redis_breaker.h"
+#include "resolver/redis_value.h"
+
+struct redisAsyncContext;
+struct redisReply;
+
+namespace hg::resolver {
+
+/// Counters for metrics and `hourglass-ctl stats`: relaxed atomics, shared by the workers.
+struct FleetStats {
+  std::atomic<uint64_t> l2_hits{0};     ///< misses answered from a fresh Redis value
+  std::atomic<uint64_t> l2_stale{0};    ///< a Redis value found, but past its TTL (kept stale)
+  std::atomic<uint64_t> l2_misses{0};   ///< no value in Redis
+  std::atomic<uint64_t> l2_errors{0};   ///< Redis failed or timed out; the miss went upstream
+  std::atomic<uint64_t> l2_corrupt{0};  ///< values ignored: foreign, corrupt, other key
+  std::atomic<uint64_t> l2_skipped{0};  ///< misses not sent to Redis (down, breaker open)
+  std::atomic<uint64_t> l2_stores{0};
+  std::atomic<uint64_t> l2_store_errors{0};
+  std::atomic<uint64_t> lock_wins{0};
+  std::atomic<uint64_t> lock_waits{0};      ///< another instance held the lock: waited
+  std::atomic<uint64_t> lock_answered{0};   ///< ... and got its value
+  std::atomic<uint64_t> lock_timeouts{0};   ///< ... and gave up (went upstream itself)
+  std::atomic<uint64_t> lock_fallbacks{0};  ///< ... and got nothing usable (went upstream)
+  std::atomic<uint64_t> timeouts{0};        ///< Redis commands past --redis-timeout
+  std::atomic<uint64_t> breaker_opens{0};
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> fleet_sent{0};
+  std::atomic<uint64_t> fleet_received{0};
+  std::atomic<int64_t> connected{0};     ///< workers whose command connection is up
+  std::atomic<int64_t> breaker_open{0};  ///< workers whose breaker is open or half-open
+};
+
+/// One hiredis async context that reconnects (with backoff) when it breaks. Commands carry
+/// their own deadline; a reply that comes after it is dropped.
+class RedisConn {
+ public:
+  /// nullptr: no reply (error, timeout, disconnect).
+  using ReplyFn = std::function<void(const redisReply* reply)>;
+
+  RedisConn(EventLoop& loop, const RedisConfig& config, std::string name, bool subscriber);
+  ~RedisConn();
+  RedisConn(const RedisConn&) = delete;
+  RedisConn& operator=(const RedisConn&) = delete;
+
+  void start();
+  bool connected() const noexcept { return connected_; }
+  /// Called after every (re)connect once AUTH/SELECT are queued.
+  std::function<void()> on_ready;
+  /// Subscriber connections: every pub/sub reply ("subscribe", "message", "unsubscribe").
+  std::function<void(const redisReply* reply)> on_pubsub;
+  /// Connection lost (all pending commands have failed).
+  std::function<void()> on_lost;
+
+  /// Sends a command; `done` runs exactly once (on this loop), with nullptr past `timeout`.
+  /// Returns false (and never calls `done`) when not connected or too much is pending.
+  bool command(const std::vector<std::string_view>& argv, std::chrono::milliseconds timeout,
+               ReplyFn done);
+  /// Subscriber connections only.
+  bool subscribe(std::string_view channel);
+  bool unsubscribe(std::string_view channel);
+
+ private:
+  static void on_connect_cb(const redisAsyncContext* ac, int status);
+  static void on_disconnect_cb(const redisAsyncContext* ac, int status);
+  static void on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata);
+  static void on_pubsub_cb(redisAsyncContext* ac, void* reply, void* privdata);
+  void connect();
+  void lost(const char* why);
+  void schedule_reconnect();
+  void fail_all();
+
+  EventLoop& loop_;
+  const RedisConfig& config_;
+  std::string name_;
+  bool subscriber_;
+  redisAsyncContext* ac_ = nullptr;
+  bool connected_ = false;
+  bool closing_ = false;
+  std::chrono::milliseconds backoff_{100};
+  TimerId reconnect_timer_{};
+  TimerId connect_timer_{};
+  struct Pending {
+    ReplyFn done;
+    TimerId timer;
+  };
+  std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t next_id_ = 1;
+  bool logged_error_ = false;
+};
+
+/// What a QueryEngine lets the fleet do with a key it resolves (see QueryEngine).
+struct FleetHooks {
+  /// A value read from Redis or published by the lock holder: true when the waiting clients
+  /// were answered from it; false when it was unusable (counted) or stale.
+  std::function<bool(const cache::CacheKey& key, std::span<const uint8_t> value)> deliver;
+  /// Resolve upstream as a single instance would.
+  std::function<void(const cache::CacheKey& key)> go_upstream;
+};
+
+/// Applies fleet control messages to this instance (set by the Server).
+struct FleetApplier {
+  std::function<void(const fleet::FleetMessage&)> apply;
+};
+
+class FleetCache {
+ public:
+  struct Settings {
+    RedisConfig redis;
+    std::chrono::milliseconds lock_ttl{3000};   ///< the upstream timeout
+    std::chrono::milliseconds wait_max{1800};   ///< the client timeout
+    std::chrono::seconds keep_after_expiry{0};  ///< the stale window
+    bool control = false;  ///< this worker subscribes to PREFIXfleet and loads ttl caps
+    CircuitBreaker::Settings breaker{};
+  };
+
+  FleetCache(EventLoop& loop, Settings settings, FleetStats& stats, FleetHooks hooks,
+             FleetApplier applier = {});
+  ~FleetCache();
+  FleetCache(const FleetCache&) = delete;
+  FleetCache& operator=(const FleetCache&) = delete;
+
+  void start();
+
+  /// The first local miss of `key`: L2 lookup and lock, then hooks.deliver or go_upstream.
+  void on_miss(const cache::CacheKey& key);
+  /// The upstream answered and the answer was cached here: `message` is the normalised
+  /// answer, `ttl` the entry's shortest TTL after the TTL policy, `received_ms` the wall clock
+  /// when it arrived. Stores and publishes it, and releases our lock.
+  void on_answer(const cache::CacheKey& key, std::span<const uint8_t> message, uint32_t ttl,
+                 int64_t received_ms);
+  /// The upstream failed, or the answer is not for sharing: releases our lock and tells the
+  /// waiting instances to ask for themselves.
+  void on_failure(const cache::CacheKey& key);
+
+  /// Fleet control (worker 0): does the Redis part of `m` and publishes it to every instance.
+  /// Returns an error line when Redis cannot be reached.
+  std::optional<std::string> broadcast(const fleet::FleetMessage& m);
+
+  CircuitBreaker::State breaker_state() const noexcept { return breaker_.state(); }
+  const std::string& instance_id() const noexcept { return instance_id_; }
+
+ private:
+  struct KeyState {
+    std::string token;  ///< non-empty while we hold the lock
+    std::string channel;
+    bool waiting = false;
+    bool subscribed = false;
+    TimerId wait_timer{};
+  };
+
+  bool usable();
+  void note_result(bool ok);
+  void on_lookup_reply(const cache::CacheKey& key, const std::string& token, const redisReply* r);
+  void start_wait(const cache::CacheKey& key);
+  void on_subscribed(const std::string& channel);
+  void on_message(const std::string& channel, std::span<const uint8_t> payload);
+  void end_wait(const cache::CacheKey& key, std::span<const uint8_t> value, bool timed_out);
+  void release(const cache::CacheKey& key, std::span<const uint8_t> value, int64_t expiry_ms);
+  void on_pubsub(const redisReply* r);
+  void on_fleet_message(std::string_view text);
+  void load_ttl_caps();
+  void scan_delete(std::string pattern, std::string cursor, std::optional<wire::Name> zone,
+                   int rounds);
+
+  EventLoop& loop_;
+  Settings settings_;
+  FleetStats& stats_;
+  FleetHooks hooks_;
+  FleetApplier applier_;
+  CircuitBreaker breaker_;
+  std::unique_ptr<RedisConn> cmd_;
+  std::unique_ptr<RedisConn> sub_;
+  std::string instance_id_;
+  std::string fleet_channel_;
+  struct KeyHash {
+    std::size_t operator()(const cache::CacheKey& k) const noexcept {
+      return static_cast<std::size_t>(k.hash);
+    }
+  };
+  std::unordered_map<cache::CacheKey, KeyState, KeyHash> keys_;
+  std::unordered_map<std::string, cache::CacheKey> by_channel_;
+  std::string pending_publish_;  ///< a fleet message to send when its flush is done
+  bool breaker_counted_open_ = false;
+  bool connected_counted_ = false;
+};
+
+/// Wall-clock milliseconds since the Unix epoch (CLOCK_REALTIME).
+int64_t wall_clock_ms() noexcept;
+
+}  // namespace hg::resolver

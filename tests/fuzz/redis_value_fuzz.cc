@@ -1,0 +1,105 @@
+// libFuzzer target for what the fleet reads back from Redis (resolver/redis_value.h): values
+// (decode_value), fleet control messages (decode_fleet_message) and cache-key names
+// (name_of_cache_key). Redis is shared: anything in it may have been written by another
+// program or by hand.
+//
+// The first input byte picks what the rest is:
+//   0: a raw value, decoded for a fixed key and for the key its own header names;
+//   1: a message wrapped in a valid value (right key, right CRC), so the fuzzer reaches the
+//      DNS parsing behind the checksum;
+//   2: a fleet message; 3: a Redis key.
+// Properties, each an abort when violated:
+//  1. An Ok value's message span lies inside the input and parses strictly with the key's
+//     question; its insert time round-trips through encode_value.
+//  2. A decoded fleet message re-encodes to text that decodes to the same message.
+//  3. value_age_ms is within [0, cap].
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "cache/key.h"
+#include "resolver/redis_value.h"
+#include "wire/message.h"
+#include "wire/name.h"
+
+namespace {
+
+using namespace hg;
+using namespace hg::resolver::fleet;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "property violated: %s\n", what);
+    std::abort();
+  }
+}
+
+cache::CacheKey fixed_key() {
+  auto n = wire::Name::from_text("www.example.com.");
+  return cache::CacheKey::make(*n, wire::RRType::A, 1, false, false);
+}
+
+void check_value(std::span<const uint8_t> v, const cache::CacheKey& key) {
+  wire::Message m;
+  const DecodedValue d = decode_value(v, key, m);
+  if (d.status != ValueStatus::Ok) return;
+  check(d.message.data() >= v.data() && d.message.data() + d.message.size() <= v.data() + v.size(),
+        "message span inside the value");
+  check(m.questions().size() == 1 && m.questions()[0].type == key.qtype, "question matches");
+  const auto again = encode_value(key, d.inserted_ms, d.message);
+  wire::Message m2;
+  const DecodedValue d2 = decode_value(again, key, m2);
+  check(d2.status == ValueStatus::Ok && d2.inserted_ms == d.inserted_ms, "value round trip");
+  const int64_t age = value_age_ms(d.inserted_ms, 1'700'000'000'000, 86'400'000);
+  check(age >= 0 && age <= 86'400'000, "age within bounds");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const std::span<const uint8_t> in(data + 1, size - 1);
+  switch (data[0] % 4) {
+    case 0: {
+      check_value(in, fixed_key());
+      // The key the value claims to be for, when its header names one.
+      if (in.size() >= 20 && in.size() >= 20u + in[19]) {
+        auto name = wire::Name::from_wire(in.subspan(20, in[19]));
+        if (name) {
+          const auto type = static_cast<wire::RRType>((in[14] << 8) | in[15]);
+          const auto klass = static_cast<uint16_t>((in[16] << 8) | in[17]);
+          check_value(
+              in, cache::CacheKey::make(*name, type, klass, (in[18] & 1) != 0, (in[18] & 2) != 0));
+        }
+      }
+      break;
+    }
+    case 1: {
+      const auto key = fixed_key();
+      const auto v = encode_value(key, 1'700'000'000'000, in);
+      check_value(v, key);
+      break;
+    }
+    case 2: {
+      const std::string_view text(reinterpret_cast<const char*>(in.data()), in.size());
+      auto m = decode_fleet_message(text);
+      if (m) {
+        auto m2 = decode_fleet_message(encode_fleet_message(*m));
+        check(m2.has_value() && m2->op == m->op && m2->sender == m->sender && m2->name == m->name &&
+                  m2->seconds == m->seconds,
+              "fleet message round trip");
+      }
+      break;
+    }
+    case 3: {
+      const std::string_view text(reinterpret_cast<const char*>(in.data()), in.size());
+      auto n = name_of_cache_key("hg:", text);
+      if (n) check(n->size() <= 255, "name length");
+      break;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,339 @@
+// The fleet (--redis) against a real redis-server: two or three hourglassd instances sharing
+// one cache, one upstream query for a name however many instances miss it at once, a dead
+// lock holder, Redis stopped / restarted / slow / full, garbage under a key, fleet flushes.
+// Timing assertions are loose on purpose: the machine running the tests is shared.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+#include "tests/support/redis_server.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+using test::RedisServer;
+using wire::RCode;
+using Clock = std::chrono::steady_clock;
+
+std::string ctl(const std::string& socket, const std::string& args) {
+  const std::string cmd =
+      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {};
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+/// One "fleet.NAME VALUE" counter from `hourglass-ctl stats`; -1 when absent.
+int64_t stat(const std::string& socket, const std::string& name) {
+  const std::string out = ctl(socket, "stats");
+  const std::string needle = name + " ";
+  const auto at = out.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stoll(out.substr(at + needle.size()));
+}
+
+/// A fleet member: hourglassd with --redis and its own control socket.
+struct Member {
+  std::unique_ptr<Daemon> d;
+  std::string socket;
+};
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
+      GTEST_SKIP() << "redis-server / redis-cli not installed (scripts/install-deps)";
+    ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
+  }
+
+  Member start_member(std::vector<std::string> extra = {}) {
+    Member m;
+    m.socket = "/tmp/hg-fleet-" + random_label(12) + ".ctl";
+    std::vector<std::string> args{"--upstream",     upstream_.address(), "--redis",
+                                  redis_.address(), "--control",         m.socket,
+                                  "--log-queries"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    m.d = Daemon::start(args);
+    EXPECT_TRUE(m.d->ready()) << m.d->output();
+    // Connected to Redis before the test starts asking.
+    for (int i = 0; i < 100 && stat(m.socket, "fleet.connected_workers") < 1; ++i)
+      std::this_thread::sleep_for(Millis{50});
+    EXPECT_GE(stat(m.socket, "fleet.connected_workers"), 1) << m.d->output();
+    return m;
+  }
+
+  bool wait_connected(const Member& m, int64_t workers = 1) {
+    for (int i = 0; i < 200; ++i) {
+      if (stat(m.socket, "fleet.connected_workers") >= workers) return true;
+      std::this_thread::sleep_for(Millis{50});
+    }
+    return false;
+  }
+
+  static std::string redis_key(const std::string& name) { return "hg:c:" + name + ". 1 1 0"; }
+
+  RedisServer redis_;
+  FakeUpstream upstream_;
+};
+
+std::optional<Answer> ask(const Member& m, const std::string& name, Millis timeout = Millis{4000}) {
+  return udp_query(m.d->port(), build_query({.name = name}), timeout);
+}
+
+TEST_F(FleetTest, MissOnOneInstanceIsAHitOnAnotherWithTheTtlCountedFromTheFirstInsert) {
+  const std::string name = random_label() + ".fleet.test";
+  upstream_.on(name, FakeReply::records({FakeRecord::a("", 60, "192.0.2.10")}));
+  Member a = start_member();
+  Member b = start_member();
+
+  auto first = ask(a, name);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->rcode(), RCode::NoError);
+  EXPECT_EQ(first->ttls(), std::vector<uint32_t>{60});
+  // The value is in Redis, expiring after the TTL plus the stale window.
+  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key(name)}) != "1"; ++i)
+    std::this_thread::sleep_for(Millis{20});
+  ASSERT_EQ(redis_.cli({"EXISTS", redis_key(name)}), "1");
+  const int64_t pttl = std::stoll(redis_.cli({"PTTL", redis_key(name)}));
+  EXPECT_GT(pttl, (86400 + 50) * 1000LL);
+  EXPECT_LE(pttl, (86400 + 60) * 1000LL);
+
+  std::this_thread::sleep_for(Millis{2100});
+  auto second = ask(b, name);
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->rcode(), RCode::NoError) << second->text();
+  ASSERT_EQ(second->ttls().size(), 1u);
+  // Counted down from A's insert time, not stored afresh with 60 on B.
+  EXPECT_LE(second->ttls()[0], 58u);
+  EXPECT_GE(second->ttls()[0], 40u);
+  EXPECT_EQ(upstream_.queries(name), 1u);
+  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
+  EXPECT_TRUE(b.d->wait_for_output(" A NOERROR l2 ", Millis{2000})) << b.d->output();
+  // And B now has it locally: a plain hit, Redis not asked again.
+  auto third = ask(b, name);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(stat(b.socket, "server.hits"), 1);
+}
+
+TEST_F(FleetTest, HundredConcurrentMissesOverThreeInstancesMakeOneUpstreamQuery) {
+  const std::string name = random_label() + ".stampede.test";
+  FakeReply reply = FakeReply::records({FakeRecord::a("", 300, "192.0.2.11")});
+  reply.delay = Millis{500};  // so the queries overlap
+  upstream_.on(name, reply);
+  std::vector<Member> members;
+  for (int i = 0; i < 3; ++i)
+    members.push_back(start_member());
+
+  constexpr int kClients = 100;
+  std::vector<std::unique_ptr<UdpClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<UdpClient>());
+    ASSERT_TRUE(clients.back()->send(members[static_cast<std::size_t>(i % 3)].d->port(),
+                                     build_query({.name = name})));
+  }
+  int answered = 0;
+  for (auto& c : clients) {
+    auto bytes = c->receive(Millis{5000});
+    ASSERT_TRUE(bytes);
+    auto a = parse_answer(*bytes);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NoError) << a->text();
+    ++answered;
+  }
+  EXPECT_EQ(answered, kClients);
+  EXPECT_EQ(upstream_.queries(name), 1u);
+  int64_t wins = 0;
+  int64_t answered_by_lock = 0;
+  for (const auto& m : members) {
+    wins += stat(m.socket, "fleet.lock_wins");
+    answered_by_lock += stat(m.socket, "fleet.lock_answered") + stat(m.socket, "fleet.l2_hits");
+  }
+  EXPECT_EQ(wins, 1);
+  EXPECT_EQ(answered_by_lock, 2);
+}
+
+TEST_F(FleetTest, ADeadLockHolderStallsOthersForAtMostOneClientTimeout) {
+  const std::string name = random_label() + ".holder.test";
+  FakeReply reply = FakeReply::records({FakeRecord::a("", 300, "192.0.2.12")});
+  reply.delay = Millis{800};
+  upstream_.on(name, reply);
+  const std::vector<std::string> timeouts{"--client-timeout", "1000", "--upstream-timeout", "4000"};
+  Member a = start_member(timeouts);
+  Member b = start_member(timeouts);
+
+  UdpClient to_a;
+  ASSERT_TRUE(to_a.send(a.d->port(), build_query({.name = name})));
+  // A holds the lock and waits for the upstream; then A dies without releasing it.
+  const std::string lock = "hg:l:" + name + ". 1 1 0";
+  for (int i = 0; i < 100 && redis_.cli({"EXISTS", lock}) != "1"; ++i)
+    std::this_thread::sleep_for(Millis{10});
+  ASSERT_EQ(redis_.cli({"EXISTS", lock}), "1");
+  ASSERT_TRUE(a.d->signal(SIGKILL));
+  a.d->wait_exit(Millis{2000});
+
+  const auto t0 = Clock::now();
+  auto ans = ask(b, name, Millis{6000});
+  const auto took = std::chrono::duration_cast<Millis>(Clock::now() - t0);
+  ASSERT_TRUE(ans);
+  EXPECT_EQ(ans->rcode(), RCode::NoError) << ans->text();
+  // One client timeout (1000) waiting for the dead holder, then B's own upstream query (800):
+  // well before the SERVFAIL deadline (4000) it would get if it waited on the lock.
+  EXPECT_GE(took.count(), 900);
+  EXPECT_LT(took.count(), 3500);
+  EXPECT_EQ(stat(b.socket, "fleet.lock_timeouts"), 1);
+  EXPECT_EQ(upstream_.queries(name), 2u);
+}
+
+TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")}));
+  Member a = start_member();
+  Member b = start_member();
+  const std::string warm = random_label() + ".warm.test";
+  ASSERT_TRUE(ask(a, warm));
+
+  auto hit_ms = [&](const Member& m) {
+    const auto t0 = Clock::now();
+    auto r = ask(m, warm);
+    EXPECT_TRUE(r && r->rcode() == RCode::NoError);
+    return std::chrono::duration_cast<Millis>(Clock::now() - t0).count();
+  };
+  auto miss_ok = [&](const Member& m, const char* phase) {
+    const std::string n = random_label() + ".miss.test";
+    auto r = ask(m, n);
+    EXPECT_TRUE(r) << phase;
+    if (r) EXPECT_EQ(r->rcode(), RCode::NoError) << phase << "\n" << r->text();
+  };
+
+  // Stopped: misses go upstream, hits unaffected.
+  redis_.stop();
+  for (int i = 0; i < 10; ++i)
+    miss_ok(a, "redis stopped");
+  EXPECT_LT(hit_ms(a), 1000);
+  EXPECT_EQ(stat(a.socket, "fleet.connected_workers"), 0);
+
+  // Restarted on the same port: the instances reconnect and share again.
+  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(wait_connected(a));
+  ASSERT_TRUE(wait_connected(b));
+  const std::string shared = random_label() + ".again.test";
+  ASSERT_TRUE(ask(a, shared));
+  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key(shared)}) != "1"; ++i)
+    std::this_thread::sleep_for(Millis{20});
+  const uint64_t before = upstream_.total_queries();
+  auto from_l2 = ask(b, shared);
+  ASSERT_TRUE(from_l2);
+  EXPECT_EQ(upstream_.total_queries(), before);
+  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
+
+  // Slow: Redis sleeps 2 s. Misses wait at most the Redis timeout (20 ms; asserted loosely),
+  // then go upstream; hits never touch Redis.
+  ASSERT_TRUE(redis_.send_async("DEBUG SLEEP 2"));
+  std::this_thread::sleep_for(Millis{100});
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    miss_ok(a, "redis slow");
+    EXPECT_LT(std::chrono::duration_cast<Millis>(Clock::now() - t0).count(), 1000);
+  }
+  EXPECT_LT(hit_ms(a), 1000);
+  EXPECT_GE(stat(a.socket, "fleet.timeouts") + stat(a.socket, "fleet.l2_skipped"), 5);
+  std::this_thread::sleep_for(Millis{2200});
+
+  // Full: noeviction at a tiny maxmemory. Lookups work, stores fail, every miss is answered.
+  ASSERT_TRUE(wait_connected(a));
+  ASSERT_EQ(redis_.cli({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
+  ASSERT_EQ(redis_.cli({"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  // Past the breaker's cool-down from the slow phase, Redis is asked again.
+  std::this_thread::sleep_for(Millis{1500});
+  for (int i = 0; i < 10; ++i)
+    miss_ok(a, "redis full");
+  EXPECT_LT(hit_ms(a), 1000);
+  EXPECT_GE(stat(a.socket, "fleet.l2_store_errors") + stat(a.socket, "fleet.l2_errors"), 1)
+      << ctl(a.socket, "stats");
+  redis_.cli({"CONFIG", "SET", "maxmemory", "0"});
+}
+
+TEST_F(FleetTest, AGarbageValueIsIgnoredCountedAndReplacedFromUpstream) {
+  const std::string name = random_label() + ".garbage.test";
+  upstream_.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.14")}));
+  Member a = start_member();
+  ASSERT_EQ(redis_.cli({"SET", redis_key(name), "not a value hourglass wrote"}), "OK");
+  auto r = ask(a, name);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->rcode(), RCode::NoError) << r->text();
+  ASSERT_EQ(r->msg.answer.size(), 1u);
+  EXPECT_EQ(upstream_.queries(name), 1u);
+  EXPECT_EQ(stat(a.socket, "fleet.l2_corrupt"), 1);
+  // The upstream's answer replaced the garbage.
+  for (int i = 0; i < 50 && redis_.cli({"GETRANGE", redis_key(name), "0", "3"}) != "HGL2"; ++i)
+    std::this_thread::sleep_for(Millis{20});
+  EXPECT_EQ(redis_.cli({"GETRANGE", redis_key(name), "0", "3"}), "HGL2");
+}
+
+TEST_F(FleetTest, FleetFlushEmptiesRedisAndEveryInstance) {
+  const std::string zone = random_label() + ".flush.test";
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.15")}));
+  Member a = start_member();
+  Member b = start_member();
+  ASSERT_TRUE(ask(a, "www." + zone));
+  ASSERT_TRUE(ask(a, "other.test"));
+  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key("www." + zone)}) != "1"; ++i)
+    std::this_thread::sleep_for(Millis{20});
+  ASSERT_TRUE(ask(b, "www." + zone));  // now cached on B too
+  EXPECT_NE(ctl(b.socket, "dump www." + zone).find("; 1 entry"), std::string::npos);
+
+  const std::string out = ctl(a.socket, "flush-zone " + zone + " --fleet");
+  EXPECT_NE(out.find("fleet: sent"), std::string::npos) << out;
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = redis_.cli({"EXISTS", redis_key("www." + zone)}) == "0" &&
+           ctl(b.socket, "dump www." + zone).find("; 0 entries") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(Millis{20});
+  }
+  EXPECT_TRUE(gone) << ctl(b.socket, "dump");
+  EXPECT_EQ(redis_.cli({"EXISTS", redis_key("other.test")}), "1");  // outside the zone
+  EXPECT_EQ(stat(b.socket, "fleet.fleet_received"), 1);
+
+  // A fleet ttl-cap reaches B and is kept in Redis for instances that start later.
+  EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").find("fleet: sent"),
+            std::string::npos);
+  bool capped = false;
+  for (int i = 0; i < 100 && !capped; ++i) {
+    capped = ctl(b.socket, "ttl-caps").find(zone + ". 30") != std::string::npos;
+    if (!capped) std::this_thread::sleep_for(Millis{20});
+  }
+  EXPECT_TRUE(capped);
+  Member c = start_member();
+  bool loaded = false;
+  for (int i = 0; i < 100 && !loaded; ++i) {
+    loaded = ctl(c.socket, "ttl-caps").find(zone + ". 30") != std::string::npos;
+    if (!loaded) std::this_thread::sleep_for(Millis{20});
+  }
+  EXPECT_TRUE(loaded);
+}
+
+TEST_F(FleetTest, WithoutRedisFleetCommandsSayWhy) {
+  const std::string socket = "/tmp/hg-fleet-" + random_label(12) + ".ctl";
+  auto d = Daemon::start({"--upstream", upstream_.address(), "--control", socket});
+  ASSERT_TRUE(d->ready());
+  const std::string out = ctl(socket, "flush --fleet");
+  EXPECT_NE(out.find("error: --fleet: this hourglassd runs without --redis"), std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace hg::integration

@@ -1,0 +1,51 @@
+// RedisServer: a real redis-server (Debian's redis-server package) for the fleet tests, on a
+// free loopback port found by binding port 0 (redis itself reads port 0 as "no TCP"), in a
+// temporary directory, with persistence off. Started with fork+exec (PR_SET_PDEATHSIG, so a
+// killed test binary takes it along) and stopped by its PID; restartable on the same port.
+//
+// cli() runs redis-cli against it (popen, bounded by `timeout`); send_async() writes one
+// command on a fresh socket without waiting for the reply (DEBUG SLEEP from the side).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hg::test {
+
+class RedisServer {
+ public:
+  RedisServer();
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  /// Starts redis-server and waits (bounded) until it answers PING. False if it did not.
+  bool start();
+  /// SIGTERM, then SIGKILL after 3 s; waits for the process. Idempotent.
+  void stop();
+  bool running() const noexcept { return pid_ > 0; }
+
+  uint16_t port() const noexcept { return port_; }
+  /// "127.0.0.1:PORT", for --redis.
+  std::string address() const;
+
+  /// redis-cli -p PORT ARGS... (each argument shell-quoted); stdout without the final newline.
+  std::string cli(const std::vector<std::string>& args) const;
+  /// Sends an inline command on a new connection and leaves the reply unread; the
+  /// connection is closed by the destructor (or the next send_async).
+  bool send_async(const std::string& inline_command);
+
+ private:
+  std::string dir_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  int async_fd_ = -1;
+};
+
+/// A free TCP port on 127.0.0.1 (bound to 0, read back, closed).
+uint16_t free_tcp_port();
+
+}  // namespace hg::test

@@ -117,7 +117,16 @@ uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc) noexcept {
 
 Time to_monotonic(WallTime inserted_wall, Time now, WallTime now_wall) noexcept {
   if (inserted_wall >= now_wall) return now;
-  return now - (now_wall - inserted_wall);
+  // The file's times are untrusted: an age beyond a century (or one that overflows) is
+  // simply a century, which puts any entry far past its stale window.
+  constexpr int64_t kMaxAgeMs = int64_t{100} * 366 * 86400 * 1000;
+  int64_t age = 0;
+  if (__builtin_sub_overflow(now_wall.time_since_epoch().count(),
+                             inserted_wall.time_since_epoch().count(), &age) ||
+      age > kMaxAgeMs) {
+    age = kMaxAgeMs;
+  }
+  return now - Millis{age};
 }
 
 WallTime to_wall(Time inserted_at, Time now, WallTime now_wall) noexcept {

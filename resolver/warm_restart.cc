@@ -28,7 +28,12 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
                  r.problem);
       break;
     case persist::LoadReport::Status::Loaded: {
-      const auto ago = std::chrono::duration_cast<std::chrono::seconds>(wall - r.saved_at);
+      // saved_at comes from the file: subtract without overflowing.
+      int64_t ago_ms = 0;
+      if (__builtin_sub_overflow(wall.time_since_epoch().count(),
+                                 r.saved_at.time_since_epoch().count(), &ago_ms))
+        ago_ms = 0;
+      const auto ago = std::chrono::duration_cast<std::chrono::seconds>(Millis{ago_ms});
       fmt::print(stderr,
                  "cache file {}: loaded {} of {} answers in {:.1f} ms (saved {}s ago; {} past "
                  "their stale window, {} refused)\n",

@@ -79,6 +79,9 @@ TEST(Ageing, WallTimeAgoBecomesMonotonicTimeAgo) {
   EXPECT_EQ(to_monotonic(kWall0 - Seconds{3600}, now, kWall0), Time{Seconds{50 - 3600}});
   // Inserted "in the future" (the wall clock was set back): counts as inserted now.
   EXPECT_EQ(to_monotonic(kWall0 + Seconds{30}, now, kWall0), now);
+  // Absurd times from a crafted file saturate at a century old instead of overflowing.
+  EXPECT_EQ(to_monotonic(WallTime{Millis{INT64_MIN + 1}}, now, kWall0),
+            now - Millis{int64_t{100} * 366 * 86400 * 1000});
   EXPECT_EQ(to_wall(now - Millis{1500}, now, kWall0), kWall0 - Millis{1500});
   EXPECT_EQ(to_wall(now + Seconds{1}, now, kWall0), kWall0);
   // The two are inverses across a restart: mono times differ, wall times line up.

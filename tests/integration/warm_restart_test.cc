@@ -40,6 +40,8 @@ class WarmRestart : public ::testing::Test {
   void stop(Daemon& d) {
     ASSERT_TRUE(d.signal(SIGTERM));
     EXPECT_EQ(d.wait_exit(Millis{10000}), 0) << d.output();
+    // The process may be gone before the output thread has read its last lines.
+    EXPECT_TRUE(d.wait_for_output("hourglassd: saved", Millis{5000})) << d.output();
     EXPECT_EQ(d.lines_with("hourglassd: saved").size(), 1u) << d.output();
   }
   std::optional<Answer> ask(const Daemon& d, const std::string& name) {

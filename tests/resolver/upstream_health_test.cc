@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <initializer_list>
 #include <vector>
 
 namespace hg::resolver {
@@ -186,12 +187,12 @@ std::vector<uint8_t> message(uint16_t ancount, uint16_t arcount,
                              const std::vector<uint8_t>& extra) {
   std::vector<uint8_t> m;
   // (Built byte by byte: GCC 12 warns falsely about vector::insert of arrays here.)
-  for (int b : {0x12, 0x34, 0x81, 0x80,
-                0,    1,    0,    static_cast<int>(ancount),
-                0,    0,    0,    static_cast<int>(arcount),
-                2,    'a',  'b',  1,
-                'c',  0,    0,    1,
-                0,    1})
+  for (int b : std::initializer_list<int>{0x12, 0x34, 0x81, 0x80,
+                                          0,    1,    0,    static_cast<int>(ancount),
+                                          0,    0,    0,    static_cast<int>(arcount),
+                                          2,    'a',  'b',  1,
+                                          'c',  0,    0,    1,
+                                          0,    1})
     m.push_back(static_cast<uint8_t>(b));
   for (uint8_t b : extra)
     m.push_back(b);

@@ -179,6 +179,7 @@ struct Upstream::Server {
   std::vector<int> fds;  // sockets c-ares asked us to watch
   ServerHealth health;
   std::shared_ptr<UpstreamServerStats> stats;
+  Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
 };
 
 // One ares_send of a query, to one server, with its own ID (and letter case).
@@ -610,7 +611,10 @@ void Upstream::on_retry(Query& q) {
       if (s.health.on_case_failure(now))
         s.stats->case_fallbacks.fetch_add(1, std::memory_order_relaxed);
     } else {
-      s.health.rtt.timeout();
+      // A timeout counts toward the server's streak (backoff, suspicion) only if the server
+      // has not answered anything since the attempt was sent: with many queries in flight,
+      // one lost packet must not back off the timer of every other query.
+      if (a.sent > s.last_answer) s.health.rtt.timeout();
       s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
     }
     update_stats(s);
@@ -699,7 +703,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
       // probe that was never timed by it counts as a timeout of its server now.
       if (!a.timed_out && a.probe) {
         a.timed_out = true;
-        s.health.rtt.timeout();
+        if (a.sent > s.last_answer) s.health.rtt.timeout();
         s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
         update_stats(s);
       }
@@ -714,6 +718,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
       break;
   }
 
+  if (status == ARES_SUCCESS) s.last_answer = options_.clock_us();
   std::span<uint8_t> answer;
   if (failure == UpstreamStatus::Ok) {
     if (abuf == nullptr || alen < static_cast<int>(kHeaderSize)) {

@@ -79,25 +79,27 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
   return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
 }
 
+// A message that cannot be walked to its end gives {valid = false, present = false}: an OPT
+// record seen before the damage is not trusted.
 OptInfo find_opt(std::span<const uint8_t> msg) noexcept {
   OptInfo info;
-  if (msg.size() < kHeaderSize) return info;
+  if (msg.size() < kHeaderSize) return OptInfo{};
   const unsigned qd = get16(msg, 4), an = get16(msg, 6), ns = get16(msg, 8), ar = get16(msg, 10);
   std::size_t at = kHeaderSize;
   for (unsigned i = 0; i < qd; ++i) {
     at = skip_name(msg, at);
-    if (at == 0 || at + 4 > msg.size()) return info;
+    if (at == 0 || at + 4 > msg.size()) return OptInfo{};
     at += 4;
   }
   const unsigned records = an + ns + ar;
   for (unsigned i = 0; i < records; ++i) {
     at = skip_name(msg, at);
-    if (at == 0 || at + 10 > msg.size()) return info;
+    if (at == 0 || at + 10 > msg.size()) return OptInfo{};
     const uint16_t type = get16(msg, at);
     const uint32_t ttl = (uint32_t{get16(msg, at + 4)} << 16) | get16(msg, at + 6);
     const std::size_t rdlen = get16(msg, at + 8);
     at += 10;
-    if (at + rdlen > msg.size()) return info;
+    if (at + rdlen > msg.size()) return OptInfo{};
     if (type == 41 && i >= an + ns && !info.present) {
       info.present = true;
       info.ext_rcode = static_cast<uint8_t>(ttl >> 24);

@@ -1,9 +1,11 @@
 // RTT estimator and server selection: pure logic, driven with explicit times (no clock).
 #include "resolver/upstream_health.h"
+#include "resolver/upstream_wire.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
+#include <initializer_list>
 #include <vector>
 
 namespace hg::resolver {
@@ -174,3 +176,71 @@ TEST(ChooseServer, ExcludedServersAreNeverChosen) {
 
 }  // namespace
 }  // namespace hg::resolver
+
+// --- upstream_wire: the datagram looks ---------------------------------------------------
+
+namespace hg::resolver::upstream_wire {
+namespace {
+
+// "ab.c" A IN, then `extra` appended; counts in the header as given.
+std::vector<uint8_t> message(uint16_t ancount, uint16_t arcount,
+                             const std::vector<uint8_t>& extra) {
+  std::vector<uint8_t> m;
+  // (Built byte by byte: GCC 12 warns falsely about vector::insert of arrays here.)
+  for (int b : std::initializer_list<int>{0x12, 0x34, 0x81, 0x80,
+                                          0,    1,    0,    static_cast<int>(ancount),
+                                          0,    0,    0,    static_cast<int>(arcount),
+                                          2,    'a',  'b',  1,
+                                          'c',  0,    0,    1,
+                                          0,    1})
+    m.push_back(static_cast<uint8_t>(b));
+  for (uint8_t b : extra)
+    m.push_back(b);
+  return m;
+}
+
+TEST(UpstreamWire, QuestionEndAndCaseMatch) {
+  auto m = message(0, 0, {});
+  EXPECT_EQ(question_end(m), m.size());
+  const std::vector<uint8_t> question(m.begin() + 12, m.end());
+  EXPECT_EQ(match_question(m, question), QuestionMatch::Exact);
+  auto upper = m;
+  upper[13] = 'A';
+  EXPECT_EQ(match_question(upper, question), QuestionMatch::CaseOnly);
+  auto other = m;
+  other[13] = 'x';
+  EXPECT_EQ(match_question(other, question), QuestionMatch::Other);
+  auto type = m;
+  type.back() = 3;  // class CH: not a case difference
+  EXPECT_EQ(match_question(type, question), QuestionMatch::Other);
+}
+
+TEST(UpstreamWire, ApplyCaseChangesOnlyLetters) {
+  std::vector<uint8_t> name = {2, 'a', '1', 1, 'c', 0};
+  CaseBits bits{};
+  bits[0] = ~uint64_t{0};
+  apply_case(name, bits);
+  EXPECT_EQ(name, (std::vector<uint8_t>{2, 'A', '1', 1, 'C', 0}));
+  apply_case(name, CaseBits{});
+  EXPECT_EQ(name, (std::vector<uint8_t>{2, 'a', '1', 1, 'c', 0}));
+}
+
+TEST(UpstreamWire, FindsOptAndItsExtendedRcode) {
+  // OPT: root, type 41, payload 1232, ext-rcode 1 (BADVERS with header rcode 0), version 0.
+  const std::vector<uint8_t> opt = {0, 0, 41, 0x04, 0xd0, 1, 0, 0, 0, 0, 0};
+  auto with = message(0, 1, opt);
+  auto o = find_opt(with);
+  EXPECT_TRUE(o.valid);
+  EXPECT_TRUE(o.present);
+  EXPECT_EQ(o.ext_rcode, 1);
+  auto without = message(0, 0, {});
+  EXPECT_TRUE(find_opt(without).valid);
+  EXPECT_FALSE(find_opt(without).present);
+  // An OPT record followed by a count the bytes cannot hold: not trusted.
+  auto damaged = message(0, 9, opt);
+  EXPECT_FALSE(find_opt(damaged).valid);
+  EXPECT_FALSE(find_opt(damaged).present);
+}
+
+}  // namespace
+}  // namespace hg::resolver::upstream_wire

@@ -3,6 +3,7 @@
 // names, loops, DNAME, servers that disagree, and finding the servers through a resolver.
 #include <gtest/gtest.h>
 
+#include "tests/integration/daemon.h"
 #include "tests/rehearse/knot.h"
 
 namespace hg::rehearse_test {
@@ -99,8 +100,8 @@ TEST_F(PlanKnot, UnreachableAndLameServersAreReportedNotFatal) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("found no zone for www.nowhere.test."), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("REFUSED — no --auth server is authoritative for it (lame)"),
-            std::string::npos)
+  EXPECT_NE(r.output.find(k->address() + ": REFUSED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no --auth server is authoritative for it (lame)"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("2026-12-03T09:00:00Z  lower every hop by"), std::string::npos);
 }
@@ -180,6 +181,23 @@ TEST_F(PlanKnot, ProfileAndPlotAreUsed) {
   // rsvg-convert renders it (a malformed SVG fails here).
   auto png = run("rsvg-convert -o " + tmp_.file("plan.png") + " " + svg, 30);
   EXPECT_EQ(png.exit_code, 0) << png.output;
+}
+
+TEST_F(PlanKnot, ServersAreFoundThroughAResolver) {
+  // Without --auth: the zone apex (SOA walk), its NS names and their addresses come through a
+  // recursive resolver — here hourglassd forwarding to knotd — and the servers found are then
+  // asked directly, on --auth-port.
+  auto d = integration::Daemon::start({"--upstream=" + knot_->address()});
+  ASSERT_TRUE(d->ready()) << d->output();
+  const std::string json = tmp_.file("plan.json");
+  auto r = rehearse("plan www.example.test out.example.test " + std::string(kPlanTimes) +
+                    " --resolver 127.0.0.1:" + std::to_string(d->port()) + " --auth-port " +
+                    std::to_string(knot_->port()) + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['servers']"), "['" + knot_->address() + "']");
+  EXPECT_EQ(json_get(json, "[z['apex'] for z in d['names'][1]['zones']]"),
+            "['example.test.', 'other.test.']");
 }
 
 TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {

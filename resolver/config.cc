@@ -25,6 +25,8 @@
 #include <map>
 #include <sstream>
 
+#include "resolver/dnstap_writer.h"
+
 #ifndef HG_VERSION
 #define HG_VERSION "unknown"
 #endif
@@ -299,6 +301,21 @@ const std::vector<Key>& keys() {
            return "expected a filesystem path of 1 to 107 bytes";
          }
          c.control_path = std::string(v);
+         return std::nullopt;
+       }},
+      {"dnstap", Kind::Scalar, "PATH|unix:PATH",
+       "Record client and upstream traffic as dnstap: a Frame Streams file, or unix:PATH for a "
+       "Frame Streams socket; reopened on SIGHUP when the file was rotated (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (auto why = check_dnstap_target(v)) return why;
+         c.dnstap = std::string(v);
+         return std::nullopt;
+       }},
+      {"dnstap-identity", Kind::Scalar, "NAME",
+       "Server name written into every dnstap message (default: the host name)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.size() > 255) return "expected a name of 1 to 255 bytes";
+         c.dnstap_identity = std::string(v);
          return std::nullopt;
        }},
       {"metrics", Kind::Scalar, "ADDR:PORT",
@@ -945,6 +962,9 @@ std::string to_toml(const Config& c) {
   out += std::string("log-queries = ") + (c.log_queries ? "true" : "false") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
+  if (!c.dnstap.empty()) out += "dnstap = " + toml_string(c.dnstap) + "\n";
+  if (!c.dnstap_identity.empty())
+    out += "dnstap-identity = " + toml_string(c.dnstap_identity) + "\n";
   out += "ttl-cap = " +
          toml_list(c.ttl_caps,
                    [](const TtlCap& t) { return t.zone + "=" + std::to_string(t.cap.count()); }) +
@@ -1006,6 +1026,8 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
       }
     }
   }
+  c.dnstap_from_cli = cli.options["dnstap"]->count() > 0;
+  c.dnstap_identity_from_cli = cli.options["dnstap-identity"]->count() > 0;
   // An explicit --upstream-file beats upstreams from the config file.
   if (cli.options["upstream-file"]->count() > 0 && cli.options["upstream"]->count() == 0 &&
       file_upstream) {
@@ -1061,6 +1083,20 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
     return ConfigExit{2, describe(*loop, upstream_source)};
   }
   return c;
+}
+
+Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config& running) {
+  using R = Checked<std::pair<std::string, std::string>>;
+  std::pair<std::string, std::string> out{running.dnstap, running.dnstap_identity};
+  if (running.config_file.empty()) return out;
+  Config fresh;
+  bool file_upstream = false;
+  if (auto err = apply_toml(fresh, running.config_file, ParseOptions{}, file_upstream)) {
+    return R::failure(*err);
+  }
+  if (!running.dnstap_from_cli) out.first = fresh.dnstap;
+  if (!running.dnstap_identity_from_cli) out.second = fresh.dnstap_identity;
+  return out;
 }
 
 }  // namespace hg::resolver

@@ -162,7 +162,11 @@ struct Config {
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
-  std::string config_file{};  ///< the --config given, empty if none
+  std::string config_file{};      ///< the --config given, empty if none
+  std::string dnstap{};           ///< --dnstap: PATH or unix:PATH; empty: no dnstap
+  std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name
+  /// Given on the command line, so SIGHUP keeps them rather than re-reading the file's.
+  bool dnstap_from_cli = false, dnstap_identity_from_cli = false;
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};
 
@@ -191,6 +195,11 @@ struct ParseOptions {
 /// key, value or file gives ConfigExit{2, one line naming it, the value, and what is allowed}.
 std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                                               const ParseOptions& options = {});
+
+/// SIGHUP: the dnstap and dnstap-identity values the config file holds now (values from the
+/// command line are kept), as {dnstap, dnstap_identity}; an error line if the file no
+/// longer reads. Without a config file, the running values.
+Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config& running);
 
 /// The text --help prints.
 std::string config_help();

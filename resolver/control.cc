@@ -101,6 +101,8 @@ Control::Output stats_text(Shared& shared) {
   line("server.dropped", r(s.dropped));
   line("server.overload", r(s.overload));
   line("server.truncated", r(s.truncated));
+  line("dnstap.written", r(shared.dnstap.written));
+  line("dnstap.dropped", r(shared.dnstap.dropped));
   line("inflight.queries", shared.inflight.size());
   line("inflight.waiters", shared.inflight.waiters());
   return {std::move(out)};

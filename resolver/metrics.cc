@@ -102,6 +102,11 @@ std::string render_metrics(Shared& shared) {
   e.sample("hourglass_rejected_total", get(s.dropped), "reason=\"dropped\"");
   e.sample("hourglass_rejected_total", get(s.overload), "reason=\"overload\"");
   e.counter("hourglass_truncated_total", "Answers cut to fit with TC=1.", get(s.truncated));
+  e.counter("hourglass_dnstap_written_total",
+            "dnstap messages handed to the writer thread (--dnstap).", get(shared.dnstap.written));
+  e.counter("hourglass_dnstap_dropped_total",
+            "dnstap messages dropped because the writer's queue was full.",
+            get(shared.dnstap.dropped));
   e.counter("hourglass_cache_inserts_total", "Upstream responses stored in the cache.", c.inserts);
   e.counter("hourglass_cache_evictions_total", "Entries pushed out by the cache-size budget.",
             c.evictions);

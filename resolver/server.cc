@@ -44,6 +44,12 @@ std::size_t udp_limit(uint16_t client_udp_size, std::size_t room) {
   return std::min<std::size_t>({client_udp_size, kMaxUdpAnswer, room});
 }
 
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "hourglass";
+  return buf;
+}
+
 int64_t ms_since_epoch(MonoTime t) {
   return t.time_since_epoch().count();
 }
@@ -118,8 +124,8 @@ std::size_t QueryEngine::answer_stale_now(const cache::Hit& hit, const ClientQue
   return answer_stale(hit, q, out, limit);
 }
 
-QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, const sockaddr* peer,
-                                           const Route& route, std::span<uint8_t> out) {
+QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const sockaddr* peer,
+                                         const Route& route, std::span<uint8_t> out) {
   auto& st = shared_.stats;
   (route.is_tcp ? st.queries_tcp : st.queries_udp).fetch_add(1, std::memory_order_relaxed);
   const MonoTime now = loop_.now();
@@ -191,6 +197,7 @@ QueryEngine::Outcome QueryEngine::on_query(std::span<const uint8_t> packet, cons
 
   Waiter w;
   w.received = now;
+  w.tap_ns = tap_query_ns_;
   w.deadline =
       now + (hit.stale() ? shared_.config.client_timeout : shared_.config.upstream_timeout);
   w.route = route;
@@ -389,6 +396,8 @@ void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const
   } else if (!bytes.empty()) {
     UdpListener::send_to(w.route.udp, bytes);
   }
+  if (dnstap_ != nullptr) [[unlikely]]
+    tap_response(w, bytes);
   if (shared_.config.log_queries) {
     wire::WireReader r(std::span<const uint8_t>(w.question.data(), w.question_len));
     auto name = wire::read_name(r);
@@ -464,6 +473,10 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     wk->engine = std::make_unique<QueryEngine>(
         shared, wk->loop,
         [worker](std::span<const uint8_t> q, Upstream::Callback done) {
+          if (worker->engine->dnstap() != nullptr) [[unlikely]] {
+            dnstap_forward(*worker->engine, *worker->upstream, q, std::move(done));
+            return;
+          }
           worker->upstream->send(q, std::move(done));
         },
         wk->index);
@@ -499,6 +512,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     }
     srv->workers_.push_back(std::move(wk));
   }
+  if (auto err = srv->open_dnstap(config)) return R::failure(*err);
   // Operations (DESIGN.md): the control socket and the metrics endpoint, on worker 0's loop.
   if (!config.control_path.empty()) {
     auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
@@ -579,6 +593,14 @@ int Server::run() {
     workers_[i]->loop.stop();
     if (workers_[i]->thread.joinable()) workers_[i]->thread.join();
   }
+  if (dnstap_) {
+    // Flush and close the dnstap output (STOP frame) before saying we stopped.
+    for (auto& w : workers_)
+      w->engine->set_dnstap(nullptr);
+    dnstap_.reset();
+    fmt::print(stderr, "hourglassd: dnstap closed; {} messages written, {} dropped\n",
+               shared_->dnstap.written.load(), shared_->dnstap.dropped.load());
+  }
   const auto& s = shared_->stats;
   fmt::print(stderr,
              "hourglassd: stopped; queries udp {} tcp {}, hits {}, misses {}, stale {}, coalesced "
@@ -594,6 +616,7 @@ void Server::on_signal() {
   while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     if (info.ssi_signo == SIGHUP) {
       reload_upstreams();
+      reload_dnstap();
     } else if (!stopping_) {
       begin_shutdown();
     }
@@ -683,6 +706,69 @@ void Server::finish_shutdown(MonoTime give_up) {
           op->loop.stop();
         });
       }
+    });
+  }
+}
+
+// --- dnstap ----------------------------------------------------------------------------
+
+std::optional<std::string> Server::open_dnstap(const Config& c) {
+  if (c.dnstap.empty()) return std::nullopt;
+  DnstapWriter::Options o;
+  o.target = c.dnstap;
+  o.identity = c.dnstap_identity.empty() ? host_name() : c.dnstap_identity;
+  o.version = std::string("hourglass ") + HG_VERSION;
+  o.queues = static_cast<unsigned>(workers_.size());
+  auto w = DnstapWriter::open(o, shared_->dnstap);
+  if (!w) return w.error();
+  dnstap_ = std::move(w.value());
+  // Before run(): no worker thread runs yet, so the engines are set directly.
+  for (auto& wk : workers_)
+    wk->engine->set_dnstap(dnstap_.get());
+  fmt::print(stderr, "dnstap to {} (identity \"{}\")\n", o.target, o.identity);
+  return std::nullopt;
+}
+
+void Server::reload_dnstap() {
+  Config& c = shared_->config;
+  auto settings = reread_dnstap_settings(c);
+  if (!settings) {
+    fmt::print(stderr, "SIGHUP: keeping the dnstap settings: {}\n", settings.error());
+    return;
+  }
+  const auto& [target, identity] = settings.value();
+  const bool same = target == c.dnstap && identity == c.dnstap_identity;
+  if (same && (!dnstap_ || dnstap_->still_current())) return;  // nothing changed or rotated
+
+  std::shared_ptr<DnstapWriter> next;
+  if (!target.empty()) {
+    DnstapWriter::Options o;
+    o.target = target;
+    o.identity = identity.empty() ? host_name() : identity;
+    o.version = std::string("hourglass ") + HG_VERSION;
+    o.queues = static_cast<unsigned>(workers_.size());
+    auto w = DnstapWriter::open(o, shared_->dnstap);
+    if (!w) {
+      fmt::print(stderr, "SIGHUP: keeping the dnstap output: {}\n", w.error());
+      return;
+    }
+    next = std::move(w.value());
+  }
+  c.dnstap = target;
+  c.dnstap_identity = identity;
+  // Each worker switches on its own thread; the old writer is flushed and closed when the
+  // last worker has let go of it (its shared_ptr copies live in these tasks).
+  std::shared_ptr<DnstapWriter> old = std::move(dnstap_);
+  dnstap_ = next;
+  const std::string what = target.empty() ? std::string("SIGHUP: dnstap off")
+                                          : "SIGHUP: dnstap to " + target + " (reopened)";
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    wp->loop.post([wp, next, old, remaining, what]() mutable {
+      wp->engine->set_dnstap(next.get());
+      old.reset();
+      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", what);
     });
   }
 }

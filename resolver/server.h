@@ -23,6 +23,7 @@
 
 #include "cache/cache.h"
 #include "resolver/config.h"
+#include "resolver/dnstap_writer.h"
 #include "resolver/event_loop.h"
 #include "resolver/inflight.h"
 #include "resolver/query.h"
@@ -59,6 +60,7 @@ struct Waiter {
   /// The loop that received the query, and the deadline timer on it.
   EventLoop* loop = nullptr;
   TimerId timer{};
+  int64_t tap_ns = 0;  ///< dnstap on: wall-clock arrival time (ns), for CLIENT_RESPONSE
 
   ClientQuery client() const noexcept;
 };
@@ -89,6 +91,7 @@ struct Shared {
   Stats stats;
   std::atomic<uint64_t> log_suppressed{0};
   std::atomic<int64_t> last_upstream_log_ms{0};
+  DnstapCounters dnstap;  ///< --dnstap frames queued and dropped, over every reopen
 };
 
 class Control;
@@ -109,9 +112,26 @@ class QueryEngine {
     bool deferred = false;  ///< the answer will be sent to the route later
   };
   Outcome on_query(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
-                   std::span<uint8_t> out);
+                   std::span<uint8_t> out) {
+    if (dnstap_ != nullptr) [[unlikely]]
+      return on_query_tapped(packet, peer, route, out);
+    return handle(packet, peer, route, out);
+  }
+
+  /// dnstap (dnstap_tap.cc): the writer this worker logs to, or nullptr (the default: then
+  /// dnstap costs one branch per query). Set on the engine's own thread.
+  void set_dnstap(DnstapWriter* w) noexcept { dnstap_ = w; }
+  DnstapWriter* dnstap() const noexcept { return dnstap_; }
+  int worker() const noexcept { return worker_; }
 
  private:
+  Outcome handle(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                 std::span<uint8_t> out);
+  /// on_query with dnstap: CLIENT_QUERY, handle(), CLIENT_RESPONSE for an answer sent now.
+  Outcome on_query_tapped(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                          std::span<uint8_t> out);
+  /// CLIENT_RESPONSE for an answer delivered later to a waiter.
+  void tap_response(const Waiter& w, std::span<const uint8_t> bytes);
   bool allowed(const sockaddr* peer) const noexcept;
   std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                          std::size_t limit, std::optional<EdeSpec> ede);
@@ -146,7 +166,14 @@ class QueryEngine {
   wire::Message upstream_msg_;  // the same, re-encoded into norm_buf_
   std::vector<uint8_t> buf_;    // answers rendered for waiters
   std::vector<uint8_t> norm_buf_;
+  DnstapWriter* dnstap_ = nullptr;
+  int64_t tap_query_ns_ = 0;  // arrival time of the query being handled, when dnstap is on
 };
+
+/// dnstap (dnstap_tap.cc): sends an upstream query through `upstream` and logs it as
+/// FORWARDER_QUERY, and its answer as FORWARDER_RESPONSE, to the engine's writer.
+void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uint8_t> query,
+                    Upstream::Callback done);
 
 /// The daemon: sockets, threads, signals.
 class Server {
@@ -167,11 +194,17 @@ class Server {
   Server() = default;
   void on_signal();
   void reload_upstreams();
+  /// --dnstap: opens the writer (start-up), and on SIGHUP re-reads the config file's dnstap
+  /// keys and reopens when they changed or the file was rotated away.
+  std::optional<std::string> open_dnstap(const Config& c);
+  void reload_dnstap();
   void begin_shutdown();
   /// Polls until no client waits (or `give_up`), then cancels upstreams and stops the loops.
   void finish_shutdown(MonoTime give_up);
 
   std::unique_ptr<Shared> shared_;
+  // Declared before workers_: outlives the engines that point at it.
+  std::shared_ptr<DnstapWriter> dnstap_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // On worker 0's loop; declared after workers_ so they are destroyed before it.
   std::unique_ptr<Control> control_;

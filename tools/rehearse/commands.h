@@ -5,9 +5,10 @@
 
 namespace hg::rehearse {
 
-int run_replay(int argc, char** argv);  // replay.cc: traces through the cache, before/after
-int run_synth(int argc, char** argv);   // synth.cc: generated Poisson/Zipf traces
-int run_plan(int argc, char** argv);    // plan.cc: the linger report for a cut-over
-int run_watch(int argc, char** argv);   // watch.cc: poll resolvers until they flip
+int run_replay(int argc, char** argv);   // replay.cc: traces through the cache, before/after
+int run_synth(int argc, char** argv);    // synth.cc: generated Poisson/Zipf traces
+int run_plan(int argc, char** argv);     // plan.cc: the linger report for a cut-over
+int run_watch(int argc, char** argv);    // watch.cc: poll resolvers until they flip
+int run_inspect(int argc, char** argv);  // inspect.cc: what a trace holds, read speed
 
 }  // namespace hg::rehearse

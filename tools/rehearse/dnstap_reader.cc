@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/rehearse/dnstap_decode.h"
+#include "dnstap/codec.h"
 #include "tools/rehearse/trace_readers.h"
 
 namespace hg::rehearse {
@@ -27,7 +27,7 @@ constexpr uint32_t kControlStart = 2, kControlStop = 3;
 constexpr uint32_t kFieldContentType = 1;
 constexpr std::size_t kMaxControl = 512;    // the Frame Streams limit for control frames
 constexpr std::size_t kMaxFrame = 1 << 20;  // a dnstap frame holds two DNS messages at most
-constexpr std::size_t kReadChunk = 1 << 20;
+constexpr std::size_t kReadChunk = 1 << 16;  // grows to the largest frame seen
 constexpr std::size_t kMaxResyncScan = 16 << 20;  // bytes searched for the next good frame
 constexpr std::string_view kDnstapType = "protobuf:dnstap.Dnstap";
 
@@ -66,7 +66,9 @@ class DnstapReader final : public TraceReader {
   ReadStatus control(uint32_t& type);
   /// With skip_bad: searches forward from `from` for a frame that decodes. False: give up.
   bool resync(uint64_t from);
-  bool to_event(const DnstapView& d, TraceEvent& ev);
+  /// Empty when the decoded message is usable, else why not.
+  static std::string_view check(const dnstap::Message& m);
+  bool to_event(const dnstap::Message& d, TraceEvent& ev);
 
   std::FILE* f_;
   std::string name_;
@@ -78,6 +80,8 @@ class DnstapReader final : public TraceReader {
   uint64_t buf_off_ = 0;           // file offset of buf_[0]
   bool eof_ = false;
   std::string content_type_;
+  dnstap::Decoder decoder_;
+  dnstap::Message msg_;
   uint64_t frames_ = 0, skipped_ = 0, ignored_ = 0, no_message_ = 0;
   uint64_t by_type_[15] = {};
 };
@@ -147,8 +151,9 @@ bool DnstapReader::resync(uint64_t from) {
       continue;
     }
     if (len < 4 || len > kMaxFrame || !ensure(4 + len)) continue;
-    DnstapView d;
-    if (decode_dnstap({buf_.data() + pos_ + 4, len}, d).empty()) return true;
+    if (decoder_.decode({buf_.data() + pos_ + 4, len}, msg_) == dnstap::DecodeStatus::Ok &&
+        check(msg_).empty())
+      return true;
   }
   return false;
 }
@@ -239,23 +244,34 @@ ReadStatus DnstapReader::next(TraceEvent& ev) {
         ++frames_;
         const std::span<const uint8_t> payload{buf_.data() + pos_ + 4, len};
         pos_ += 4 + std::size_t{len};
-        DnstapView d;
-        const std::string_view why = decode_dnstap(payload, d);
+        const dnstap::DecodeStatus st = decoder_.decode(payload, msg_);
+        const std::string_view why =
+            st != dnstap::DecodeStatus::Ok ? dnstap::to_string(st) : check(msg_);
         if (!why.empty()) {
           if (!opt_.skip_bad)
             return fail(at, fmt::format("frame {}: not a dnstap message: {}", frames_, why));
           ++skipped_;
           continue;
         }
-        if (to_event(d, ev)) return ReadStatus::Event;
+        if (to_event(msg_, ev)) return ReadStatus::Event;
         break;
       }
     }
   }
 }
 
-bool DnstapReader::to_event(const DnstapView& d, TraceEvent& ev) {
-  const uint32_t t = d.type;
+std::string_view DnstapReader::check(const dnstap::Message& m) {
+  // Seconds past ~2255 would overflow int64 nanoseconds.
+  constexpr uint64_t kMaxSec = 9'000'000'000ULL;
+  for (const auto& t : {m.query_time, m.response_time})
+    if (t && (t->sec > kMaxSec || t->nsec > 999'999'999)) return "time out of range";
+  if (!m.query_address.empty() && m.query_address.size() != 4 && m.query_address.size() != 16)
+    return "query_address is neither 4 nor 16 bytes";
+  return {};
+}
+
+bool DnstapReader::to_event(const dnstap::Message& d, TraceEvent& ev) {
+  const auto t = static_cast<uint32_t>(d.type);
   if (t < std::size(by_type_)) ++by_type_[t];
   Side side;
   switch (t) {
@@ -285,24 +301,28 @@ bool DnstapReader::to_event(const DnstapView& d, TraceEvent& ev) {
     ++no_message_;
     return false;
   }
-  const int64_t qt = d.has_query_time ? d.query_time_ns : 0;
-  const int64_t rt = d.has_response_time ? d.response_time_ns : 0;
+  auto ns = [](const std::optional<dnstap::Timestamp>& ts) -> int64_t {
+    return ts ? static_cast<int64_t>(ts->sec) * 1'000'000'000 + ts->nsec : 0;
+  };
+  const int64_t qt = ns(d.query_time);
+  const int64_t rt = ns(d.response_time);
   ev = TraceEvent{};
   ev.side = side;
   ev.role = query ? Role::Query : Role::Response;
   ev.time_ns = query ? (qt != 0 ? qt : rt) : (rt != 0 ? rt : qt);
   ev.query_time_ns = query ? 0 : qt;
-  // TCP and the protocols carried over it: TCP 2, DOT 3, DOH 4, DNSCryptTCP 6.
-  ev.tcp = d.socket_protocol == 2 || d.socket_protocol == 3 || d.socket_protocol == 4 ||
-           d.socket_protocol == 6;
-  if (d.socket_family == 1 || (d.socket_family == 0 && d.query_address.size() == 4)) {
+  using P = dnstap::Protocol;
+  ev.tcp = d.protocol == P::Tcp || d.protocol == P::Dot || d.protocol == P::Doh ||
+           d.protocol == P::DnsCryptTcp;
+  if (d.family == dnstap::Family::Inet || (!d.family && d.query_address.size() == 4)) {
     ev.family = 4;
-  } else if (d.socket_family == 2 || (d.socket_family == 0 && d.query_address.size() == 16)) {
+  } else if (d.family == dnstap::Family::Inet6 || (!d.family && d.query_address.size() == 16)) {
     ev.family = 6;
   }
-  std::memcpy(ev.client_addr.data(), d.query_address.data(),
-              std::min<std::size_t>(d.query_address.size(), 16));
-  ev.client_port = static_cast<uint16_t>(d.query_port);
+  if (!d.query_address.empty())
+    std::memcpy(ev.client_addr.data(), d.query_address.data(),
+                std::min<std::size_t>(d.query_address.size(), 16));
+  ev.client_port = static_cast<uint16_t>(d.query_port.value_or(0));
   ev.message = msg;
   ev.dnstap_type = static_cast<uint8_t>(t);
   return true;

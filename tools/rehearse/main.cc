@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "  synth             write a generated trace (Zipf popularity, Poisson arrivals)\n"
     "  plan NAME...      when is the old answer gone: the linger report for a cut-over\n"
     "  watch NAME        poll resolvers until each one serves the new answer\n"
+    "  inspect TRACE...  what a trace holds (reader, view, events, skipped) and read speed\n"
     "\n"
     "hourglass-rehearse COMMAND --help describes each command.\n";
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     if (cmd == "synth") return hg::rehearse::run_synth(argc - 1, argv + 1);
     if (cmd == "plan") return hg::rehearse::run_plan(argc - 1, argv + 1);
     if (cmd == "watch") return hg::rehearse::run_watch(argc - 1, argv + 1);
+    if (cmd == "inspect") return hg::rehearse::run_inspect(argc - 1, argv + 1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hourglass-rehearse %s: %s\n", argv[1], e.what());
     return 2;

@@ -27,7 +27,7 @@ constexpr int64_t kStreamIdle = 120 * kSecond;        // a TCP stream silent thi
 constexpr std::size_t kMaxFragments = 1024;           // reassemblies in flight
 constexpr std::size_t kMaxStreams = 65536;            // TCP streams in flight
 constexpr std::size_t kMaxStreamBuffer = 256 * 1024;  // per stream, in order + out of order
-constexpr std::size_t kMatchSlots = 1 << 16;          // query-time table (direct mapped)
+constexpr std::size_t kMatchSlots = 1 << 14;          // query-time table (direct mapped)
 
 uint16_t be16(const uint8_t* p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);

@@ -1,0 +1,122 @@
+// One dnstap message as a plain struct, and its protobuf form (the payload of one Frame
+// Streams data frame, content type "protobuf:dnstap.Dnstap").
+//
+// Encoding fills a caller's buffer or vector; decoding returns spans that point into a
+// Decoder, which is reused from frame to frame so that reading a long trace does not allocate
+// per message. Decoding is bounds-checked by protobuf-c and returns a status for any input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace hg::dnstap {
+
+/// Message.Type from the dnstap schema (same numbers). Values outside this list decode as
+/// they are (a reader skips types it does not know).
+enum class MessageType : uint8_t {
+  AuthQuery = 1,
+  AuthResponse = 2,
+  ResolverQuery = 3,
+  ResolverResponse = 4,
+  ClientQuery = 5,
+  ClientResponse = 6,
+  ForwarderQuery = 7,
+  ForwarderResponse = 8,
+  StubQuery = 9,
+  StubResponse = 10,
+  ToolQuery = 11,
+  ToolResponse = 12,
+  UpdateQuery = 13,
+  UpdateResponse = 14,
+};
+
+/// SocketFamily (same numbers).
+enum class Family : uint8_t { Inet = 1, Inet6 = 2 };
+
+/// SocketProtocol (same numbers).
+enum class Protocol : uint8_t {
+  Udp = 1,
+  Tcp = 2,
+  Dot = 3,
+  Doh = 4,
+  DnsCryptUdp = 5,
+  DnsCryptTcp = 6,
+  Doq = 7,
+};
+
+/// Short uppercase name as in the schema, e.g. "CLIENT_QUERY"; "UNKNOWN" otherwise.
+std::string_view to_string(MessageType t) noexcept;
+
+/// True for the *_QUERY types (odd numbers), false for the *_RESPONSE ones.
+constexpr bool is_query(MessageType t) noexcept {
+  return (static_cast<unsigned>(t) & 1U) != 0;
+}
+
+struct Timestamp {
+  uint64_t sec = 0;
+  uint32_t nsec = 0;  ///< 0..999'999'999 when written by us; a decoder passes on what it got
+  friend bool operator==(const Timestamp&, const Timestamp&) = default;
+};
+
+/// One dnstap Message plus the identity and version of the enclosing Dnstap frame.
+/// Absent fields: empty spans, empty optionals. Spans are not owned: for encoding they point
+/// at the caller's memory, after decoding into the Decoder that produced them.
+struct Message {
+  MessageType type = MessageType::ClientQuery;
+  std::optional<Family> family;
+  std::optional<Protocol> protocol;
+  std::span<const uint8_t> query_address;     ///< 4 (IPv4) or 16 (IPv6) bytes: the client
+  std::span<const uint8_t> response_address;  ///< the server's address
+  std::optional<uint32_t> query_port;
+  std::optional<uint32_t> response_port;
+  std::optional<Timestamp> query_time;
+  std::optional<Timestamp> response_time;
+  std::span<const uint8_t> query_message;     ///< DNS wire format
+  std::span<const uint8_t> response_message;  ///< DNS wire format
+  std::span<const uint8_t> query_zone;        ///< wire-format name (authoritative servers)
+  std::span<const uint8_t> identity;          ///< Dnstap.identity (server name)
+  std::span<const uint8_t> version;           ///< Dnstap.version (software version)
+};
+
+/// Bytes the packed Dnstap frame of `m` takes.
+std::size_t encoded_size(const Message& m) noexcept;
+
+/// Packs `m` as a Dnstap frame into `out`; returns the bytes written, or 0 (nothing usable
+/// written) when `out` is smaller than encoded_size(m).
+std::size_t encode(const Message& m, std::span<uint8_t> out) noexcept;
+
+/// Packs `m` as a Dnstap frame, replacing the contents of `out`.
+void encode(const Message& m, std::vector<uint8_t>& out);
+
+enum class DecodeStatus : uint8_t {
+  Ok,
+  Malformed,   ///< not a valid protobuf Dnstap (truncated, bad tags, missing required field)
+  NotMessage,  ///< a valid Dnstap whose type is not MESSAGE or which carries no message
+};
+
+/// "ok", "malformed", "not-message".
+std::string_view to_string(DecodeStatus s) noexcept;
+
+/// Decodes Dnstap frames. The Message filled by decode() points into this object and stays
+/// valid until the next decode() or the Decoder's destruction.
+class Decoder {
+ public:
+  Decoder();
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  /// Decodes one frame's payload. On anything but Ok, `out` is reset to a default Message.
+  DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hg::dnstap

@@ -1,0 +1,272 @@
+#include "resolver/dnstap_writer.h"
+
+#include <fcntl.h>
+#include <fstrm.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace hg::resolver {
+
+namespace {
+
+constexpr std::string_view kContentType = "protobuf:dnstap.Dnstap";
+constexpr std::string_view kUnixPrefix = "unix:";
+
+bool is_unix(std::string_view target) {
+  return target.substr(0, kUnixPrefix.size()) == kUnixPrefix;
+}
+
+std::string quote(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
+// A file sink for fstrm_writer: we open the file ourselves (so that a bad path is reported at
+// start-up and the inode is known for rotation), fstrm writes the frames through these
+// callbacks on its I/O thread.
+struct FileSink {
+  std::string path;
+  int fd = -1;
+
+  static fstrm_res open(void* obj) {
+    auto* self = static_cast<FileSink*>(obj);
+    if (self->fd >= 0) return fstrm_res_success;
+    // Reopened after a write error (the file was opened at start): append, never truncate.
+    self->fd = ::open(self->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    return self->fd >= 0 ? fstrm_res_success : fstrm_res_failure;
+  }
+  static fstrm_res close(void* obj) {
+    auto* self = static_cast<FileSink*>(obj);
+    if (self->fd >= 0) ::close(self->fd);
+    self->fd = -1;
+    return fstrm_res_success;
+  }
+  static fstrm_res destroy(void* obj) {
+    auto* self = static_cast<FileSink*>(obj);
+    if (self->fd >= 0) ::close(self->fd);
+    delete self;
+    return fstrm_res_success;
+  }
+  static fstrm_res write(void* obj, const iovec* iov, int iovcnt) {
+    auto* self = static_cast<FileSink*>(obj);
+    std::vector<iovec> rest(iov, iov + iovcnt);
+    std::size_t first = 0;
+    while (first < rest.size()) {
+      const ssize_t n =
+          ::writev(self->fd, rest.data() + first, static_cast<int>(rest.size() - first));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fstrm_res_failure;
+      }
+      auto left = static_cast<std::size_t>(n);
+      while (first < rest.size() && left >= rest[first].iov_len) {
+        left -= rest[first].iov_len;
+        ++first;
+      }
+      if (first < rest.size()) {
+        rest[first].iov_base = static_cast<char*>(rest[first].iov_base) + left;
+        rest[first].iov_len -= left;
+      }
+    }
+    return fstrm_res_success;
+  }
+};
+
+// RAII for the fstrm option objects.
+struct WriterOptions {
+  fstrm_writer_options* p = fstrm_writer_options_init();
+  ~WriterOptions() { fstrm_writer_options_destroy(&p); }
+};
+struct UnixOptions {
+  fstrm_unix_writer_options* p = fstrm_unix_writer_options_init();
+  ~UnixOptions() { fstrm_unix_writer_options_destroy(&p); }
+};
+struct IothrOptions {
+  fstrm_iothr_options* p = fstrm_iothr_options_init();
+  ~IothrOptions() { fstrm_iothr_options_destroy(&p); }
+};
+
+}  // namespace
+
+std::optional<std::string> check_dnstap_target(std::string_view target) {
+  constexpr std::string_view kAllowed =
+      "expected the path of a Frame Streams file to write (its directory must exist), or "
+      "unix:PATH for a Frame Streams socket of 1 to 107 bytes, e.g. /var/log/hourglass.dnstap "
+      "or unix:/run/dnstap.sock";
+  if (target.empty()) return std::string(kAllowed);
+  if (is_unix(target)) {
+    const std::string_view path = target.substr(kUnixPrefix.size());
+    if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      return std::string(kAllowed);
+    }
+    return std::nullopt;
+  }
+  const std::string path(target);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return "this is a directory; " + std::string(kAllowed);
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return "the directory " + quote(dir) + " does not exist; " + std::string(kAllowed);
+  }
+  return std::nullopt;
+}
+
+DnstapWriter::DnstapWriter(const Options& options, DnstapCounters& counters)
+    : options_(options), counters_(counters) {}
+
+Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options,
+                                                          DnstapCounters& counters) {
+  using R = Checked<std::unique_ptr<DnstapWriter>>;
+  std::unique_ptr<DnstapWriter> self(new DnstapWriter(options, counters));
+
+  WriterOptions wopt;
+  fstrm_writer_options_add_content_type(wopt.p, kContentType.data(), kContentType.size());
+  fstrm_writer* writer = nullptr;
+  if (is_unix(options.target)) {
+    const std::string path = options.target.substr(kUnixPrefix.size());
+    UnixOptions uopt;
+    fstrm_unix_writer_options_set_socket_path(uopt.p, path.c_str());
+    writer = fstrm_unix_writer_init(uopt.p, wopt.p);
+  } else {
+    const int fd = ::open(options.target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return R::failure("--dnstap " + quote(options.target) + ": cannot create the file (" +
+                        std::strerror(errno) + ")");
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      self->file_dev_ = st.st_dev;
+      self->file_ino_ = st.st_ino;
+    }
+    auto* sink = new FileSink{options.target, fd};
+    fstrm_rdwr* rdwr = fstrm_rdwr_init(sink);
+    fstrm_rdwr_set_open(rdwr, &FileSink::open);
+    fstrm_rdwr_set_close(rdwr, &FileSink::close);
+    fstrm_rdwr_set_destroy(rdwr, &FileSink::destroy);
+    fstrm_rdwr_set_write(rdwr, &FileSink::write);
+    writer = fstrm_writer_init(wopt.p, &rdwr);  // takes rdwr (and the sink) on success
+    if (writer == nullptr) {
+      if (rdwr != nullptr) fstrm_rdwr_destroy(&rdwr);
+    }
+  }
+  if (writer == nullptr) {
+    return R::failure("--dnstap " + quote(options.target) + ": cannot set up the fstrm writer");
+  }
+
+  IothrOptions iopt;
+  fstrm_iothr_options_set_num_input_queues(iopt.p, std::max(1U, options.queues));
+  fstrm_iothr_options_set_input_queue_size(iopt.p, options.queue_size);
+  fstrm_iothr_options_set_queue_model(iopt.p, FSTRM_IOTHR_QUEUE_MODEL_SPSC);
+  fstrm_iothr_options_set_reopen_interval(iopt.p, 1);
+  // The I/O thread must not take the daemon's signals (SIGTERM, SIGHUP go to its signalfd):
+  // it starts with every signal blocked, whenever the writer is opened.
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
+  self->iothr_ = fstrm_iothr_init(iopt.p, &writer);  // takes the writer
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (self->iothr_ == nullptr) {
+    if (writer != nullptr) fstrm_writer_destroy(&writer);
+    return R::failure("--dnstap " + quote(options.target) + ": cannot start the fstrm I/O thread");
+  }
+  for (unsigned i = 0; i < std::max(1U, options.queues); ++i) {
+    fstrm_iothr_queue* q = fstrm_iothr_get_input_queue_idx(self->iothr_, i);
+    if (q == nullptr) return R::failure("--dnstap: fstrm gave no input queue " + std::to_string(i));
+    self->queues_.push_back(q);
+  }
+  return self;
+}
+
+DnstapWriter::~DnstapWriter() {
+  if (iothr_ != nullptr) fstrm_iothr_destroy(&iothr_);
+}
+
+void DnstapWriter::write(unsigned queue, dnstap::Message& m) noexcept {
+  m.identity = {reinterpret_cast<const uint8_t*>(options_.identity.data()),
+                options_.identity.size()};
+  m.version = {reinterpret_cast<const uint8_t*>(options_.version.data()), options_.version.size()};
+  const std::size_t n = dnstap::encoded_size(m);
+  auto* buf = static_cast<uint8_t*>(std::malloc(n));  // NOLINT(cppcoreguidelines-no-malloc)
+  if (buf == nullptr || queue >= queues_.size()) {
+    std::free(buf);  // NOLINT(cppcoreguidelines-no-malloc)
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  dnstap::encode(m, std::span<uint8_t>(buf, n));
+  // fstrm frees the buffer with free() once written; on failure it stays ours.
+  if (fstrm_iothr_submit(iothr_, queues_[queue], buf, n, fstrm_free_wrapper, nullptr) !=
+      fstrm_res_success) {
+    std::free(buf);  // NOLINT(cppcoreguidelines-no-malloc)
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  counters_.written.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool DnstapWriter::still_current() const noexcept {
+  if (is_unix(options_.target)) return true;
+  struct stat st {};
+  if (::stat(options_.target.c_str(), &st) != 0) return false;
+  return static_cast<uint64_t>(st.st_dev) == file_dev_ &&
+         static_cast<uint64_t>(st.st_ino) == file_ino_;
+}
+
+int64_t dnstap_now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+dnstap::Timestamp dnstap_time(int64_t ns) noexcept {
+  if (ns < 0) ns = 0;
+  return {static_cast<uint64_t>(ns / 1'000'000'000), static_cast<uint32_t>(ns % 1'000'000'000)};
+}
+
+dnstap::Timestamp dnstap_now() noexcept {
+  return dnstap_time(dnstap_now_ns());
+}
+
+namespace {
+
+void set_peer(dnstap::Message& m, const sockaddr* sa, std::span<const uint8_t>& addr,
+              std::optional<uint32_t>& port) noexcept {
+  if (sa == nullptr) return;
+  if (sa->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(sa);
+    m.family = dnstap::Family::Inet;
+    addr = {reinterpret_cast<const uint8_t*>(&v4->sin_addr), 4};
+    port = ntohs(v4->sin_port);
+  } else if (sa->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    m.family = dnstap::Family::Inet6;
+    addr = {reinterpret_cast<const uint8_t*>(&v6->sin6_addr), 16};
+    port = ntohs(v6->sin6_port);
+  }
+}
+
+}  // namespace
+
+void dnstap_set_query_peer(dnstap::Message& m, const sockaddr* sa) noexcept {
+  set_peer(m, sa, m.query_address, m.query_port);
+}
+
+void dnstap_set_response_peer(dnstap::Message& m, const sockaddr* sa) noexcept {
+  set_peer(m, sa, m.response_address, m.response_port);
+}
+
+}  // namespace hg::resolver

@@ -1,0 +1,96 @@
+// DnstapWriter: hourglassd's dnstap output (--dnstap), a Frame Streams file or socket with
+// content type "protobuf:dnstap.Dnstap", written by libfstrm's I/O thread.
+//
+// Workers never wait for it. Each worker thread owns one fstrm input queue (a bounded
+// single-producer ring): write() encodes the message into a heap buffer and offers it; when
+// the queue is full the message is dropped and counted (hourglass_dnstap_dropped_total),
+// never retried. The I/O thread drains the queues, batches frames and writes them.
+//
+// Targets:
+//   PATH       a Frame Streams file, created or truncated at open (as fstrm's own file writer
+//              does). SIGHUP opens it again only if the path no longer names the file being
+//              written (it was renamed or deleted for rotation), so a reload never truncates
+//              what is being recorded.
+//   unix:PATH  a Frame Streams socket (e.g. fstrm_capture -u PATH): bidirectional handshake
+//              (READY/ACCEPT/START); when the reader is absent, the I/O thread retries every
+//              second and what arrives meanwhile is discarded by fstrm.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dnstap/codec.h"
+#include "resolver/config.h"
+
+struct fstrm_iothr;
+struct fstrm_iothr_queue;
+
+namespace hg::resolver {
+
+/// Totals over every writer the daemon opened (they survive SIGHUP reopens).
+struct DnstapCounters {
+  std::atomic<uint64_t> written{0};  ///< frames handed to the I/O thread's queues
+  std::atomic<uint64_t> dropped{0};  ///< frames dropped because a queue was full
+};
+
+class DnstapWriter {
+ public:
+  struct Options {
+    std::string target;          ///< "PATH" or "unix:PATH"
+    std::string identity;        ///< Dnstap.identity; empty: none
+    std::string version;         ///< Dnstap.version
+    unsigned queues = 1;         ///< one per worker thread
+    unsigned queue_size = 8192;  ///< frames per queue, a power of 2 from 2 to 16384
+  };
+
+  /// Opens the target (a file is created now, so that a bad path fails here with a message
+  /// naming it) and starts the I/O thread.
+  static Checked<std::unique_ptr<DnstapWriter>> open(const Options& options,
+                                                     DnstapCounters& counters);
+  /// Flushes what is queued, writes the STOP frame, closes, joins the I/O thread.
+  ~DnstapWriter();
+  DnstapWriter(const DnstapWriter&) = delete;
+  DnstapWriter& operator=(const DnstapWriter&) = delete;
+
+  /// Encodes `m` (identity and version are set here) and queues it on `queue`, which only the
+  /// calling thread may use. Never blocks: a full queue drops the message and counts it.
+  void write(unsigned queue, dnstap::Message& m) noexcept;
+
+  const Options& options() const noexcept { return options_; }
+  /// For a file target: whether PATH still names the file being written. Always true for a
+  /// socket.
+  bool still_current() const noexcept;
+
+ private:
+  explicit DnstapWriter(const Options& options, DnstapCounters& counters);
+
+  Options options_;
+  DnstapCounters& counters_;
+  fstrm_iothr* iothr_ = nullptr;
+  std::vector<fstrm_iothr_queue*> queues_;
+  uint64_t file_dev_ = 0;
+  uint64_t file_ino_ = 0;
+};
+
+/// Checks a --dnstap value; nullopt when usable, else what is allowed. For a file, its
+/// directory must exist.
+std::optional<std::string> check_dnstap_target(std::string_view target);
+
+/// Now, from the realtime clock (dnstap times are wall-clock).
+dnstap::Timestamp dnstap_now() noexcept;
+dnstap::Timestamp dnstap_time(int64_t ns_since_epoch) noexcept;
+int64_t dnstap_now_ns() noexcept;
+
+/// Sets family, address and port of one side of `m` from a sockaddr (AF_INET/AF_INET6;
+/// anything else leaves them unset). The address span points into `sa`.
+void dnstap_set_query_peer(dnstap::Message& m, const sockaddr* sa) noexcept;
+void dnstap_set_response_peer(dnstap::Message& m, const sockaddr* sa) noexcept;
+
+}  // namespace hg::resolver

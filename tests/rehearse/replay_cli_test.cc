@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -88,6 +89,38 @@ TEST(ReplayCli, PcapTraceTableJsonAndPlot) {
   EXPECT_NE(s.find("schedule switch"), std::string::npos);
   EXPECT_NE(s.find("upstream queries per second (60 s buckets)"), std::string::npos);
   EXPECT_NE(s.find("time since the trace's start (min)"), std::string::npos);
+}
+
+// synth's recorder is a plain TTL cache with coalescing and its FORWARDER_* in the dnstap:
+// the replay's before run (prefetch off, RTT measured) must reproduce its upstream count.
+TEST(ReplayCli, SynthDnstapCalibratesAndPcapReplays) {
+  TempDir dir;
+  const std::string synth = std::string(HG_REHEARSE_BIN) +
+                            " synth --names 300 --qps 50 --duration 30m --ttl 30-3600 --seed 3";
+  ASSERT_EQ(std::system((synth + " -o " + dir.file("s.dnstap") + " >/dev/null").c_str()), 0);
+  ASSERT_EQ(
+      std::system((synth + " --format pcap -o " + dir.file("s.pcap") + " >/dev/null").c_str()), 0);
+  ToolRun r =
+      rehearse(dir.file("s.dnstap") + " --prefetch off --schedule synth.example=60@+10m --json " +
+                   dir.file("s.json"),
+               dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Bytes jb = read_file(dir.file("s.json"));
+  const std::string json(jb.begin(), jb.end());
+  const auto at = json.find("\"error_percent\": ");
+  ASSERT_NE(at, std::string::npos) << json.substr(0, 1500);
+  const double err = std::stod(json.substr(at + 17, 20));
+  EXPECT_LT(std::abs(err), 1.0) << r.out;
+  EXPECT_NE(r.out.find("median of"), std::string::npos) << r.out;
+  // The same traffic as a pcap: no calibration, the same before count within warm-start noise.
+  const ToolRun p =
+      rehearse(dir.file("s.pcap") + " --prefetch off --json " + dir.file("p.json"), dir);
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_NE(p.out.find("calibration: none"), std::string::npos) << p.out;
+  const Bytes pb = read_file(dir.file("p.json"));
+  const std::string pj(pb.begin(), pb.end());
+  EXPECT_NE(pj.find("\"queries\": "), std::string::npos);
+  EXPECT_NE(pj.find("\"calibration\": null"), std::string::npos);
 }
 
 TEST(ReplayCli, TruncatedAndCorruptTracesExitTwoWithTheOffset) {

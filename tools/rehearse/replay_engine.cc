@@ -6,6 +6,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <limits>
 
@@ -30,17 +31,44 @@ constexpr std::size_t kRttWarmupSamples = 1000;
 constexpr int64_t kRttWarmup = 60 * kSec;
 
 // The identity of an RRset within a question's answers: owner (lowercased), type, class.
-uint64_t rrset_hash(const wire::Name& owner, wire::RRType type, uint16_t klass) {
-  std::array<uint8_t, wire::kMaxNameOctets + 4> b{};
-  const wire::Name lower = owner.lowercased();
-  const auto w = lower.wire();
-  std::copy(w.begin(), w.end(), b.begin());
+// FNV-1a: these hashes are only compared among one question's few RRsets.
+uint64_t rrset_hash(std::span<const uint8_t> owner_wire, wire::RRType type, uint16_t klass) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](uint8_t b) { h = (h ^ b) * 0x100000001b3ULL; };
+  for (uint8_t b : owner_wire)
+    mix(wire::ascii_lower(b));
   const auto t = static_cast<uint16_t>(type);
-  b[w.size()] = static_cast<uint8_t>(t >> 8);
-  b[w.size() + 1] = static_cast<uint8_t>(t);
-  b[w.size() + 2] = static_cast<uint8_t>(klass >> 8);
-  b[w.size() + 3] = static_cast<uint8_t>(klass);
-  return cache::seeded_hash(std::span<const uint8_t>(b.data(), w.size() + 4));
+  mix(static_cast<uint8_t>(t >> 8));
+  mix(static_cast<uint8_t>(t));
+  mix(static_cast<uint8_t>(klass >> 8));
+  mix(static_cast<uint8_t>(klass));
+  return h;
+}
+
+uint64_t rrset_hash(const wire::Name& owner, wire::RRType type, uint16_t klass) {
+  return rrset_hash(owner.wire(), type, klass);
+}
+
+// The same for a record of a parsed message; an owner that is a pointer to the question's
+// name (offset 12, nearly every answer record) is hashed without decompressing it.
+uint64_t rrset_hash(const wire::Message& m, const wire::RecordView& rr) {
+  const auto p = m.packet();
+  if (rr.offset + 1u < p.size() && p[rr.offset] == 0xC0 && p[rr.offset + 1] == 12 &&
+      !m.questions().empty())
+    return rrset_hash(m.questions().front().name.wire(), rr.type, rr.klass);
+  return rrset_hash(m.owner(rr), rr.type, rr.klass);
+}
+
+// True when `m` (parsed) has the bytes of `stored` except the ID and the TTL fields.
+bool same_but_id_and_ttls(const std::vector<uint8_t>& stored, const wire::Message& m) {
+  const auto p = m.packet();
+  if (p.size() != stored.size() || p.size() < 12) return false;
+  std::size_t from = 2;
+  for (const wire::RecordView& rr : m.records()) {
+    if (std::memcmp(p.data() + from, stored.data() + from, rr.ttl_offset - from) != 0) return false;
+    from = rr.ttl_offset + 4u;
+  }
+  return std::memcmp(p.data() + from, stored.data() + from, p.size() - from) == 0;
 }
 
 int64_t median(std::vector<int64_t> v) {
@@ -80,13 +108,20 @@ cache::Time ReplayEngine::ctime(int64_t t_ns) const noexcept {
 }
 
 uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
-  auto& slot = index_[key.hash];
-  for (uint32_t i : slot)
-    if (states_[i].key == key) return i;
+  // index_ holds the first state of each hash; equal hashes (2^-64 per pair) chain by next.
   const auto id = static_cast<uint32_t>(states_.size());
+  auto [it, fresh] = index_.try_emplace(key.hash, id);
+  if (!fresh) {
+    uint32_t i = it->second;
+    for (;;) {
+      if (states_[i].key == key) return i;
+      if (states_[i].next == UINT32_MAX) break;
+      i = states_[i].next;
+    }
+    states_[i].next = id;
+  }
   states_.emplace_back();
   states_.back().key = key;
-  slot.push_back(id);
   return id;
 }
 
@@ -159,7 +194,7 @@ void ReplayEngine::on_response(const TraceEvent& ev, const wire::Message& m, uin
   QState& s = states_[q];
   const bool upstream = ev.side == Side::Upstream;
   for (const wire::RecordView& rr : m.records()) {
-    const uint64_t h = rrset_hash(m.owner(rr), rr.type, rr.klass);
+    const uint64_t h = rrset_hash(m, rr);
     const uint32_t v = cache::sanitize_ttl(rr.ttl);
     auto it = std::find_if(s.rrsets.begin(), s.rrsets.end(),
                            [h](const RrsetTtl& x) { return x.hash == h; });
@@ -183,7 +218,18 @@ void ReplayEngine::on_response(const TraceEvent& ev, const wire::Message& m, uin
   while (s.responses.size() >= 2 &&
          (s.responses[1].time_ns <= replayed_ns_ || s.responses.size() >= kMaxStoredPerQuestion))
     s.responses.pop_front();
-  Stored st{ev.time_ns, ev.side == Side::Upstream, {}};
+  // The same answer again (only the ID and the TTLs differ: a recorder's cache hits) widens
+  // the last stored one's time span instead of storing a copy; which of the copies a miss
+  // takes changes nothing, its TTLs are recovered from the RRsets' lifetimes anyway.
+  if (!s.responses.empty()) {
+    Stored& last = s.responses.back();
+    if (last.time_last_ns <= ev.time_ns && last.from_upstream == upstream &&
+        same_but_id_and_ttls(last.bytes, m)) {
+      last.time_last_ns = ev.time_ns;
+      return;
+    }
+  }
+  Stored st{ev.time_ns, ev.time_ns, upstream, {}};
   st.bytes.assign(ev.message.begin(), ev.message.end());
   // Out-of-order responses go to their place (rare; a deque keeps this cheap at the end).
   auto pos = s.responses.end();
@@ -228,8 +274,9 @@ const ReplayEngine::Stored* ReplayEngine::nearest(QState& s, int64_t t) {
     r.pop_front();
   if (r.empty()) return nullptr;
   if (r[0].time_ns > t || r.size() == 1) return &r[0];
-  // r[0] at or before t, r[1] after it: the nearer one, the earlier on a tie.
-  return (r[1].time_ns - t) < (t - r[0].time_ns) ? &r[1] : &r[0];
+  // r[0] begins at or before t, r[1] after it: the nearer one, the earlier on a tie.
+  const int64_t d0 = t <= r[0].time_last_ns ? 0 : t - r[0].time_last_ns;
+  return (r[1].time_ns - t) < d0 ? &r[1] : &r[0];
 }
 
 std::optional<uint32_t> ReplayEngine::cap_at(const wire::Name& owner, int64_t t) const {
@@ -244,7 +291,7 @@ std::optional<uint32_t> ReplayEngine::cap_at(const wire::Name& owner, int64_t t)
 
 uint32_t ReplayEngine::recovered_ttl(const QState& s, uint64_t rrset, uint32_t wire_ttl) const {
   for (const RrsetTtl& r : s.rrsets)
-    if (r.hash == rrset) return std::max(r.lifetime_ttl, cache::sanitize_ttl(wire_ttl));
+    if (r.hash == rrset) return r.lifetime_ttl;
   return cache::sanitize_ttl(wire_ttl);
 }
 
@@ -259,7 +306,7 @@ bool ReplayEngine::was_cached(const QState& s, const Stored& r, int64_t t) {
   // been counting down in the recorder's cache.
   if (r.from_upstream || !scratch_msg_.parse(r.bytes, wire::ParseMode::Lenient)) return false;
   for (const wire::RecordView& rr : scratch_msg_.records()) {
-    const uint64_t h = rrset_hash(scratch_msg_.owner(rr), rr.type, rr.klass);
+    const uint64_t h = rrset_hash(scratch_msg_, rr);
     for (const RrsetTtl& x : s.rrsets)
       if (x.hash == h && cache::sanitize_ttl(rr.ttl) < x.max_ttl) return true;
   }

@@ -122,8 +122,9 @@ class ReplayEngine {
 
  private:
   struct Stored {
-    int64_t time_ns;
-    bool from_upstream;  // FORWARDER_RESPONSE: TTLs as the upstream gave them
+    int64_t time_ns;       // first recorded
+    int64_t time_last_ns;  // last recorded (the same answer, seen again)
+    bool from_upstream;    // FORWARDER_RESPONSE: TTLs as the upstream gave them
     std::vector<uint8_t> bytes;
   };
   // The TTL recovery of one RRset (docs/rehearsal.md § TTL recovery): the TTL that started the
@@ -142,6 +143,7 @@ class ReplayEngine {
   };
   struct QState {
     cache::CacheKey key;
+    uint32_t next = UINT32_MAX;  // the next state whose key has the same hash
     uint64_t queries = 0;
     uint64_t recorded_upstream = 0;
     int64_t first_fwd_query_ns = INT64_MIN;
@@ -179,7 +181,7 @@ class ReplayEngine {
   ReplayConfig config_;
   std::unique_ptr<cache::Cache> caches_[2];
   std::vector<QState> states_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> index_;  // key hash → state indices
+  std::unordered_map<uint64_t, uint32_t> index_;  // key hash → first state with it
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   std::vector<int64_t> rtt_samples_;
   std::mt19937_64 rng_[2];

@@ -194,6 +194,15 @@ void pack(const Message& m, std::size_t body, uint8_t* out) noexcept {
 
 }  // namespace
 
+EncodedSize measure(const Message& m) noexcept {
+  const std::size_t body = message_body_size(m);
+  return {body, frame_size(m, body)};
+}
+
+void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) noexcept {
+  pack(m, size.body, out);
+}
+
 std::size_t encoded_size(const Message& m) noexcept {
   return frame_size(m, message_body_size(m));
 }

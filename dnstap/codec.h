@@ -93,6 +93,16 @@ std::size_t encode(const Message& m, std::span<uint8_t> out) noexcept;
 /// Packs `m` as a Dnstap frame, replacing the contents of `out`.
 void encode(const Message& m, std::vector<uint8_t>& out);
 
+/// For writers that allocate per frame: the sizes computed once, then the frame written
+/// into exactly `total` bytes without computing them again.
+struct EncodedSize {
+  std::size_t body = 0;   ///< the nested Message
+  std::size_t total = 0;  ///< the whole Dnstap frame
+};
+EncodedSize measure(const Message& m) noexcept;
+/// Writes the frame of `m` into out[0, size.total); `size` must be measure(m).
+void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) noexcept;
+
 enum class DecodeStatus : uint8_t {
   Ok,
   Malformed,   ///< not a valid protobuf Dnstap (truncated, bad tags, missing required field)

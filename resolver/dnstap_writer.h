@@ -72,7 +72,11 @@ class DnstapWriter {
   explicit DnstapWriter(const Options& options, DnstapCounters& counters);
 
   Options options_;
+  class FramePool;
+
   DnstapCounters& counters_;
+  // Destroyed after iothr_ (declared before it): the I/O thread returns frames to them.
+  std::vector<std::unique_ptr<FramePool>> pools_;
   fstrm_iothr* iothr_ = nullptr;
   std::vector<fstrm_iothr_queue*> queues_;
   uint64_t file_dev_ = 0;

@@ -185,6 +185,11 @@ TEST(DnstapCodec, CallerBufferMustFit) {
   std::vector<uint8_t> again;
   encode(in, again);
   EXPECT_TRUE(std::equal(again.begin(), again.end(), buf.begin()));
+  const EncodedSize size = measure(in);
+  EXPECT_EQ(size.total, n);
+  std::vector<uint8_t> measured(size.total);
+  encode_measured(in, size, measured.data());
+  EXPECT_EQ(measured, again);
 }
 
 TEST(DnstapCodec, LargeFieldsAndDecoderReuse) {

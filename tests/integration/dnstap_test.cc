@@ -332,6 +332,27 @@ TEST_F(Dnstap, StalledReaderDropsMessagesNotAnswers) {
   EXPECT_FALSE(daemon_->lines_with("dropped").empty());
 }
 
+// Two workers, each with its own queue: every query from many client sockets is recorded.
+TEST_F(Dnstap, EveryWorkerRecords) {
+  const std::string name = random_label() + ".tap.test";
+  upstream_.on(name, FakeReply::records({FakeRecord::a(name, 300, "192.0.2.50")}));
+  const std::string file = dir_.file("threads.dnstap");
+  start({"--dnstap", file, "--threads", "2"});
+  constexpr int kQueries = 40;
+  int answered = 0;
+  for (int i = 0; i < kQueries; ++i) {
+    UdpClient client;  // a new source port each time, so SO_REUSEPORT spreads them
+    ASSERT_TRUE(client.send(port(), build_query({.name = name})));
+    if (client.receive(Millis{4000})) ++answered;
+  }
+  EXPECT_EQ(answered, kQueries);
+  stop_daemon();
+  auto t = tally(read_with_dnstap_ldns(file));
+  EXPECT_EQ((t["CQ " + name + ". A UDP 127.0.0.1"]), kQueries);
+  EXPECT_EQ((t["CR " + name + ". A UDP 127.0.0.1"]), kQueries);
+  EXPECT_EQ((t["FQ " + name + ". A ? 127.0.0.1"]), 1);
+}
+
 TEST(DnstapFlags, BadValueIsOneLineAndExit2) {
   auto d = Daemon::start({"--upstream", "127.0.0.1:9", "--dnstap", "/nonexistent-hg/x.dnstap"});
   EXPECT_FALSE(d->ready());

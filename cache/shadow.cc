@@ -171,8 +171,9 @@ bool ShadowTable::clear(const wire::Name& zone) {
 void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zones, Time now) {
   std::unique_lock zl(zones_mu_);
   std::vector<std::unique_ptr<Zone>> next;
-  for (const auto& [name, seconds] : zones) {
-    const wire::Name z = name.lowercased();
+  for (const auto& wanted : zones) {
+    const wire::Name z = wanted.first.lowercased();
+    const uint32_t seconds = wanted.second;
     if (std::any_of(next.begin(), next.end(), [&](const auto& n) { return n->name.identical(z); }))
       continue;  // listed twice: the first one counts
     auto kept = std::find_if(zones_.begin(), zones_.end(), [&](const auto& old) {
@@ -219,7 +220,7 @@ std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
     s.hits = z->hits.load(std::memory_order_relaxed);
     s.real_upstream = z->real_upstream.load(std::memory_order_relaxed);
     s.shadow_misses = z->shadow_misses.load(std::memory_order_relaxed);
-    out.push_back(std::move(s));
+    out.push_back(s);
   }
   return out;
 }

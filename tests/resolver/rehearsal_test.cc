@@ -4,10 +4,15 @@
 // CNAME chains holding old and new addresses.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
+#include "resolver/config.h"
 #include "resolver/control.h"
 #include "resolver/metrics.h"
 #include "resolver/rehearsal.h"
@@ -328,6 +333,50 @@ TEST(OldAddress, ParsesTypedAndUntypedAddresses) {
   EXPECT_TRUE(parse_old_address("2001:db8::1").has_value());
   EXPECT_FALSE(parse_old_address("").has_value());
   EXPECT_FALSE(parse_old_address("example.com").has_value());
+}
+
+TEST(ShadowConfig, FlagsFileAndReload) {
+  ParseOptions o;
+  o.local_addresses = std::vector<Endpoint>{};
+  const char* argv[] = {"hourglassd",   "--upstream",     "192.0.2.53",
+                        "--shadow-ttl", "Example.com=60", "--shadow-ttl",
+                        "b.test=1h",    "--shadow-size",  "1MiB"};
+  auto r = parse_config(static_cast<int>(std::size(argv)), argv, o);
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  const Config& c = std::get<Config>(r);
+  ASSERT_EQ(c.shadow_ttls.size(), 2u);
+  EXPECT_EQ(c.shadow_ttls[1].zone, "b.test");
+  EXPECT_EQ(c.shadow_ttls[1].cap.count(), 3600);
+  EXPECT_TRUE(c.shadow_ttls_from_cli);
+  EXPECT_EQ(c.shadow_size, 1u << 20);
+  const std::string toml = to_toml(c);
+  EXPECT_NE(toml.find("shadow-ttl = [\"Example.com=60\", \"b.test=3600\"]\n"), std::string::npos)
+      << toml;
+  EXPECT_NE(toml.find("shadow-size = \"1MiB\"\n"), std::string::npos);
+
+  char path[] = "/tmp/hg-shadow-conf-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << "[shadow-ttl]\n\"a.test\" = 60\n\"c.test\" = \"5m\"\n";
+  auto read = read_shadow_ttls(path);
+  ASSERT_TRUE(read.has_value()) << read.error();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ(read.value()[1].cap.count(), 300);
+  std::ofstream(path) << "shadow-ttl = [\"a.test=60\", \"a.test=30\"]\n";
+  EXPECT_FALSE(read_shadow_ttls(path).has_value());
+  std::ofstream(path) << "cache-size = \"1MiB\"\n";
+  read = read_shadow_ttls(path);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_TRUE(read->empty());
+  std::remove(path);
+
+  const char* bad[] = {"hourglassd", "--upstream", "192.0.2.53", "--shadow-ttl", "example.com"};
+  auto e = parse_config(static_cast<int>(std::size(bad)), bad, o);
+  ASSERT_TRUE(std::holds_alternative<ConfigExit>(e));
+  EXPECT_EQ(std::get<ConfigExit>(e).exit_code, 2);
+  EXPECT_NE(std::get<ConfigExit>(e).message.find("--shadow-ttl \"example.com\""),
+            std::string::npos);
 }
 
 }  // namespace

@@ -216,7 +216,9 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
     const std::string n = random_label() + ".miss.test";
     auto r = ask(m, n);
     EXPECT_TRUE(r) << phase;
-    if (r) EXPECT_EQ(r->rcode(), RCode::NoError) << phase << "\n" << r->text();
+    if (r) {
+      EXPECT_EQ(r->rcode(), RCode::NoError) << phase << "\n" << r->text();
+    }
   };
 
   // Stopped: misses go upstream, hits unaffected.

@@ -782,3 +782,53 @@ TEST(ParseMillis, AcceptsMsAndSeconds) {
 
 }  // namespace
 }  // namespace hg::resolver
+
+// --- the fleet (--redis) ---------------------------------------------------------------------
+
+namespace hg::resolver {
+namespace {
+
+TEST(ParseConfig, RedisFlags) {
+  Config off = ok(parse({"--upstream", "192.0.2.1"}));
+  EXPECT_FALSE(off.redis.enabled());
+  EXPECT_EQ(off.redis.prefix, "hg:");
+  EXPECT_EQ(off.redis.timeout, 20ms);
+
+  Config c = ok(parse({"--upstream", "192.0.2.1", "--redis", "127.0.0.1:6380", "--redis-db", "3",
+                       "--redis-prefix", "dns:", "--redis-timeout", "50"}));
+  EXPECT_TRUE(c.redis.enabled());
+  EXPECT_FALSE(c.redis.unix_socket);
+  EXPECT_EQ(c.redis.host, "127.0.0.1");
+  EXPECT_EQ(c.redis.port, 6380);
+  EXPECT_EQ(c.redis.db, 3u);
+  EXPECT_EQ(c.redis.prefix, "dns:");
+  EXPECT_EQ(c.redis.timeout, 50ms);
+
+  Config u = ok(parse({"--upstream", "192.0.2.1", "--redis", "unix:/run/redis/redis.sock"}));
+  EXPECT_TRUE(u.redis.unix_socket);
+  EXPECT_EQ(u.redis.path, "/run/redis/redis.sock");
+
+  // The effective configuration reads back to the same settings.
+  const std::string toml = to_toml(c);
+  EXPECT_NE(toml.find("redis = \"127.0.0.1:6380\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("redis-timeout = 50"), std::string::npos) << toml;
+}
+
+TEST(ParseConfig, RedisErrorsNameTheFlagAndWhatIsAllowed) {
+  for (auto [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--redis", "localhost:6379"},
+           {"--redis", "127.0.0.1"},
+           {"--redis", "unix:"},
+           {"--redis-db", "x"},
+           {"--redis-prefix", "a b"},
+           {"--redis-timeout", "0"},
+           {"--redis-password-file", "/nonexistent/hg-password"}}) {
+    const ConfigExit e = fails(parse({"--upstream", "192.0.2.1", flag, value}));
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_NE(e.message.find(flag + " \"" + value + "\""), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("expected"), std::string::npos) << e.message;
+  }
+}
+
+}  // namespace
+}  // namespace hg::resolver

@@ -3,8 +3,10 @@
 // lock holder, Redis stopped / restarted / slow / full, garbage under a key, fleet flushes.
 // Timing assertions are loose on purpose: the machine running the tests is shared.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
+#include "tests/support/requires.h"
 
 #include <chrono>
 #include <thread>
@@ -56,7 +58,7 @@ class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
-      GTEST_SKIP() << "redis-server / redis-cli not installed (scripts/install-deps)";
+      HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
     ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
   }
 

@@ -3,12 +3,14 @@
 // knotd over UDP and TCP. Only 127.0.0.1; ports picked by the kernel. Each test skips itself
 // when a program is not installed. Every wait is bounded.
 #include <gtest/gtest.h>
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "tests/support/requires.h"
 
 #include <chrono>
 #include <fstream>
@@ -133,7 +135,7 @@ class Knot {
 };
 
 TEST(TracePrograms, KnotdDnstapFileIsAuthoritativeView) {
-  if (!have("knotd") || !have("kdig") || !have("dig")) GTEST_SKIP() << "knotd/kdig/dig missing";
+  if (!have("knotd") || !have("kdig") || !have("dig")) HG_SKIP_UNLESS_CI("knotd/kdig/dig missing");
   TempDir dir;
   const uint16_t port = free_port();
   const std::string tap = dir.file("knot.tap");
@@ -176,7 +178,7 @@ TEST(TracePrograms, KnotdDnstapFileIsAuthoritativeView) {
 }
 
 TEST(TracePrograms, KdigDnstapOutputIsToolView) {
-  if (!have("knotd") || !have("kdig")) GTEST_SKIP() << "knotd/kdig missing";
+  if (!have("knotd") || !have("kdig")) HG_SKIP_UNLESS_CI("knotd/kdig missing");
   TempDir dir;
   const uint16_t port = free_port();
   Knot knot(dir, port, dir.file("unused.tap"));
@@ -202,8 +204,8 @@ TEST(TracePrograms, KdigDnstapOutputIsToolView) {
 
 TEST(TracePrograms, TcpdumpLoopbackCapture) {
   if (!have("knotd") || !have("kdig") || !have("dig") || !have("tcpdump"))
-    GTEST_SKIP() << "knotd/kdig/dig/tcpdump missing";
-  if (geteuid() != 0) GTEST_SKIP() << "capturing needs root";
+    HG_SKIP_UNLESS_CI("knotd/kdig/dig/tcpdump missing");
+  if (geteuid() != 0) HG_SKIP_UNLESS_CI("capturing needs root");
   TempDir dir;
   const uint16_t port = free_port();
   Knot knot(dir, port, dir.file("unused.tap"));

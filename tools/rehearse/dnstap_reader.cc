@@ -25,9 +25,9 @@ namespace {
 
 constexpr uint32_t kControlStart = 2, kControlStop = 3;
 constexpr uint32_t kFieldContentType = 1;
-constexpr std::size_t kMaxControl = 512;    // the Frame Streams limit for control frames
-constexpr std::size_t kMaxFrame = 1 << 20;  // a dnstap frame holds two DNS messages at most
-constexpr std::size_t kReadChunk = 1 << 16;  // grows to the largest frame seen
+constexpr std::size_t kMaxControl = 512;          // the Frame Streams limit for control frames
+constexpr std::size_t kMaxFrame = 1 << 20;        // a dnstap frame holds two DNS messages at most
+constexpr std::size_t kReadChunk = 1 << 16;       // grows to the largest frame seen
 constexpr std::size_t kMaxResyncScan = 16 << 20;  // bytes searched for the next good frame
 constexpr std::string_view kDnstapType = "protobuf:dnstap.Dnstap";
 

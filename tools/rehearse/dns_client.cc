@@ -54,8 +54,9 @@ resolver::Upstream* DnsClient::upstream_for(const Endpoint& server, std::string&
   if (it != upstreams_.end()) return it->second.get();
   resolver::UpstreamOptions o;
   o.servers = {server};
-  o.try_timeout = options_.try_timeout;
-  o.tries = options_.tries;
+  // The Upstream retransmits on its own RTO within the query's lifetime; `tries` per-try
+  // timeouts make that lifetime.
+  o.lifetime = options_.try_timeout * options_.tries;
   auto up = resolver::Upstream::create(*loop_, std::move(o));
   if (!up) {
     error = up.error();
@@ -98,8 +99,8 @@ std::vector<DnsOutcome> DnsClient::ask(std::span<const Endpoint> servers, const 
       out[i].answer = std::move(owned.value());
     });
   }
-  // c-ares gives up after `tries` rounds of doubling per-try timeouts; this deadline is a
-  // second bound in case a callback never comes.
+  // The Upstream ends a query after its lifetime (tries x per-try timeout); this deadline is
+  // a second bound in case a callback never comes.
   const auto budget = options_.try_timeout * ((1 << options_.tries) + 1) + resolver::Millis{500};
   const auto deadline = loop_->update_now() + budget;
   while (pending > 0 && loop_->update_now() < deadline)

@@ -2,8 +2,9 @@
 // own — through hg_resolver's c-ares Upstream on a private EventLoop — but one server at a
 // time, so that each server's own answer (and its TTLs) can be compared with the others'.
 //
-// Every call is bounded: each server is tried `tries` times with a per-try timeout, and the
-// loop gives up after a hard deadline derived from those. Answers that cannot be parsed are
+// Every call is bounded: a query to a server lives `tries` x the per-try timeout (the Upstream
+// retransmits within it as the server's RTT says), and the loop gives up after a hard
+// deadline derived from those. Answers that cannot be parsed are
 // reported as BadResponse, never thrown.
 #pragma once
 

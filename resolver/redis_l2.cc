@@ -600,7 +600,7 @@ std::optional<std::string> FleetCache::broadcast(const fleet::FleetMessage& in) 
   return std::nullopt;
 }
 
-void FleetCache::scan_delete(std::string pattern, std::string cursor,
+void FleetCache::scan_delete(const std::string& pattern, const std::string& cursor,
                              std::optional<wire::Name> zone, int rounds) {
   const bool sent =
       cmd_->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, kAdminTimeout,

@@ -200,8 +200,8 @@ class FleetCache {
   void on_pubsub(const redisReply* r);
   void on_fleet_message(std::string_view text);
   void load_ttl_caps();
-  void scan_delete(std::string pattern, std::string cursor, std::optional<wire::Name> zone,
-                   int rounds);
+  void scan_delete(const std::string& pattern, const std::string& cursor,
+                   std::optional<wire::Name> zone, int rounds);
 
   EventLoop& loop_;
   Settings settings_;

@@ -18,8 +18,8 @@ std::string when_text(const std::optional<SysSeconds>& t) {
 // Columns by code points, so that "→" and "−" count as one.
 std::size_t cols(std::string_view s) {
   std::size_t n = 0;
-  for (unsigned char c : s)
-    n += (c & 0xC0) != 0x80 ? 1 : 0;
+  for (const char ch : s)
+    n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
   return n;
 }
 
@@ -33,7 +33,8 @@ std::string pad(std::string s, std::size_t n) {
 
 std::string json_string(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
     switch (c) {
       case '"':
         out += "\\\"";

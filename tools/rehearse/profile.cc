@@ -42,11 +42,15 @@ Checked<Layer> read_layer(const toml::table& t, const std::string& where) {
     }
     if (!node.is_string()) return fail(std::string(key) + ": expected a string");
     std::string s = *node.value<std::string>();
-    if (key == "name") l.name = std::move(s);
-    if (key == "source") l.source = std::move(s);
-    if (key == "note") l.note = std::move(s);
-    if (key == "until") l.until = std::move(s);
-    if (key == "kind") {
+    if (key == "name") {
+      l.name = std::move(s);
+    } else if (key == "source") {
+      l.source = std::move(s);
+    } else if (key == "note") {
+      l.note = std::move(s);
+    } else if (key == "until") {
+      l.until = std::move(s);
+    } else if (key == "kind") {
       auto kind = layer_kind_from_text(s);
       if (!kind) return fail("kind: \"" + s + "\" is not a kind; expected " + kKinds);
       l.kind = *kind;

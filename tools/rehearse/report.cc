@@ -114,7 +114,7 @@ std::string human_duration(int64_t ns) {
 }
 
 std::string describe_rule(const ScheduleRule& rule, int64_t first_ns) {
-  const std::string head = fmt::format("{} TTL <= {} s", rule.zone.to_text(), rule.ttl);
+  std::string head = fmt::format("{} TTL <= {} s", rule.zone.to_text(), rule.ttl);
   switch (rule.when) {
     case ScheduleRule::When::Always:
       return head + " for the whole trace";

@@ -71,6 +71,11 @@ std::vector<DnsOutcome> DnsClient::ask(std::span<const Endpoint> servers, const 
                                        wire::RRType type, bool rd) {
   std::vector<DnsOutcome> out(servers.size());
   const std::vector<uint8_t> query = build_query(name, type, rd);
+  // The loop only runs while we wait, so its clock is as old as the last call: bring it up to
+  // date before sending, or the Upstream would time this query from then (its lifetime and
+  // retransmission timers would already be due, and every poll after an idle second would end
+  // in Timeout at once).
+  loop_->update_now();
   std::size_t pending = 0;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     out[i].server = servers[i];

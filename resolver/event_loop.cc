@@ -148,7 +148,8 @@ std::size_t EventLoop::run_timers() {
   std::size_t ran = 0;
   // Timers added by the callbacks below get ids >= limit and wait for the next iteration.
   const uint64_t limit = next_timer_id_;
-  while (!heap_.empty() && heap_.front().when <= now_ && heap_.front().id < limit) {
+  while (ran < options_.max_timers && !heap_.empty() && heap_.front().when <= now_ &&
+         heap_.front().id < limit) {
     uint64_t id = heap_.front().id;
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
     heap_.pop_back();

@@ -67,6 +67,11 @@ class EventLoop {
     ClockFn clock{};
     /// At most this many fd events are taken from epoll per iteration.
     int max_events = 256;
+    /// At most this many due timers run per iteration; the rest run in the next one, after
+    /// the sockets have been read. Without a bound, thousands of retransmission timers falling
+    /// due together (a flood of misses to a dead upstream) would keep the loop away from its
+    /// listeners for as long as they take, and cached names would go unanswered meanwhile.
+    std::size_t max_timers = 256;
   };
 
   /// Creates the epoll instance and the wake-up eventfd.

@@ -11,8 +11,12 @@
 // 100 MiB in all; an unbounded table would need ~200k × 1–2 KiB = 200–400 MiB.
 //
 // Pacing: bursts of 100 datagrams from 4 sockets, then the answers that are ready are read
-// (polling 1 ms at a time), so neither side's socket buffer simply overflows. Bounded to 200k
-// queries and 22 s of sending.
+// (polling 1 ms at a time); and the flood never has more than kWindow queries unanswered, so a
+// slow build (ASan, a loaded machine) is flooded as hard as it can take, not past the point
+// where its socket buffer overflows and every datagram — the probe too — is dropped by the
+// kernel before the daemon sees it. The window is above the in-flight cap, so the daemon is
+// still pushed into overload (SERVFAIL at once) the whole time. Bounded to 200k queries (50k
+// under ASan) and 22 s of sending.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -32,10 +36,10 @@ using test::FakeUpstream;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kQueries = 200000;
 constexpr int kBurst = 100;
 constexpr int kSockets = 4;
 constexpr auto kSendCap = std::chrono::seconds{22};
+constexpr int kWindow = 6000;  // unanswered queries at most; the in-flight cap is 4096
 #if defined(__SANITIZE_ADDRESS__)
 // Under ASan every freed block sits in a quarantine (up to 256 MiB) and every allocation
 // carries redzones, so RSS measures the sanitizer, not the daemon. The ASan build still runs
@@ -43,7 +47,13 @@ constexpr auto kSendCap = std::chrono::seconds{22};
 // the 48/100 MiB bounds above are asserted by the normal build.
 constexpr uint64_t kMaxGrowthKib = 320 * 1024;
 constexpr uint64_t kMaxRssKib = 400 * 1024;
+// The ASan daemon is ~6x slower, and ~10x on a loaded machine: it must at least take a flood
+// that fills its in-flight table twice over within the cap.
+constexpr int kQueries = 50000;
+constexpr int kMinSent = 2 * 4096;
 #else
+constexpr int kQueries = 200000;
+constexpr int kMinSent = kQueries;
 constexpr uint64_t kMaxGrowthKib = 48 * 1024;
 constexpr uint64_t kMaxRssKib = 100 * 1024;
 #endif
@@ -77,8 +87,15 @@ TEST(Flood, UniqueRandomNamesKeepRssBoundedAndCachedNameAnswered) {
       socks[static_cast<std::size_t>(sent % kSockets)]->send(
           d->port(), build_query({.name = std::string(label) + ".flood.test"}));
     }
-    // Read what is ready; stop at the first 1 ms without an answer.
-    while (poll(pfds.data(), pfds.size(), 1) > 0) {
+    // Read what is ready; stop at the first 1 ms without an answer, unless the window is full:
+    // then wait (10 ms at a time, within the cap) for the daemon to catch up.
+    for (;;) {
+      const bool full = sent - received > kWindow;
+      if (full && Clock::now() - t0 >= kSendCap) break;
+      if (poll(pfds.data(), pfds.size(), full ? 10 : 1) <= 0) {
+        if (full) continue;
+        break;
+      }
       for (std::size_t s = 0; s < pfds.size(); ++s) {
         if (!(pfds[s].revents & POLLIN)) continue;
         if (auto got = socks[s]->receive(Millis{0})) {
@@ -119,7 +136,7 @@ TEST(Flood, UniqueRandomNamesKeepRssBoundedAndCachedNameAnswered) {
   RecordProperty("rss_after_kib", static_cast<int>(after.rss_kib));
   RecordProperty("vmhwm_kib", static_cast<int>(after.hwm_kib));
 
-  EXPECT_EQ(sent, kQueries) << "the flood did not finish within the time cap";
+  EXPECT_GE(sent, kMinSent) << "the flood did not get far enough within the time cap";
   EXPECT_GT(received, sent / 2) << "most flood queries should be answered (SERVFAIL)";
   EXPECT_GT(probes, 0);
   EXPECT_EQ(probes_ok, probes) << "the cached name must be answered during the flood";

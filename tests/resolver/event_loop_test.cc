@@ -147,6 +147,44 @@ TEST(EventLoopTimer, ManyCancelledTimersLeaveLiveOnesInOrder) {
   EXPECT_EQ(fired, (std::vector<int>{0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500}));
 }
 
+TEST(EventLoopTimer, ManyDueTimersRunInSlicesWithTheSocketsReadBetween) {
+  // 600 timers due at once (a flood's retransmissions) must not keep a readable socket
+  // waiting until all of them have run: each iteration runs at most max_timers of them, in
+  // deadline order, and dispatches the ready fds first.
+  ManualTime clock;
+  auto options = clock.options();
+  options.max_timers = 256;
+  EventLoop loop(options);
+  Pipe p;
+  std::vector<int> fired;
+  int fd_seen_after = -1;
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [&](FdEvents) {
+    char c;
+    while (read(p.r, &c, 1) == 1) {
+    }
+    fd_seen_after = static_cast<int>(fired.size());
+  }));
+  for (int i = 0; i < 600; ++i)
+    loop.add_timer(Millis{i % 7}, [&fired, i] { fired.push_back(i); });
+  clock.advance(1s);
+  p.put();
+  loop.run_once(0ms);
+  EXPECT_EQ(fd_seen_after, 0);  // the socket before any timer
+  EXPECT_EQ(fired.size(), 256u);
+  p.put();
+  loop.run_once(0ms);
+  EXPECT_EQ(fd_seen_after, 256);  // and again between the first and the second slice
+  EXPECT_EQ(fired.size(), 512u);
+  loop.run_once(1000ms);  // due timers remain: the loop must not block waiting for an fd
+  ASSERT_EQ(fired.size(), 600u);
+  // Every timer ran exactly once, in deadline order, then order of addition.
+  std::vector<int> expected(600);
+  for (int i = 0; i < 600; ++i)
+    expected[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(expected.begin(), expected.end(), [](int a, int b) { return a % 7 < b % 7; });
+  EXPECT_EQ(fired, expected);
+}
+
 TEST(EventLoopClock, NowIsReadOncePerIteration) {
   ManualTime clock;
   EventLoop loop(clock.options());

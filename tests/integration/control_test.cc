@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 
@@ -25,62 +26,6 @@ namespace {
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
-
-struct CtlResult {
-  std::string output;  // stdout and stderr
-  int exit_code = -1;
-  bool contains(std::string_view s) const { return output.find(s) != std::string::npos; }
-};
-
-CtlResult ctl(const std::string& socket, const std::string& args) {
-  CtlResult r;
-  const std::string cmd =
-      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-/// GET `path` from 127.0.0.1:port over a plain socket; the whole response (bounded wait).
-std::string http_get(uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      char buf[16384];
-      while (std::chrono::steady_clock::now() < deadline) {
-        pollfd pfd{fd, POLLIN, 0};
-        if (::poll(&pfd, 1, 200) <= 0) continue;
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
-/// The value of the sample line `name` (e.g. `hourglass_cache_entries` or
-/// `hourglass_queries_total{transport="udp"}`) in an exposition, or -1.
-double sample(const std::string& text, const std::string& name) {
-  const std::string needle = "\n" + name + " ";
-  const auto p = text.find(needle);
-  if (p == std::string::npos) return -1;
-  return std::stod(text.substr(p + needle.size()));
-}
 
 class ControlIntegrationTest : public ::testing::Test {
  protected:
@@ -116,19 +61,19 @@ TEST_F(ControlIntegrationTest, CtlShowsStatsDumpsAndFlushesTheRunningDaemonsCach
   auto a = udp_query(daemon_->port(), build_query({.name = "www.ops.test"}));
   ASSERT_TRUE(a);
 
-  const CtlResult stats = ctl(socket_, "stats");
+  const CommandResult stats = ctl(socket_, "stats");
   EXPECT_EQ(stats.exit_code, 0) << stats.output;
   EXPECT_TRUE(stats.contains("cache.entries 1\n")) << stats.output;
   EXPECT_TRUE(stats.contains("server.misses 1\n")) << stats.output;
   EXPECT_TRUE(stats.contains("inflight.queries 0\n")) << stats.output;
 
-  const CtlResult dump = ctl(socket_, "dump");
+  const CommandResult dump = ctl(socket_, "dump");
   EXPECT_EQ(dump.exit_code, 0) << dump.output;
   EXPECT_TRUE(dump.contains("; www.ops.test. IN A NOERROR fresh, expires in ")) << dump.output;
   EXPECT_TRUE(dump.contains("\tIN\tA\t192.0.2.7\n")) << dump.output;
   EXPECT_TRUE(dump.contains("; 1 entry\n")) << dump.output;
 
-  const CtlResult flush = ctl(socket_, "flush www.ops.test");
+  const CommandResult flush = ctl(socket_, "flush www.ops.test");
   EXPECT_EQ(flush.exit_code, 0) << flush.output;
   EXPECT_EQ(flush.output, "flushed 1\n");
   EXPECT_TRUE(ctl(socket_, "stats").contains("cache.entries 0\n"));
@@ -142,7 +87,7 @@ TEST_F(ControlIntegrationTest, CtlTtlCapShortensWhatTheDaemonAnswers) {
   upstream_.on("a.shop.test", FakeReply::records({FakeRecord::a("", 3600, "192.0.2.8")}));
   start();
   ASSERT_TRUE(udp_query(daemon_->port(), build_query({.name = "a.shop.test"})));
-  const CtlResult cap = ctl(socket_, "ttl-cap shop.test 60");
+  const CommandResult cap = ctl(socket_, "ttl-cap shop.test 60");
   EXPECT_EQ(cap.exit_code, 0) << cap.output;
   auto hit = udp_query(daemon_->port(), build_query({.name = "a.shop.test"}));
   ASSERT_TRUE(hit);
@@ -153,7 +98,7 @@ TEST_F(ControlIntegrationTest, CtlTtlCapShortensWhatTheDaemonAnswers) {
 
 TEST_F(ControlIntegrationTest, CtlExitsOneOnAnErrorReply) {
   start();
-  const CtlResult r = ctl(socket_, "frobnicate");
+  const CommandResult r = ctl(socket_, "frobnicate");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output, "error: unknown command 'frobnicate'; try 'help'\n");
 }
@@ -168,12 +113,12 @@ TEST_F(ControlIntegrationTest, MetricsEndpointServesCountersOfTheRunningDaemon) 
   EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r;
   EXPECT_NE(r.find("# TYPE hourglass_queries_total counter\n"), std::string::npos) << r;
   // The harness's readiness probes are UDP queries too, hence >=.
-  EXPECT_GE(sample(r, "hourglass_queries_total{transport=\"udp\"}"), 2) << r;
-  EXPECT_EQ(sample(r, "hourglass_cache_hits_total"), 1) << r;
-  EXPECT_EQ(sample(r, "hourglass_cache_misses_total"), 1) << r;
-  EXPECT_EQ(sample(r, "hourglass_upstream_queries_total"), 1) << r;
-  EXPECT_EQ(sample(r, "hourglass_cache_entries"), 1) << r;
-  EXPECT_EQ(sample(r, "hourglass_inflight"), 0) << r;
+  EXPECT_GE(metric_sample(r, "hourglass_queries_total{transport=\"udp\"}"), 2) << r;
+  EXPECT_EQ(metric_sample(r, "hourglass_cache_hits_total"), 1) << r;
+  EXPECT_EQ(metric_sample(r, "hourglass_cache_misses_total"), 1) << r;
+  EXPECT_EQ(metric_sample(r, "hourglass_upstream_queries_total"), 1) << r;
+  EXPECT_EQ(metric_sample(r, "hourglass_cache_entries"), 1) << r;
+  EXPECT_EQ(metric_sample(r, "hourglass_inflight"), 0) << r;
   EXPECT_TRUE(http_get(metrics_port_, "/").starts_with("HTTP/1.1 404 Not Found\r\n"));
 }
 
@@ -185,7 +130,7 @@ TEST_F(ControlIntegrationTest, SocketIsRemovedAtExitAndCtlThenExitsTwoNamingCont
   ASSERT_TRUE(daemon_->signal(SIGTERM));
   EXPECT_EQ(daemon_->wait_exit(Millis{10000}), 0) << daemon_->output();
   EXPECT_NE(::lstat(socket_.c_str(), &st), 0) << "the socket file must be gone";
-  const CtlResult r = ctl(socket_, "stats");
+  const CommandResult r = ctl(socket_, "stats");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(r.contains("--control")) << r.output;
 }

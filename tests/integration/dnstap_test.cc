@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
 #include "tests/support/fake_upstream.h"
@@ -32,15 +33,7 @@ using test::FakeRecord;
 using test::FakeReply;
 
 std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(("timeout 30 " + cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  pclose(p);
-  return out;
+  return run_command(cmd).output;
 }
 
 // A scratch directory, removed with its files afterwards.
@@ -305,8 +298,7 @@ TEST_F(Dnstap, StalledReaderDropsMessagesNotAnswers) {
   capture.signal(SIGSTOP);
 
   auto dropped = [&] {
-    const std::string s =
-        run(std::string(HOURGLASS_CTL) + " --timeout 10 --socket '" + ctl_sock + "' stats");
+    const std::string s = ctl(ctl_sock, "stats").output;
     const auto p = s.find("dnstap.dropped ");
     return p == std::string::npos ? -1L : std::stol(s.substr(p + 15));
   };

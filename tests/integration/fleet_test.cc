@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
@@ -25,23 +26,9 @@ using test::RedisServer;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
-std::string ctl(const std::string& socket, const std::string& args) {
-  const std::string cmd =
-      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return {};
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
 /// One "fleet.NAME VALUE" counter from `hourglass-ctl stats`; -1 when absent.
 int64_t stat(const std::string& socket, const std::string& name) {
-  const std::string out = ctl(socket, "stats");
+  const std::string out = ctl(socket, "stats").output;
   const std::string needle = name + " ";
   const auto at = out.find(needle);
   if (at == std::string::npos) return -1;
@@ -267,7 +254,7 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
     miss_ok(a, "redis full");
   EXPECT_LT(hit_ms(a), 1000);
   EXPECT_GE(stat(a.socket, "fleet.l2_store_errors") + stat(a.socket, "fleet.l2_errors"), 1)
-      << ctl(a.socket, "stats");
+      << ctl(a.socket, "stats").output;
   redis_.cli({"CONFIG", "SET", "maxmemory", "0"});
 }
 
@@ -298,33 +285,33 @@ TEST_F(FleetTest, FleetFlushEmptiesRedisAndEveryInstance) {
   for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key("www." + zone)}) != "1"; ++i)
     std::this_thread::sleep_for(Millis{20});
   ASSERT_TRUE(ask(b, "www." + zone));  // now cached on B too
-  EXPECT_NE(ctl(b.socket, "dump www." + zone).find("; 1 entry"), std::string::npos);
+  EXPECT_NE(ctl(b.socket, "dump www." + zone).output.find("; 1 entry"), std::string::npos);
 
-  const std::string out = ctl(a.socket, "flush-zone " + zone + " --fleet");
+  const std::string out = ctl(a.socket, "flush-zone " + zone + " --fleet").output;
   EXPECT_NE(out.find("fleet: sent"), std::string::npos) << out;
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     gone = redis_.cli({"EXISTS", redis_key("www." + zone)}) == "0" &&
-           ctl(b.socket, "dump www." + zone).find("; 0 entries") != std::string::npos;
+           ctl(b.socket, "dump www." + zone).output.find("; 0 entries") != std::string::npos;
     if (!gone) std::this_thread::sleep_for(Millis{20});
   }
-  EXPECT_TRUE(gone) << ctl(b.socket, "dump");
+  EXPECT_TRUE(gone) << ctl(b.socket, "dump").output;
   EXPECT_EQ(redis_.cli({"EXISTS", redis_key("other.test")}), "1");  // outside the zone
   EXPECT_EQ(stat(b.socket, "fleet.fleet_received"), 1);
 
   // A fleet ttl-cap reaches B and is kept in Redis for instances that start later.
-  EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").find("fleet: sent"),
+  EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").output.find("fleet: sent"),
             std::string::npos);
   bool capped = false;
   for (int i = 0; i < 100 && !capped; ++i) {
-    capped = ctl(b.socket, "ttl-caps").find(zone + ". 30") != std::string::npos;
+    capped = ctl(b.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos;
     if (!capped) std::this_thread::sleep_for(Millis{20});
   }
   EXPECT_TRUE(capped);
   Member c = start_member();
   bool loaded = false;
   for (int i = 0; i < 100 && !loaded; ++i) {
-    loaded = ctl(c.socket, "ttl-caps").find(zone + ". 30") != std::string::npos;
+    loaded = ctl(c.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos;
     if (!loaded) std::this_thread::sleep_for(Millis{20});
   }
   EXPECT_TRUE(loaded);
@@ -334,7 +321,7 @@ TEST_F(FleetTest, WithoutRedisFleetCommandsSayWhy) {
   const std::string socket = "/tmp/hg-fleet-" + random_label(12) + ".ctl";
   auto d = Daemon::start({"--upstream", upstream_.address(), "--control", socket});
   ASSERT_TRUE(d->ready());
-  const std::string out = ctl(socket, "flush --fleet");
+  const std::string out = ctl(socket, "flush --fleet").output;
   EXPECT_NE(out.find("error: --fleet: this hourglassd runs without --redis"), std::string::npos)
       << out;
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 
@@ -33,59 +34,6 @@ namespace {
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
-
-struct CtlResult {
-  std::string output;  // stdout and stderr
-  int exit_code = -1;
-  bool contains(std::string_view s) const { return output.find(s) != std::string::npos; }
-};
-
-CtlResult ctl(const std::string& socket, const std::string& args) {
-  CtlResult r;
-  const std::string cmd =
-      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string http_get(uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      char buf[16384];
-      while (std::chrono::steady_clock::now() < deadline) {
-        pollfd pfd{fd, POLLIN, 0};
-        if (::poll(&pfd, 1, 200) <= 0) continue;
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
-double sample(const std::string& text, const std::string& name) {
-  const std::string needle = "\n" + name + " ";
-  const auto p = text.find(needle);
-  if (p == std::string::npos) return -1;
-  return std::stod(text.substr(p + needle.size()));
-}
 
 class RehearsalIntegrationTest : public ::testing::Test {
  protected:
@@ -124,7 +72,7 @@ TEST_F(RehearsalIntegrationTest, ShadowZonesCountProjectedUpstreamQueriesInMetri
   upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
   start({"--shadow-ttl", "zero.test=0"});
   EXPECT_EQ(ctl(socket_, "shadow list").output, "zero.test. 0\n");
-  const CtlResult set = ctl(socket_, "shadow set big.test 3600");
+  const CommandResult set = ctl(socket_, "shadow set big.test 3600");
   EXPECT_EQ(set.exit_code, 0) << set.output;
   EXPECT_EQ(set.output, "ok: shadow-ttl big.test. 3600\n");
   EXPECT_EQ(ctl(socket_, "shadow list").output, "zero.test. 0\nbig.test. 3600\n");
@@ -136,17 +84,22 @@ TEST_F(RehearsalIntegrationTest, ShadowZonesCountProjectedUpstreamQueriesInMetri
   EXPECT_EQ(upstream_.queries("www.zero.test"), 1u);
 
   const std::string m = http_get(metrics_port_, "/metrics");
-  EXPECT_EQ(sample(m, "hourglass_shadow_upstream_queries_total{zone=\"zero.test.\"}"), 5) << m;
-  EXPECT_EQ(sample(m, "hourglass_shadow_real_upstream_queries_total{zone=\"zero.test.\"}"), 1);
-  EXPECT_EQ(sample(m, "hourglass_shadow_queries_total{zone=\"zero.test.\"}"), 5);
-  EXPECT_DOUBLE_EQ(sample(m, "hourglass_shadow_projected_hit_ratio{zone=\"zero.test.\"}"), 0);
-  EXPECT_DOUBLE_EQ(sample(m, "hourglass_shadow_real_hit_ratio{zone=\"zero.test.\"}"), 0.8);
-  EXPECT_EQ(sample(m, "hourglass_shadow_upstream_queries_total{zone=\"big.test.\"}"), 1);
-  EXPECT_EQ(sample(m, "hourglass_shadow_real_upstream_queries_total{zone=\"big.test.\"}"), 1);
-  EXPECT_DOUBLE_EQ(sample(m, "hourglass_shadow_projected_hit_ratio{zone=\"big.test.\"}"), 0.8);
-  EXPECT_EQ(sample(m, "hourglass_shadow_entries"), 2);
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_upstream_queries_total{zone=\"zero.test.\"}"), 5)
+      << m;
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_real_upstream_queries_total{zone=\"zero.test.\"}"),
+            1);
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_queries_total{zone=\"zero.test.\"}"), 5);
+  EXPECT_DOUBLE_EQ(metric_sample(m, "hourglass_shadow_projected_hit_ratio{zone=\"zero.test.\"}"),
+                   0);
+  EXPECT_DOUBLE_EQ(metric_sample(m, "hourglass_shadow_real_hit_ratio{zone=\"zero.test.\"}"), 0.8);
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_upstream_queries_total{zone=\"big.test.\"}"), 1);
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_real_upstream_queries_total{zone=\"big.test.\"}"),
+            1);
+  EXPECT_DOUBLE_EQ(metric_sample(m, "hourglass_shadow_projected_hit_ratio{zone=\"big.test.\"}"),
+                   0.8);
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_entries"), 2);
 
-  const CtlResult report = ctl(socket_, "shadow");
+  const CommandResult report = ctl(socket_, "shadow");
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_TRUE(report.contains("; ZONE")) << report.output;
   // zone TTL since queries real real/s projected proj/s mult ...
@@ -165,7 +118,7 @@ TEST_F(RehearsalIntegrationTest, ShadowZonesCountProjectedUpstreamQueriesInMetri
     saw_zero = true;
   }
   EXPECT_TRUE(saw_zero) << report.output;
-  const CtlResult stats = ctl(socket_, "stats");
+  const CommandResult stats = ctl(socket_, "stats");
   EXPECT_TRUE(stats.contains("shadow[zero.test.].projected_upstream 5\n")) << stats.output;
   EXPECT_TRUE(stats.contains("shadow.entries 2\n"));
 
@@ -188,7 +141,7 @@ TEST_F(RehearsalIntegrationTest, SighupReloadsShadowZonesFromTheConfigFile) {
   EXPECT_EQ(ctl(socket_, "shadow list").output, "a.test. 60\nc.test. 10\n");
   // a.test kept its counters: its settings did not change.
   const std::string m = http_get(metrics_port_, "/metrics");
-  EXPECT_EQ(sample(m, "hourglass_shadow_queries_total{zone=\"a.test.\"}"), 3) << m;
+  EXPECT_EQ(metric_sample(m, "hourglass_shadow_queries_total{zone=\"a.test.\"}"), 3) << m;
   // A broken file keeps the zones in force.
   std::ofstream(conf) << "shadow-ttl = [\"a.test=forever\"]\n";
   ASSERT_TRUE(daemon_->signal(SIGHUP));
@@ -204,7 +157,7 @@ TEST_F(RehearsalIntegrationTest, BadShadowAndDrainLinesAreErrorsNeverACrash) {
        {"shadow set", "shadow set x.test", "shadow set x.test soon", "shadow clear x.test",
         "shadow frobnicate", "drain", "drain x.test --old", "drain x.test --old 999.1.1.1",
         "drain x.test --flush-old", "drain x.test --old MX=1.2.3.4", "drain a..test"}) {
-    const CtlResult r = ctl(socket_, args);
+    const CommandResult r = ctl(socket_, args);
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
     EXPECT_TRUE(r.output.starts_with("error: ")) << args << ": " << r.output;
   }
@@ -240,7 +193,7 @@ TEST_F(RehearsalIntegrationTest, DrainShowsChainsOldAndNewAndFlushOldRemovesExac
     ask(n);
 
   // Wait (bounded) until quick.drain.test's copy has expired: it is then served only stale.
-  CtlResult d;
+  CommandResult d;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   do {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -261,11 +214,11 @@ TEST_F(RehearsalIntegrationTest, DrainShowsChainsOldAndNewAndFlushOldRemovesExac
   EXPECT_TRUE(d.contains("; last old copy served fresh until "));
   EXPECT_TRUE(d.contains("; worst case, served stale while the upstream fails (stale-max 86400s)"));
 
-  const CtlResult f = ctl(socket_, "drain lb.drain.test --old A=192.0.2.1 --flush-old");
+  const CommandResult f = ctl(socket_, "drain lb.drain.test --old A=192.0.2.1 --flush-old");
   EXPECT_EQ(f.exit_code, 0) << f.output;
   EXPECT_TRUE(f.contains("; flushed 3 entries holding an old address\n")) << f.output;
 
-  const CtlResult dump = ctl(socket_, "dump");
+  const CommandResult dump = ctl(socket_, "dump");
   EXPECT_FALSE(dump.contains("; www.drain.test.")) << dump.output;
   EXPECT_FALSE(dump.contains("; alias.drain.test."));
   EXPECT_FALSE(dump.contains("; quick.drain.test."));
@@ -279,7 +232,7 @@ TEST_F(RehearsalIntegrationTest, DrainShowsChainsOldAndNewAndFlushOldRemovesExac
                                      FakeRecord::a("lb.drain.test", 60, "198.51.100.7"),
                                  }));
   ask("www.drain.test");
-  const CtlResult after = ctl(socket_, "drain lb.drain.test --old 192.0.2.1");
+  const CommandResult after = ctl(socket_, "drain lb.drain.test --old 192.0.2.1");
   EXPECT_TRUE(after.contains("; 2 entries lead to lb.drain.test.; 0 hold an old address"))
       << after.output;
   EXPECT_TRUE(after.contains("; no old copy in this cache\n"));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/rdata.h"
@@ -24,20 +25,6 @@ using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
 using Clock = std::chrono::steady_clock;
-
-std::string run_ctl(const std::string& socket, const std::string& args) {
-  const std::string cmd =
-      "timeout 20 " HOURGLASS_CTL " --timeout 10 --socket '" + socket + "' " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 // key=value fields of the `upstreams` line for `server`.
 std::map<std::string, std::string> upstream_line(const std::string& text,
@@ -90,7 +77,7 @@ class UpstreamRobustness : public ::testing::Test {
     daemon_ = Daemon::start(args);
     ASSERT_TRUE(daemon_->ready()) << daemon_->output();
   }
-  std::string upstreams() const { return run_ctl(socket_, "upstreams"); }
+  std::string upstreams() const { return ctl(socket_, "upstreams").output; }
 
   std::string dir_;
   std::string socket_;

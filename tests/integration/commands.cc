@@ -1,0 +1,66 @@
+#include "tests/integration/commands.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace hg::integration {
+
+CommandResult run_command(const std::string& cmd, int seconds) {
+  CommandResult r;
+  const std::string line = "timeout " + std::to_string(seconds) + " " + cmd + " 2>&1";
+  FILE* p = popen(line.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+CommandResult ctl(const std::string& socket, const std::string& args) {
+  return run_command(std::string(HOURGLASS_CTL) + " --timeout 10 --socket '" + socket + "' " + args,
+                     20);
+}
+
+std::string http_get(uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      char buf[16384];
+      while (std::chrono::steady_clock::now() < deadline) {
+        pollfd pfd{fd, POLLIN, 0};
+        if (::poll(&pfd, 1, 200) <= 0) continue;
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+double metric_sample(const std::string& text, const std::string& name) {
+  const std::string needle = "\n" + name + " ";
+  const auto p = text.find(needle);
+  if (p == std::string::npos) return -1;
+  return std::stod(text.substr(p + needle.size()));
+}
+
+}  // namespace hg::integration

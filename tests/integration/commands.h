@@ -1,0 +1,32 @@
+// Running the project's command-line tools (and any other program) from integration tests:
+// hourglass-ctl against a daemon's control socket, a shell command with a time limit, and a
+// plain HTTP GET of the metrics endpoint. Every call is bounded in time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hg::integration {
+
+struct CommandResult {
+  std::string output;  ///< stdout and stderr
+  int exit_code = -1;  ///< -1: did not exit normally (or could not start)
+  bool contains(std::string_view s) const { return output.find(s) != std::string::npos; }
+};
+
+/// `sh -c CMD` under `timeout SECONDS`, stderr merged into stdout.
+CommandResult run_command(const std::string& cmd, int seconds = 30);
+
+/// `hourglass-ctl --timeout 10 --socket SOCKET ARGS` (ARGS as a shell would split them).
+CommandResult ctl(const std::string& socket, const std::string& args);
+
+/// GET `path` from 127.0.0.1:port over a plain socket: the whole response, or what came within
+/// 5 s.
+std::string http_get(uint16_t port, const std::string& path);
+
+/// The value of the sample line `name` (e.g. `hourglass_cache_entries` or
+/// `hourglass_queries_total{transport="udp"}`) in a metrics exposition, or -1.
+double metric_sample(const std::string& text, const std::string& name);
+
+}  // namespace hg::integration

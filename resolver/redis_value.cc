@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "cache/persist.h"
+
 namespace hg::resolver::fleet {
 
 namespace {
@@ -10,18 +12,6 @@ namespace {
 constexpr std::array<uint8_t, 4> kMagic{'H', 'G', 'L', '2'};
 // magic, version, flags, inserted_ms, qtype, qclass, key flags, qname length
 constexpr std::size_t kFixedHead = 4 + 1 + 1 + 8 + 2 + 2 + 1 + 1;
-
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k)
-      c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
 
 void put16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v >> 8));
@@ -92,13 +82,6 @@ std::vector<std::string_view> split_spaces(std::string_view s) {
 
 }  // namespace
 
-uint32_t crc32(std::span<const uint8_t> bytes) noexcept {
-  uint32_t c = 0xFFFFFFFFu;
-  for (uint8_t b : bytes)
-    c = kCrcTable[(c ^ b) & 0xFFu] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 std::string cache_key(std::string_view prefix, const cache::CacheKey& key) {
   return key_with(prefix, 'c', key);
 }
@@ -156,7 +139,7 @@ std::vector<uint8_t> encode_value(const cache::CacheKey& key, int64_t inserted_m
   out.insert(out.end(), name.begin(), name.end());
   put16(out, static_cast<uint16_t>(message.size()));
   out.insert(out.end(), message.begin(), message.end());
-  put32(out, crc32(out));
+  put32(out, cache::persist::crc32c(out));
   return out;
 }
 
@@ -197,7 +180,7 @@ DecodedValue decode_value(std::span<const uint8_t> v, const cache::CacheKey& key
   const std::size_t msg_at = msg_len_at + 2;
   if (v.size() != msg_at + msg_len + 4) return d;
   const std::size_t crc_at = msg_at + msg_len;
-  if (crc32(v.first(crc_at)) != get32(v.data() + crc_at)) return d;
+  if (cache::persist::crc32c(v.first(crc_at)) != get32(v.data() + crc_at)) return d;
   if (v[5] != 0) return d;  // no flags defined in version 1
 
   const auto ms = (uint64_t{get32(v.data() + 6)} << 32) | get32(v.data() + 10);

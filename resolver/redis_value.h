@@ -7,12 +7,13 @@
 // A value (all integers big-endian):
 //
 //   "HGL2" | version 1 | flags 0 | inserted_ms u64 | qtype u16 | qclass u16 | key flags u8 |
-//   qname length u8 | qname (wire, lowercased) | message length u16 | message | CRC-32 u32
+//   qname length u8 | qname (wire, lowercased) | message length u16 | message | CRC-32C u32
 //
 // inserted_ms is the wall clock (milliseconds since the Unix epoch) at which the first
 // instance received the answer: every instance that reads the value counts the record TTLs
 // down from that same instant. The message is the normalised upstream answer (re-encoded by
-// our own writer, no OPT). The CRC-32 (IEEE) covers every byte before it.
+// our own writer, no OPT). The CRC-32C (Castagnoli, the cache file's checksum) covers every
+// byte before it.
 #pragma once
 
 #include <cstddef>
@@ -30,9 +31,6 @@
 namespace hg::resolver::fleet {
 
 inline constexpr uint8_t kValueVersion = 1;
-
-/// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
-uint32_t crc32(std::span<const uint8_t> bytes) noexcept;
 
 /// "PREFIXc:NAME TYPE CLASS FLAGS", e.g. "hg:c:www.example.com. 1 1 0". NAME is the
 /// presentation form of the lowercased name, in which a space is always escaped (\032), so

@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "cache/clock.h"
+#include "tests/bench/bench_answers.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 
@@ -27,34 +28,11 @@ using hg::cache::Hit;
 using hg::cache::ManualClock;
 using hg::cache::Time;
 namespace wire = hg::wire;
+using hg::bench::host;
+using hg::bench::name_of;
 
-wire::Name name_of(const std::string& text) {
-  return *wire::Name::from_text(text);
-}
-
-// snprintf rather than "lit" + std::to_string(i): GCC 12 -O3 warns falsely (-Wrestrict, PR105329).
-std::string host(std::size_t i, const char* prefix = "host",
-                 const char* suffix = ".bench.example.com") {
-  char buf[128];
-  const int n = std::snprintf(buf, sizeof buf, "%s%zu%s", prefix, i, suffix);
-  return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-}
-
-// A typical answer: a CNAME and two A records (about 100 bytes of sections).
 std::vector<uint8_t> answer_for(const std::string& qname) {
-  wire::OwnedMessage m;
-  m.header.id = 1;
-  m.header.set(wire::flag::QR, true);
-  m.header.set(wire::flag::RD, true);
-  m.header.set(wire::flag::RA, true);
-  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
-  m.answer.push_back({name_of(qname), wire::RRType::CNAME, 1, 3600,
-                      wire::RdataName{name_of("edge.cdn.example.net")}});
-  m.answer.push_back(
-      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 1}}});
-  m.answer.push_back(
-      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 2}}});
-  return wire::to_wire(m);
+  return hg::bench::cdn_answer_for(qname);
 }
 
 // The client's side of a hit: the key and the question bytes (mixed case, as on the wire).

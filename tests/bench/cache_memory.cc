@@ -20,6 +20,7 @@
 
 #include "cache/cache.h"
 #include "cache/clock.h"
+#include "tests/bench/bench_answers.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 
@@ -30,16 +31,7 @@ using hg::cache::CacheKey;
 using hg::cache::CacheSettings;
 using hg::cache::ManualClock;
 namespace wire = hg::wire;
-
-wire::Name name_of(const std::string& text) {
-  return *wire::Name::from_text(text);
-}
-
-std::string host(std::size_t i) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "host%zu.svc.example.com", i);
-  return buf;
-}
+using hg::bench::name_of;
 
 std::vector<uint8_t> answer_for(std::size_t i, const std::string& qname, wire::RRType& qtype) {
   wire::OwnedMessage m;
@@ -97,7 +89,7 @@ void measure(std::size_t n) {
     auto cache = std::make_unique<Cache>(CacheSettings{.max_bytes = budget, .shards = 16});
     const std::size_t heap_empty = heap_in_use();
     for (std::size_t i = 0; i < n; ++i) {
-      const std::string q = host(i);
+      const std::string q = hg::bench::host(i, "host", ".svc.example.com");
       wire::RRType qtype = wire::RRType::A;
       const auto bytes = answer_for(i, q, qtype);
       wire_bytes += bytes.size();

@@ -14,16 +14,18 @@
 #include <vector>
 
 #include "resolver/server.h"
+#include "tests/bench/bench_answers.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 
 namespace {
 
 using namespace hg;
+using bench::name_of;
 using resolver::MonoTime;
 
-wire::Name name_of(const std::string& text) {
-  return *wire::Name::from_text(text);
+std::vector<uint8_t> answer_for(const std::string& qname) {
+  return bench::cdn_answer_for(qname);
 }
 
 std::vector<uint8_t> query_for(const std::string& qname) {
@@ -32,22 +34,6 @@ std::vector<uint8_t> query_for(const std::string& qname) {
   m.header.set(wire::flag::RD, true);
   m.questions.push_back({name_of(qname), wire::RRType::A, 1});
   m.edns = wire::OwnedEdns{};
-  return wire::to_wire(m);
-}
-
-std::vector<uint8_t> answer_for(const std::string& qname) {
-  wire::OwnedMessage m;
-  m.header.id = 1;
-  m.header.set(wire::flag::QR, true);
-  m.header.set(wire::flag::RD, true);
-  m.header.set(wire::flag::RA, true);
-  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
-  m.answer.push_back({name_of(qname), wire::RRType::CNAME, 1, 3600,
-                      wire::RdataName{name_of("edge.cdn.example.net")}});
-  m.answer.push_back(
-      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 1}}});
-  m.answer.push_back(
-      {name_of("edge.cdn.example.net"), wire::RRType::A, 1, 300, wire::RdataA{{192, 0, 2, 2}}});
   return wire::to_wire(m);
 }
 

@@ -162,8 +162,28 @@ class ReplayEngine {
     }
   };
 
+  // One record of a response as the TTL recovery sees it: where its TTL is, and its RRset.
+  struct RecordTtl {
+    uint16_t ttl_offset;
+    uint64_t rrset;
+  };
+  // A response's layout: its bytes and where its TTLs are. Another response with the same
+  // bytes but the ID and the TTLs parses the same way (TTLs are not validated), so it takes
+  // this layout instead of being parsed.
+  struct Layout {
+    uint32_t q = 0;
+    std::vector<uint8_t> bytes;
+    std::vector<RecordTtl> records;
+  };
   uint32_t intern(const cache::CacheKey& key);
-  void on_response(const TraceEvent& ev, const wire::Message& m, uint32_t q);
+  /// The layout remembered for a response like `message`, or nullptr.
+  const Layout* known_response(std::span<const uint8_t> message, uint64_t& slot) const;
+  /// The question state of a client query, remembered by its bytes after the ID: a repeated
+  /// query (the same bytes but the ID) skips parsing and building its cache key. nullopt: the
+  /// bytes are new, parse them.
+  std::optional<uint32_t> known_query(std::span<const uint8_t> message) const;
+  void remember_query(std::span<const uint8_t> message, uint32_t q);
+  void on_response(const TraceEvent& ev, uint32_t q, std::span<const RecordTtl> records);
   void drain(int64_t up_to_ns);
   void start();
   void replay_query(const Pending& p);
@@ -182,6 +202,14 @@ class ReplayEngine {
   std::unique_ptr<cache::Cache> caches_[2];
   std::vector<QState> states_;
   std::unordered_map<uint64_t, uint32_t> index_;  // key hash → first state with it
+  // Client queries seen (their bytes after the ID, in query_bytes_) → their state. Bounded:
+  // past kMaxKnownQueries new byte strings are parsed every time, as before.
+  std::unordered_map<std::string_view, uint32_t> known_queries_;
+  std::deque<std::string> query_bytes_;
+  // Response layouts by a hash of the bytes from the flags to the end of the question.
+  std::unordered_map<uint64_t, uint32_t> layout_index_;
+  std::vector<Layout> layouts_;
+  std::vector<RecordTtl> records_scratch_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   std::vector<int64_t> rtt_samples_;
   std::mt19937_64 rng_[2];

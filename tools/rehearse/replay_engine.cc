@@ -32,6 +32,8 @@ constexpr int64_t kRttWarmup = 60 * kSec;
 // Distinct client query byte strings remembered (known_query), and the longest one.
 constexpr std::size_t kMaxKnownQueries = std::size_t{1} << 21;
 constexpr std::size_t kMaxKnownQueryBytes = 512;
+// The bytes of the known client queries together, at most.
+constexpr std::size_t kMaxKnownQueryArena = std::size_t{64} << 20;
 
 // The identity of an RRset within a question's answers: owner (lowercased), type, class.
 // FNV-1a: these hashes are only compared among one question's few RRsets.
@@ -134,9 +136,9 @@ cache::Time ReplayEngine::ctime(int64_t t_ns) const noexcept {
 uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
   // index_ holds the first state of each hash; equal hashes (2^-64 per pair) chain by next.
   const auto id = static_cast<uint32_t>(states_.size());
-  auto [it, fresh] = index_.try_emplace(key.hash, id);
+  auto [first, fresh] = index_.try_emplace(key.hash, id);
   if (!fresh) {
-    uint32_t i = it->second;
+    uint32_t i = *first;
     for (;;) {
       if (states_[i].key == key) return i;
       if (states_[i].next == UINT32_MAX) break;
@@ -153,17 +155,26 @@ std::optional<uint32_t> ReplayEngine::known_query(std::span<const uint8_t> messa
   if (message.size() < 12 || message.size() > kMaxKnownQueryBytes) return std::nullopt;
   const std::string_view tail(reinterpret_cast<const char*>(message.data()) + 2,
                               message.size() - 2);
-  const auto it = known_queries_.find(tail);
-  if (it == known_queries_.end()) return std::nullopt;
-  return it->second;
+  const uint32_t* k = known_index_.find(std::hash<std::string_view>{}(tail));
+  if (k == nullptr) return std::nullopt;
+  const KnownQuery& e = known_[*k];
+  // Another byte string with the same hash: parsed, as a new one is.
+  if (e.len != tail.size() || std::memcmp(query_arena_.data() + e.offset, tail.data(), e.len) != 0)
+    return std::nullopt;
+  return e.q;
 }
 
 void ReplayEngine::remember_query(std::span<const uint8_t> message, uint32_t q) {
   if (message.size() < 12 || message.size() > kMaxKnownQueryBytes ||
-      known_queries_.size() >= kMaxKnownQueries)
+      known_.size() >= kMaxKnownQueries || query_arena_.size() >= kMaxKnownQueryArena)
     return;
-  query_bytes_.emplace_back(reinterpret_cast<const char*>(message.data()) + 2, message.size() - 2);
-  known_queries_.emplace(query_bytes_.back(), q);
+  const std::string_view tail(reinterpret_cast<const char*>(message.data()) + 2,
+                              message.size() - 2);
+  const auto [k, fresh] = known_index_.try_emplace(std::hash<std::string_view>{}(tail),
+                                                   static_cast<uint32_t>(known_.size()));
+  if (!fresh) return;  // the hash belongs to other bytes: this one stays unremembered
+  known_.push_back(KnownQuery{query_arena_.size(), static_cast<uint32_t>(tail.size()), q});
+  query_arena_.insert(query_arena_.end(), tail.begin(), tail.end());
 }
 
 const ReplayEngine::Layout* ReplayEngine::known_response(std::span<const uint8_t> message,
@@ -176,9 +187,9 @@ const ReplayEngine::Layout* ReplayEngine::known_response(std::span<const uint8_t
   slot = std::hash<std::string_view>{}(
              std::string_view(reinterpret_cast<const char*>(message.data()) + 2, qend - 2)) |
          1;  // 0: not to be remembered
-  const auto it = layout_index_.find(slot);
-  if (it == layout_index_.end()) return nullptr;
-  const Layout& l = layouts_[it->second];
+  const uint32_t* at = layout_index_.find(slot);
+  if (at == nullptr) return nullptr;
+  const Layout& l = layouts_[*at];
   if (!same_but_id_and_ttls(std::span<const uint8_t>(l.bytes), message,
                             std::span<const RecordTtl>(l.records)))
     return nullptr;
@@ -236,9 +247,9 @@ void ReplayEngine::add(const TraceEvent& ev) {
       for (const wire::RecordView& rr : msg_.records())
         records_scratch_.push_back({rr.ttl_offset, rrset_hash(msg_, rr)});
       if (slot != 0) {
-        auto [it, fresh] = layout_index_.try_emplace(slot, static_cast<uint32_t>(layouts_.size()));
+        auto [at, fresh] = layout_index_.try_emplace(slot, static_cast<uint32_t>(layouts_.size()));
         if (fresh) layouts_.emplace_back();
-        Layout& l = layouts_[it->second];
+        Layout& l = layouts_[*at];
         l.q = q;
         l.bytes.assign(ev.message.begin(), ev.message.end());
         l.records = records_scratch_;

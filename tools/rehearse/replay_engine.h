@@ -35,6 +35,7 @@
 
 #include "cache/cache.h"
 #include "cache/key.h"
+#include "tools/rehearse/flat_index.h"
 #include "tools/rehearse/trace.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -201,13 +202,20 @@ class ReplayEngine {
   ReplayConfig config_;
   std::unique_ptr<cache::Cache> caches_[2];
   std::vector<QState> states_;
-  std::unordered_map<uint64_t, uint32_t> index_;  // key hash → first state with it
-  // Client queries seen (their bytes after the ID, in query_bytes_) → their state. Bounded:
-  // past kMaxKnownQueries new byte strings are parsed every time, as before.
-  std::unordered_map<std::string_view, uint32_t> known_queries_;
-  std::deque<std::string> query_bytes_;
+  FlatIndex index_;  // key hash → first state with it
+  // Client queries seen: a hash of their bytes after the ID → known_, which holds where those
+  // bytes are in query_arena_ and their state. Bounded: past kMaxKnownQueries new byte strings
+  // (or 64 MiB of them) are parsed every time, as before.
+  struct KnownQuery {
+    std::size_t offset;
+    uint32_t len;
+    uint32_t q;
+  };
+  FlatIndex known_index_;
+  std::vector<KnownQuery> known_;
+  std::vector<uint8_t> query_arena_;
   // Response layouts by a hash of the bytes from the flags to the end of the question.
-  std::unordered_map<uint64_t, uint32_t> layout_index_;
+  FlatIndex layout_index_;
   std::vector<Layout> layouts_;
   std::vector<RecordTtl> records_scratch_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;

@@ -259,11 +259,13 @@ TEST(DnstapDecoderDiff, TruncationsAgree) {
   }
 }
 
+// Kept to a few thousand frames so that the ASan build stays well inside the test timeout; the
+// fuzz target (tests/fuzz/dnstap_fuzz.cc) runs the same comparison on millions.
 TEST(DnstapDecoderDiff, MutationsAgree) {
   Generator gen(3);
   Compare cmp;
   auto& rng = gen.rng();
-  for (int i = 0; i < 60000; ++i) {
+  for (int i = 0; i < 8000; ++i) {
     Bytes f = gen.frame();
     // Mutations aimed at the protobuf structure, most of it in the first bytes (tags and
     // lengths) rather than in the DNS payloads.
@@ -303,9 +305,9 @@ TEST(DnstapDecoderDiff, MutationsAgree) {
     if (!cmp(f)) break;
   }
   // The mutations reach all three outcomes.
-  EXPECT_GT(cmp.ok, 1000U);
-  EXPECT_GT(cmp.malformed, 1000U);
-  EXPECT_GT(cmp.not_message, 10U);
+  EXPECT_GT(cmp.ok, 500U);
+  EXPECT_GT(cmp.malformed, 500U);
+  EXPECT_GT(cmp.not_message, 2U);
 }
 
 }  // namespace

@@ -1,9 +1,6 @@
 #include "dnstap/codec.h"
 
-#include <cstdlib>
 #include <cstring>
-
-#include "dnstap/dnstap.pb-c.h"
 
 namespace hg::dnstap {
 
@@ -138,7 +135,7 @@ class Packer {
 };
 
 // Dnstap field numbers.
-enum : uint32_t { kIdentity = 1, kVersion = 2, kMessage = 14, kDnstapType = 15 };
+enum : uint32_t { kIdentity = 1, kVersion = 2, kExtra = 3, kMessage = 14, kDnstapType = 15 };
 // Message field numbers.
 enum : uint32_t {
   kType = 1,
@@ -223,126 +220,316 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
 }
 
 // ---- Decoding ----------------------------------------------------------------------------
-// protobuf-c does the parsing (bounds-checked, required fields enforced). Its allocations go
-// to a bump arena that is reset at the next frame, so a long trace is decoded without a heap
-// allocation per message once the arena has grown to the largest frame.
-
-struct Decoder::Impl {
-  // Arena: one block reused across frames; allocations that do not fit go to the heap and
-  // are released at the next reset.
-  std::unique_ptr<std::max_align_t[]> block;
-  std::size_t block_bytes = 0;
-  std::size_t used = 0;
-  std::vector<void*> spill;
-  ProtobufCAllocator allocator{};
-  Dnstap__Dnstap* decoded = nullptr;
-
-  Impl() {
-    allocator.alloc = &Impl::alloc;
-    allocator.free = &Impl::release;
-    allocator.allocator_data = this;
-  }
-  ~Impl() { reset(0); }
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-
-  void reset(std::size_t want) {
-    for (void* p : spill)
-      std::free(p);  // NOLINT(cppcoreguidelines-no-malloc)
-    spill.clear();
-    used = 0;
-    decoded = nullptr;
-    if (want > block_bytes) {
-      const std::size_t units = (want + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
-      block = std::make_unique<std::max_align_t[]>(units);
-      block_bytes = units * sizeof(std::max_align_t);
-    }
-  }
-
-  static void* alloc(void* data, size_t size) {
-    auto* self = static_cast<Impl*>(data);
-    constexpr std::size_t kAlign = alignof(std::max_align_t);
-    const std::size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-    if (rounded != 0 && rounded <= self->block_bytes - self->used) {
-      void* p = reinterpret_cast<unsigned char*>(self->block.get()) + self->used;
-      self->used += rounded;
-      return p;
-    }
-    void* p = std::malloc(size == 0 ? 1 : size);  // NOLINT(cppcoreguidelines-no-malloc)
-    if (p == nullptr) return nullptr;
-    self->spill.push_back(p);
-    return p;
-  }
-  static void release(void*, void*) {}  // everything goes at the next reset
-};
-
-Decoder::Decoder() : impl_(std::make_unique<Impl>()) {}
-Decoder::~Decoder() = default;
+// Read in place: one pass over the frame's protobuf fields, keeping the few this struct holds
+// and skipping the rest, with every length checked against the bytes left. Nothing is copied
+// or allocated; the spans of the result point into the frame.
+//
+// The results are those of protobuf-c 1.4's generated unpacker (kept as ReferenceDecoder, and
+// compared with this one by the unit tests and the fuzz target), including where protobuf-c
+// is stricter or looser than the protobuf rules:
+//  - a tag is at most 5 bytes; a one-byte tag with field number 0 is an error, a longer one is
+//    an unknown field; field numbers wrap at 32 bits as protobuf-c's do;
+//  - wire types 0 (varint, at most 10 bytes), 1 (8 bytes), 2 (length, at most 5 bytes) and
+//    5 (4 bytes) are read or skipped; 3 and 4 (groups) and 6, 7 are errors;
+//  - a known field with another wire type than its own is an error;
+//  - 32-bit fields and enums keep the low 32 bits of the varint; an enum keeps any number;
+//  - a field given twice in one message: the last one counts, an empty bytes field included;
+//  - Dnstap.message given twice: each must be a valid Message on its own (its type present),
+//    and they are merged: a scalar of the later one if it has it, else the earlier one's; a
+//    bytes field of the later one unless it is empty (protobuf-c then keeps the earlier one);
+//  - missing Dnstap.type or Message.type: Malformed.
 
 namespace {
 
-std::span<const uint8_t> span_of(protobuf_c_boolean has, const ProtobufCBinaryData& b) noexcept {
-  if (!has || b.data == nullptr) return {};
-  return {b.data, b.len};
+struct Field {
+  uint32_t number = 0;
+  uint32_t wire = 0;
+  uint64_t value = 0;  ///< varint, or the fixed32 / fixed64 value
+  std::span<const uint8_t> bytes;
+};
+
+constexpr uint32_t kFixed64 = 1;
+
+// Reads the field at p (p < end), advancing p past it. False: malformed.
+inline bool read_field(const uint8_t*& p, const uint8_t* end, Field& f) noexcept {
+  std::size_t rem = static_cast<std::size_t>(end - p);
+  const uint8_t b0 = p[0];
+  if ((b0 & 0xf8U) == 0) return false;  // field number 0 in a one-byte tag
+  f.wire = b0 & 7U;
+  uint32_t number = (b0 & 0x7fU) >> 3;
+  std::size_t used = 1;
+  if ((b0 & 0x80U) != 0) {
+    const std::size_t max = rem < 5 ? rem : 5;
+    unsigned shift = 4;
+    for (;;) {
+      if (used == max) return false;
+      const uint8_t b = p[used++];
+      number |= static_cast<uint32_t>(b & 0x7fU) << shift;
+      if ((b & 0x80U) == 0) break;
+      shift += 7;
+    }
+  }
+  f.number = number;
+  p += used;
+  rem -= used;
+  switch (f.wire) {
+    case kVarint: {
+      const std::size_t max = rem < 10 ? rem : 10;
+      uint64_t v = 0;
+      for (std::size_t i = 0;; ++i) {
+        if (i == max) return false;
+        const uint8_t b = p[i];
+        v |= static_cast<uint64_t>(b & 0x7fU) << (7 * i);
+        if ((b & 0x80U) == 0) {
+          p += i + 1;
+          break;
+        }
+      }
+      f.value = v;
+      return true;
+    }
+    case kFixed64:
+      if (rem < 8) return false;
+      f.value = 0;
+      for (int i = 7; i >= 0; --i)
+        f.value = (f.value << 8) | p[i];
+      p += 8;
+      return true;
+    case kLengthDelimited: {
+      const std::size_t max = rem < 5 ? rem : 5;
+      uint64_t len = 0;
+      std::size_t hdr = 0;
+      for (;;) {
+        if (hdr == max) return false;
+        const uint8_t b = p[hdr];
+        len |= static_cast<uint64_t>(b & 0x7fU) << (7 * hdr);
+        ++hdr;
+        if ((b & 0x80U) == 0) break;
+      }
+      // At most 35 bits: no overflow in the sum.
+      if (hdr + len > rem) return false;
+      f.bytes = {p + hdr, static_cast<std::size_t>(len)};
+      p += hdr + static_cast<std::size_t>(len);
+      return true;
+    }
+    case kFixed32:
+      if (rem < 4) return false;
+      f.value =
+          uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+      p += 4;
+      return true;
+    default:  // 3, 4 (groups), 6, 7
+      return false;
+  }
 }
 
-// protobuf-c stores any varint it finds into a C enum field, including values the enum does
-// not list; loading such a value as the enum type is undefined behaviour in C++. So enum
-// fields are read as the int they are stored as.
-template <class CEnum>
-int64_t raw_enum(const CEnum& field) noexcept {
-  static_assert(sizeof(CEnum) == sizeof(int));
-  int v = 0;
-  std::memcpy(&v, &field, sizeof v);
-  return v;
+// One Message as read, before the checks decode() applies. Spans are empty when the field is
+// absent or empty (the two are not told apart anywhere downstream).
+struct Fields {
+  bool has_type = false;
+  uint32_t type = 0;  // the low 32 bits, as protobuf-c stores an enum
+  bool has_family = false, has_protocol = false;
+  uint32_t family = 0, protocol = 0;
+  bool has_query_port = false, has_response_port = false;
+  uint32_t query_port = 0, response_port = 0;
+  bool has_query_sec = false, has_query_nsec = false;
+  bool has_response_sec = false, has_response_nsec = false;
+  uint64_t query_sec = 0, response_sec = 0;
+  uint32_t query_nsec = 0, response_nsec = 0;
+  std::span<const uint8_t> query_address, response_address, query_message, query_zone,
+      response_message;
+};
+
+bool read_message(std::span<const uint8_t> body, Fields& m) noexcept {
+  const uint8_t* p = body.data();
+  const uint8_t* const end = p + body.size();
+  Field f;
+  while (p < end) {
+    if (!read_field(p, end, f)) return false;
+    auto varint32 = [&](bool& has, uint32_t& v) {
+      if (f.wire != kVarint) return false;
+      has = true;
+      v = static_cast<uint32_t>(f.value);
+      return true;
+    };
+    auto varint64 = [&](bool& has, uint64_t& v) {
+      if (f.wire != kVarint) return false;
+      has = true;
+      v = f.value;
+      return true;
+    };
+    auto fixed32 = [&](bool& has, uint32_t& v) {
+      if (f.wire != kFixed32) return false;
+      has = true;
+      v = static_cast<uint32_t>(f.value);
+      return true;
+    };
+    auto bytes = [&](std::span<const uint8_t>& v) {
+      if (f.wire != kLengthDelimited) return false;
+      v = f.bytes;
+      return true;
+    };
+    bool ok = true;
+    switch (f.number) {
+      case kType:
+        ok = varint32(m.has_type, m.type);
+        break;
+      case kSocketFamily:
+        ok = varint32(m.has_family, m.family);
+        break;
+      case kSocketProtocol:
+        ok = varint32(m.has_protocol, m.protocol);
+        break;
+      case kQueryAddress:
+        ok = bytes(m.query_address);
+        break;
+      case kResponseAddress:
+        ok = bytes(m.response_address);
+        break;
+      case kQueryPort:
+        ok = varint32(m.has_query_port, m.query_port);
+        break;
+      case kResponsePort:
+        ok = varint32(m.has_response_port, m.response_port);
+        break;
+      case kQueryTimeSec:
+        ok = varint64(m.has_query_sec, m.query_sec);
+        break;
+      case kQueryTimeNsec:
+        ok = fixed32(m.has_query_nsec, m.query_nsec);
+        break;
+      case kQueryMessage:
+        ok = bytes(m.query_message);
+        break;
+      case kQueryZone:
+        ok = bytes(m.query_zone);
+        break;
+      case kResponseTimeSec:
+        ok = varint64(m.has_response_sec, m.response_sec);
+        break;
+      case kResponseTimeNsec:
+        ok = fixed32(m.has_response_nsec, m.response_nsec);
+        break;
+      case kResponseMessage:
+        ok = bytes(m.response_message);
+        break;
+      default:  // unknown: skipped
+        break;
+    }
+    if (!ok) return false;
+  }
+  return m.has_type;
 }
 
-template <class E, class CEnum>
-std::optional<E> small_enum(protobuf_c_boolean has, const CEnum& field) noexcept {
-  const int64_t raw = raw_enum(field);
-  if (!has || raw < 1 || raw > 255) return std::nullopt;
-  return static_cast<E>(raw);
+// A later occurrence of Dnstap.message merged over an earlier one, as protobuf-c merges them.
+void merge_into(const Fields& earlier, Fields& later) noexcept {
+  auto scalar = [](bool e_has, const auto& e, bool& l_has, auto& l) {
+    if (e_has && !l_has) {
+      l_has = true;
+      l = e;
+    }
+  };
+  scalar(earlier.has_family, earlier.family, later.has_family, later.family);
+  scalar(earlier.has_protocol, earlier.protocol, later.has_protocol, later.protocol);
+  scalar(earlier.has_query_port, earlier.query_port, later.has_query_port, later.query_port);
+  scalar(earlier.has_response_port, earlier.response_port, later.has_response_port,
+         later.response_port);
+  scalar(earlier.has_query_sec, earlier.query_sec, later.has_query_sec, later.query_sec);
+  scalar(earlier.has_query_nsec, earlier.query_nsec, later.has_query_nsec, later.query_nsec);
+  scalar(earlier.has_response_sec, earlier.response_sec, later.has_response_sec,
+         later.response_sec);
+  scalar(earlier.has_response_nsec, earlier.response_nsec, later.has_response_nsec,
+         later.response_nsec);
+  auto bytes = [](std::span<const uint8_t> e, std::span<const uint8_t>& l) {
+    if (l.empty()) l = e;
+  };
+  bytes(earlier.query_address, later.query_address);
+  bytes(earlier.response_address, later.response_address);
+  bytes(earlier.query_message, later.query_message);
+  bytes(earlier.query_zone, later.query_zone);
+  bytes(earlier.response_message, later.response_message);
 }
 
-std::optional<Timestamp> time_of(protobuf_c_boolean has_sec, uint64_t sec,
-                                 protobuf_c_boolean has_nsec, uint32_t nsec) noexcept {
+// An enum as the int protobuf-c stores it, passed on when it is 1..255.
+template <class E>
+std::optional<E> small_enum(bool has, uint32_t raw) noexcept {
+  const auto v = static_cast<int32_t>(raw);
+  if (!has || v < 1 || v > 255) return std::nullopt;
+  return static_cast<E>(v);
+}
+
+std::optional<Timestamp> time_of(bool has_sec, uint64_t sec, bool has_nsec,
+                                 uint32_t nsec) noexcept {
   if (!has_sec) return std::nullopt;
   return Timestamp{sec, has_nsec ? nsec : 0};
 }
 
 }  // namespace
 
-DecodeStatus Decoder::decode(std::span<const uint8_t> frame, Message& out) noexcept {
+DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept {
   out = Message{};
-  // protobuf-c allocates the two structs plus copies of the bytes fields, each no larger
-  // than the frame; the slack covers the structs and alignment.
-  impl_->reset(frame.size() + 1024);
-  Dnstap__Dnstap* d = dnstap__dnstap__unpack(&impl_->allocator, frame.size(), frame.data());
-  if (d == nullptr) return DecodeStatus::Malformed;
-  impl_->decoded = d;
-  if (raw_enum(d->type) != DNSTAP__DNSTAP__TYPE__MESSAGE || d->message == nullptr) {
-    return DecodeStatus::NotMessage;
+  std::span<const uint8_t> identity, version;
+  bool has_type = false, has_message = false;
+  uint32_t dnstap_type = 0;
+  Fields m, next;
+  const uint8_t* p = frame.data();
+  const uint8_t* const end = p + frame.size();
+  Field f;
+  while (p < end) {
+    if (!read_field(p, end, f)) return DecodeStatus::Malformed;
+    switch (f.number) {
+      case kIdentity:
+      case kVersion:
+      case kExtra:
+        if (f.wire != kLengthDelimited) return DecodeStatus::Malformed;
+        if (f.number == kIdentity) identity = f.bytes;
+        if (f.number == kVersion) version = f.bytes;
+        break;
+      case kMessage:
+        if (f.wire != kLengthDelimited) return DecodeStatus::Malformed;
+        if (!has_message) {
+          if (!read_message(f.bytes, m)) return DecodeStatus::Malformed;
+          has_message = true;
+        } else {
+          next = Fields{};
+          if (!read_message(f.bytes, next)) return DecodeStatus::Malformed;
+          merge_into(m, next);
+          m = next;
+        }
+        break;
+      case kDnstapType:
+        if (f.wire != kVarint) return DecodeStatus::Malformed;
+        has_type = true;
+        dnstap_type = static_cast<uint32_t>(f.value);
+        break;
+      default:  // unknown: skipped
+        break;
+    }
   }
-  const Dnstap__Message& m = *d->message;
-  const int64_t type = raw_enum(m.type);
+  if (!has_type) return DecodeStatus::Malformed;
+  if (dnstap_type != kDnstapTypeMessage || !has_message) return DecodeStatus::NotMessage;
+  const auto type = static_cast<int32_t>(m.type);
   if (type < 1 || type > 255) return DecodeStatus::Malformed;
   out.type = static_cast<MessageType>(type);
-  out.family = small_enum<Family>(m.has_socket_family, m.socket_family);
-  out.protocol = small_enum<Protocol>(m.has_socket_protocol, m.socket_protocol);
-  out.query_address = span_of(m.has_query_address, m.query_address);
-  out.response_address = span_of(m.has_response_address, m.response_address);
+  out.family = small_enum<Family>(m.has_family, m.family);
+  out.protocol = small_enum<Protocol>(m.has_protocol, m.protocol);
+  out.query_address = m.query_address;
+  out.response_address = m.response_address;
   if (m.has_query_port) out.query_port = m.query_port;
   if (m.has_response_port) out.response_port = m.response_port;
-  out.query_time =
-      time_of(m.has_query_time_sec, m.query_time_sec, m.has_query_time_nsec, m.query_time_nsec);
-  out.response_time = time_of(m.has_response_time_sec, m.response_time_sec,
-                              m.has_response_time_nsec, m.response_time_nsec);
-  out.query_message = span_of(m.has_query_message, m.query_message);
-  out.response_message = span_of(m.has_response_message, m.response_message);
-  out.query_zone = span_of(m.has_query_zone, m.query_zone);
-  out.identity = span_of(d->has_identity, d->identity);
-  out.version = span_of(d->has_version, d->version);
+  out.query_time = time_of(m.has_query_sec, m.query_sec, m.has_query_nsec, m.query_nsec);
+  out.response_time =
+      time_of(m.has_response_sec, m.response_sec, m.has_response_nsec, m.response_nsec);
+  out.query_message = m.query_message;
+  out.response_message = m.response_message;
+  out.query_zone = m.query_zone;
+  out.identity = identity;
+  out.version = version;
   return DecodeStatus::Ok;
+}
+
+DecodeStatus Decoder::decode(std::span<const uint8_t> frame, Message& out) noexcept {
+  return dnstap::decode(frame, out);
 }
 
 }  // namespace hg::dnstap

@@ -1,14 +1,14 @@
 // One dnstap message as a plain struct, and its protobuf form (the payload of one Frame
 // Streams data frame, content type "protobuf:dnstap.Dnstap").
 //
-// Encoding fills a caller's buffer or vector; decoding returns spans that point into a
-// Decoder, which is reused from frame to frame so that reading a long trace does not allocate
-// per message. Decoding is bounds-checked by protobuf-c and returns a status for any input.
+// Encoding fills a caller's buffer or vector; decoding reads the frame in place and returns
+// spans that point into it, so reading a long trace neither copies nor allocates per message.
+// Decoding is bounds-checked and returns a status for any input; its results are those of
+// protobuf-c's generated unpacker (dnstap/reference_decoder.h), which the tests compare it to.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -65,7 +65,7 @@ struct Timestamp {
 
 /// One dnstap Message plus the identity and version of the enclosing Dnstap frame.
 /// Absent fields: empty spans, empty optionals. Spans are not owned: for encoding they point
-/// at the caller's memory, after decoding into the Decoder that produced them.
+/// at the caller's memory, after decoding into the decoded frame.
 struct Message {
   MessageType type = MessageType::ClientQuery;
   std::optional<Family> family;
@@ -112,21 +112,15 @@ enum class DecodeStatus : uint8_t {
 /// "ok", "malformed", "not-message".
 std::string_view to_string(DecodeStatus s) noexcept;
 
-/// Decodes Dnstap frames. The Message filled by decode() points into this object and stays
-/// valid until the next decode() or the Decoder's destruction.
+/// Decodes one frame's payload in place: the spans of `out` point into `frame` and are valid
+/// as long as its bytes are. On anything but Ok, `out` is reset to a default Message.
+/// Allocates nothing.
+DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept;
+
+/// The same as an object, for callers that hold a decoder (it keeps no state).
 class Decoder {
  public:
-  Decoder();
-  ~Decoder();
-  Decoder(const Decoder&) = delete;
-  Decoder& operator=(const Decoder&) = delete;
-
-  /// Decodes one frame's payload. On anything but Ok, `out` is reset to a default Message.
   DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace hg::dnstap

@@ -79,9 +79,14 @@ TEST(DnstapCodec, FullMessageRoundTrips) {
   Message out;
   ASSERT_EQ(d.decode(frame, out), DecodeStatus::Ok);
   expect_same(in, out);
-  // The spans point into the decoder, not into the frame or the sample.
-  frame.assign(frame.size(), 0);
-  EXPECT_EQ(vec(out.response_message), s.response);
+  // Decoded in place: the spans point into the frame, not into the sample.
+  const auto inside = [&](std::span<const uint8_t> b) {
+    return b.data() >= frame.data() && b.data() + b.size() <= frame.data() + frame.size();
+  };
+  EXPECT_TRUE(inside(out.response_message));
+  EXPECT_TRUE(inside(out.query_message));
+  EXPECT_TRUE(inside(out.query_address));
+  EXPECT_TRUE(inside(out.identity));
 }
 
 TEST(DnstapCodec, MinimalMessageLeavesEverythingAbsent) {

@@ -29,6 +29,11 @@ constexpr std::size_t kRttReservoir = 65536;
 // Before the first replayed query: FORWARDER pairs enough for a median, or this much trace.
 constexpr std::size_t kRttWarmupSamples = 1000;
 constexpr int64_t kRttWarmup = 60 * kSec;
+// Distinct client query byte strings remembered (known_query), and the longest one.
+constexpr std::size_t kMaxKnownQueries = std::size_t{1} << 21;
+constexpr std::size_t kMaxKnownQueryBytes = 512;
+// The bytes of the known client queries together, at most.
+constexpr std::size_t kMaxKnownQueryArena = std::size_t{64} << 20;
 
 // The identity of an RRset within a question's answers: owner (lowercased), type, class.
 // FNV-1a: these hashes are only compared among one question's few RRsets.
@@ -59,16 +64,37 @@ uint64_t rrset_hash(const wire::Message& m, const wire::RecordView& rr) {
   return rrset_hash(m.owner(rr), rr.type, rr.klass);
 }
 
-// True when `m` (parsed) has the bytes of `stored` except the ID and the TTL fields.
-bool same_but_id_and_ttls(const std::vector<uint8_t>& stored, const wire::Message& m) {
-  const auto p = m.packet();
+// True when `p` has the bytes of `stored` except the ID and the TTL fields of `records`.
+template <class Rec>
+bool same_but_id_and_ttls(std::span<const uint8_t> stored, std::span<const uint8_t> p,
+                          std::span<const Rec> records) {
   if (p.size() != stored.size() || p.size() < 12) return false;
   std::size_t from = 2;
-  for (const wire::RecordView& rr : m.records()) {
+  for (const Rec& rr : records) {
     if (std::memcmp(p.data() + from, stored.data() + from, rr.ttl_offset - from) != 0) return false;
     from = rr.ttl_offset + 4u;
   }
   return std::memcmp(p.data() + from, stored.data() + from, p.size() - from) == 0;
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// The end of the question of `m` when its first name is uncompressed, else 0.
+std::size_t question_end(std::span<const uint8_t> m) {
+  if (m.size() < 12 || (m[4] == 0 && m[5] == 0)) return 0;
+  std::size_t p = 12;
+  while (p < m.size() && p < 12 + 256) {
+    const uint8_t len = m[p];
+    if (len == 0) {
+      p += 5;
+      return p <= m.size() ? p : 0;
+    }
+    if ((len & 0xC0) != 0) return 0;
+    p += std::size_t{len} + 1;
+  }
+  return 0;
 }
 
 int64_t median(std::vector<int64_t> v) {
@@ -110,9 +136,9 @@ cache::Time ReplayEngine::ctime(int64_t t_ns) const noexcept {
 uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
   // index_ holds the first state of each hash; equal hashes (2^-64 per pair) chain by next.
   const auto id = static_cast<uint32_t>(states_.size());
-  auto [it, fresh] = index_.try_emplace(key.hash, id);
+  auto [first, fresh] = index_.try_emplace(key.hash, id);
   if (!fresh) {
-    uint32_t i = it->second;
+    uint32_t i = *first;
     for (;;) {
       if (states_[i].key == key) return i;
       if (states_[i].next == UINT32_MAX) break;
@@ -123,6 +149,51 @@ uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
   states_.emplace_back();
   states_.back().key = key;
   return id;
+}
+
+std::optional<uint32_t> ReplayEngine::known_query(std::span<const uint8_t> message) const {
+  if (message.size() < 12 || message.size() > kMaxKnownQueryBytes) return std::nullopt;
+  const std::string_view tail(reinterpret_cast<const char*>(message.data()) + 2,
+                              message.size() - 2);
+  const uint32_t* k = known_index_.find(std::hash<std::string_view>{}(tail));
+  if (k == nullptr) return std::nullopt;
+  const KnownQuery& e = known_[*k];
+  // Another byte string with the same hash: parsed, as a new one is.
+  if (e.len != tail.size() || std::memcmp(query_arena_.data() + e.offset, tail.data(), e.len) != 0)
+    return std::nullopt;
+  return e.q;
+}
+
+void ReplayEngine::remember_query(std::span<const uint8_t> message, uint32_t q) {
+  if (message.size() < 12 || message.size() > kMaxKnownQueryBytes ||
+      known_.size() >= kMaxKnownQueries || query_arena_.size() >= kMaxKnownQueryArena)
+    return;
+  const std::string_view tail(reinterpret_cast<const char*>(message.data()) + 2,
+                              message.size() - 2);
+  const auto [k, fresh] = known_index_.try_emplace(std::hash<std::string_view>{}(tail),
+                                                   static_cast<uint32_t>(known_.size()));
+  if (!fresh) return;  // the hash belongs to other bytes: this one stays unremembered
+  known_.push_back(KnownQuery{query_arena_.size(), static_cast<uint32_t>(tail.size()), q});
+  query_arena_.insert(query_arena_.end(), tail.begin(), tail.end());
+}
+
+const ReplayEngine::Layout* ReplayEngine::known_response(std::span<const uint8_t> message,
+                                                         uint64_t& slot) const {
+  const std::size_t qend = question_end(message);
+  if (qend == 0) {
+    slot = 0;
+    return nullptr;
+  }
+  slot = std::hash<std::string_view>{}(
+             std::string_view(reinterpret_cast<const char*>(message.data()) + 2, qend - 2)) |
+         1;  // 0: not to be remembered
+  const uint32_t* at = layout_index_.find(slot);
+  if (at == nullptr) return nullptr;
+  const Layout& l = layouts_[*at];
+  if (!same_but_id_and_ttls(std::span<const uint8_t>(l.bytes), message,
+                            std::span<const RecordTtl>(l.records)))
+    return nullptr;
+  return &l;
 }
 
 void ReplayEngine::add(const TraceEvent& ev) {
@@ -146,12 +217,48 @@ void ReplayEngine::add(const TraceEvent& ev) {
   latest_ns_ = std::max(latest_ns_, ev.time_ns);
   result_.last_ns = latest_ns_;
 
-  if (!msg_.parse(ev.message, wire::ParseMode::Lenient) || msg_.questions().empty()) {
-    ++result_.undecodable;
-    return;
+  // A client query only needs its state; the same bytes (but the ID) give the same one.
+  if (ev.side == Side::Client && ev.role == Role::Query) {
+    if (const auto known = known_query(ev.message)) {
+      pending_.push(Pending{ev.time_ns, seq_++, *known});
+      drain(latest_ns_ - config_.lookahead_ns);
+      return;
+    }
   }
-  const cache::CacheKey key = cache::CacheKey::from_query(msg_);
-  const uint32_t q = intern(key);
+  uint64_t slot = 0;
+  const Layout* layout = nullptr;
+  uint32_t q = 0;
+  uint16_t id = 0;
+  if (ev.role == Role::Response) layout = known_response(ev.message, slot);
+  if (layout != nullptr) {
+    q = layout->q;
+    id = static_cast<uint16_t>((ev.message[0] << 8) | ev.message[1]);
+  } else {
+    if (!msg_.parse(ev.message, wire::ParseMode::Lenient) || msg_.questions().empty()) {
+      ++result_.undecodable;
+      return;
+    }
+    const cache::CacheKey key = cache::CacheKey::from_query(msg_);
+    q = intern(key);
+    id = msg_.header().id;
+    if (ev.side == Side::Client && ev.role == Role::Query) remember_query(ev.message, q);
+    if (ev.role == Role::Response) {
+      records_scratch_.clear();
+      for (const wire::RecordView& rr : msg_.records())
+        records_scratch_.push_back({rr.ttl_offset, rrset_hash(msg_, rr)});
+      if (slot != 0) {
+        auto [at, fresh] = layout_index_.try_emplace(slot, static_cast<uint32_t>(layouts_.size()));
+        if (fresh) layouts_.emplace_back();
+        Layout& l = layouts_[*at];
+        l.q = q;
+        l.bytes.assign(ev.message.begin(), ev.message.end());
+        l.records = records_scratch_;
+      }
+    }
+  }
+  const std::span<const RecordTtl> records = layout != nullptr
+                                                 ? std::span<const RecordTtl>(layout->records)
+                                                 : std::span<const RecordTtl>(records_scratch_);
   QState& s = states_[q];
   if (ev.side == Side::Upstream) {
     any_forwarder_ = true;
@@ -160,13 +267,13 @@ void ReplayEngine::add(const TraceEvent& ev) {
       ++s.recorded_upstream;
       if (s.first_fwd_query_ns == INT64_MIN) s.first_fwd_query_ns = ev.time_ns;
       s.last_fwd_query_ns = ev.time_ns;
-      s.last_fwd_id = msg_.header().id;
+      s.last_fwd_id = id;
     } else {
       ++result_.recorded_upstream_responses;
       int64_t rtt = -1;
       if (ev.query_time_ns > 0) {
         rtt = ev.time_ns - ev.query_time_ns;
-      } else if (s.last_fwd_query_ns != INT64_MIN && s.last_fwd_id == msg_.header().id) {
+      } else if (s.last_fwd_query_ns != INT64_MIN && s.last_fwd_id == id) {
         rtt = ev.time_ns - s.last_fwd_query_ns;
       }
       if (rtt >= 0 && rtt < 60 * kSec) {
@@ -179,23 +286,24 @@ void ReplayEngine::add(const TraceEvent& ev) {
           if (j < kRttReservoir) rtt_samples_[j] = rtt;
         }
       }
-      on_response(ev, msg_, q);
+      on_response(ev, q, records);
     }
   } else if (ev.role == Role::Query) {
     pending_.push(Pending{ev.time_ns, seq_++, q});
   } else {
     ++result_.responses;
-    on_response(ev, msg_, q);
+    on_response(ev, q, records);
   }
   drain(latest_ns_ - config_.lookahead_ns);
 }
 
-void ReplayEngine::on_response(const TraceEvent& ev, const wire::Message& m, uint32_t q) {
+void ReplayEngine::on_response(const TraceEvent& ev, uint32_t q,
+                               std::span<const RecordTtl> records) {
   QState& s = states_[q];
   const bool upstream = ev.side == Side::Upstream;
-  for (const wire::RecordView& rr : m.records()) {
-    const uint64_t h = rrset_hash(m, rr);
-    const uint32_t v = cache::sanitize_ttl(rr.ttl);
+  for (const RecordTtl& rr : records) {
+    const uint64_t h = rr.rrset;
+    const uint32_t v = cache::sanitize_ttl(load_u32(ev.message.data() + rr.ttl_offset));
     auto it = std::find_if(s.rrsets.begin(), s.rrsets.end(),
                            [h](const RrsetTtl& x) { return x.hash == h; });
     if (it == s.rrsets.end()) {
@@ -224,7 +332,7 @@ void ReplayEngine::on_response(const TraceEvent& ev, const wire::Message& m, uin
   if (!s.responses.empty()) {
     Stored& last = s.responses.back();
     if (last.time_last_ns <= ev.time_ns && last.from_upstream == upstream &&
-        same_but_id_and_ttls(last.bytes, m)) {
+        same_but_id_and_ttls(std::span<const uint8_t>(last.bytes), ev.message, records)) {
       last.time_last_ns = ev.time_ns;
       return;
     }

@@ -35,6 +35,7 @@
 
 #include "cache/cache.h"
 #include "cache/key.h"
+#include "tools/rehearse/flat_index.h"
 #include "tools/rehearse/trace.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -162,8 +163,28 @@ class ReplayEngine {
     }
   };
 
+  // One record of a response as the TTL recovery sees it: where its TTL is, and its RRset.
+  struct RecordTtl {
+    uint16_t ttl_offset;
+    uint64_t rrset;
+  };
+  // A response's layout: its bytes and where its TTLs are. Another response with the same
+  // bytes but the ID and the TTLs parses the same way (TTLs are not validated), so it takes
+  // this layout instead of being parsed.
+  struct Layout {
+    uint32_t q = 0;
+    std::vector<uint8_t> bytes;
+    std::vector<RecordTtl> records;
+  };
   uint32_t intern(const cache::CacheKey& key);
-  void on_response(const TraceEvent& ev, const wire::Message& m, uint32_t q);
+  /// The layout remembered for a response like `message`, or nullptr.
+  const Layout* known_response(std::span<const uint8_t> message, uint64_t& slot) const;
+  /// The question state of a client query, remembered by its bytes after the ID: a repeated
+  /// query (the same bytes but the ID) skips parsing and building its cache key. nullopt: the
+  /// bytes are new, parse them.
+  std::optional<uint32_t> known_query(std::span<const uint8_t> message) const;
+  void remember_query(std::span<const uint8_t> message, uint32_t q);
+  void on_response(const TraceEvent& ev, uint32_t q, std::span<const RecordTtl> records);
   void drain(int64_t up_to_ns);
   void start();
   void replay_query(const Pending& p);
@@ -181,7 +202,22 @@ class ReplayEngine {
   ReplayConfig config_;
   std::unique_ptr<cache::Cache> caches_[2];
   std::vector<QState> states_;
-  std::unordered_map<uint64_t, uint32_t> index_;  // key hash → first state with it
+  FlatIndex index_;  // key hash → first state with it
+  // Client queries seen: a hash of their bytes after the ID → known_, which holds where those
+  // bytes are in query_arena_ and their state. Bounded: past kMaxKnownQueries new byte strings
+  // (or 64 MiB of them) are parsed every time, as before.
+  struct KnownQuery {
+    std::size_t offset;
+    uint32_t len;
+    uint32_t q;
+  };
+  FlatIndex known_index_;
+  std::vector<KnownQuery> known_;
+  std::vector<uint8_t> query_arena_;
+  // Response layouts by a hash of the bytes from the flags to the end of the question.
+  FlatIndex layout_index_;
+  std::vector<Layout> layouts_;
+  std::vector<RecordTtl> records_scratch_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   std::vector<int64_t> rtt_samples_;
   std::mt19937_64 rng_[2];

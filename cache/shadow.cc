@@ -32,12 +32,17 @@ struct ShadowTable::Zone {
 };
 
 // The zones as readers see them: immutable once published, deepest (longest wire name)
-// first, so the first zone a name is at or below is the one it counts in.
+// first, so the first zone a name is at or below is the one it counts in. Owned by shared
+// pointers: the table's current_ and each thread's cached copy (see snapshot()).
 struct ShadowTable::Snapshot {
   std::vector<std::shared_ptr<Zone>> by_depth;
 };
 
 namespace {
+
+// Generations are unique in the process (not per table), so a thread's cached snapshot can
+// never be taken for another table's, even one built at the same address.
+std::atomic<uint64_t> g_next_generation{1};
 
 // This thread's counter slot: threads take slots round robin at their first count.
 std::size_t counter_slot() noexcept {
@@ -115,8 +120,7 @@ void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time ex
 }
 
 void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
-  const Snapshot* snap = snapshot_.load(std::memory_order_acquire);
-  Zone* z = match(*snap, key);
+  Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
   Zone::Slot& slot = z->slots[counter_slot()];
   slot.queries.fetch_add(1, std::memory_order_relaxed);
@@ -131,14 +135,12 @@ void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
 }
 
 void ShadowTable::on_upstream(const CacheKey& key) {
-  const Snapshot* snap = snapshot_.load(std::memory_order_acquire);
-  if (Zone* z = match(*snap, key))
+  if (Zone* z = match(snapshot(), key))
     z->slots[counter_slot()].real_upstream.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {
-  const Snapshot* snap = snapshot_.load(std::memory_order_acquire);
-  Zone* z = match(*snap, key);
+  Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.mu);
@@ -146,16 +148,35 @@ void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {
 }
 
 void ShadowTable::publish() {
-  auto next = std::make_unique<Snapshot>();
+  auto next = std::make_shared<Snapshot>();
   next->by_depth = zones_;
   std::stable_sort(next->by_depth.begin(), next->by_depth.end(), [](const auto& a, const auto& b) {
     return a->name.wire().size() > b->name.wire().size();
   });
-  snapshot_.store(next.get(), std::memory_order_release);
-  // A reader may still hold the previous snapshot: it stays (with its zones) until the table
-  // goes. Zone changes come from an operator (SIGHUP, the control socket), not from traffic.
-  snapshots_.push_back(std::move(next));
+  current_ = std::move(next);  // the old one goes when the last thread holding it lets go
+  generation_.store(g_next_generation.fetch_add(1, std::memory_order_relaxed),
+                    std::memory_order_release);
   active_.store(!zones_.empty(), std::memory_order_relaxed);
+}
+
+const ShadowTable::Snapshot& ShadowTable::snapshot() const {
+  // Each thread keeps a reference to the snapshot it last used and the generation it had.
+  // While the generation is unchanged (zone changes come from an operator, not traffic) the
+  // read is one acquire load and a compare; after a change the thread takes the writers'
+  // mutex once to pick up the new snapshot and drops its reference to the old one. So every
+  // snapshot lives exactly as long as a thread may use it, and at most one stale snapshot per
+  // thread is kept (until that thread's next shadow call or its exit).
+  struct Cached {
+    uint64_t generation = 0;
+    std::shared_ptr<const Snapshot> snap;
+  };
+  static thread_local Cached cached;
+  if (cached.generation != generation_.load(std::memory_order_acquire)) [[unlikely]] {
+    std::lock_guard zl(zones_mu_);
+    cached.snap = current_;
+    cached.generation = generation_.load(std::memory_order_relaxed);
+  }
+  return *cached.snap;
 }
 
 void ShadowTable::purge(const std::vector<uint32_t>& ids) {

@@ -44,10 +44,12 @@
 // Thread safety: every member may be called from any thread. active() is one relaxed atomic
 // load: the resolver's hit path pays that branch and nothing else while no zone is set. With
 // zones set, on_query/on_upstream/on_fill take no lock on the zones: they read an immutable
-// snapshot of the zone list (one acquire load; set/clear/replace publish a new one under a
-// writer mutex and keep the old ones, a few hundred bytes each, until the table goes), and
-// count into per-thread cache-line slots that zone_stats() sums. Only a shadow lookup or fill
-// takes its shard's mutex.
+// snapshot of the zone list that each thread caches with its generation number (one acquire
+// load and a compare; set/clear/replace publish a new snapshot and generation under a writer
+// mutex, and a thread that sees a new generation takes that mutex once to pick it up; an old
+// snapshot is freed when the last thread holding it picks up a newer one or exits), and count
+// into per-thread cache-line slots that zone_stats() sums. Only a shadow lookup or fill takes
+// its shard's mutex.
 #pragma once
 
 #include <atomic>
@@ -140,6 +142,8 @@ class ShadowTable {
   static Zone* match(const Snapshot& snap, const CacheKey& key) noexcept;
   /// Publishes zones_ as the readers' new snapshot and sets active_; zones_mu_ held.
   void publish();
+  /// The current snapshot as this thread sees it (cached per thread, see shadow.cc).
+  const Snapshot& snapshot() const;
   Shard& shard_for(uint64_t hash) const noexcept;
   /// Sets the expiry of the key's entry (creating it, evicting the oldest when full); the
   /// caller holds s.mu.
@@ -154,8 +158,8 @@ class ShadowTable {
   mutable std::mutex zones_mu_;               // writers, list() and zone_stats()
   std::vector<std::shared_ptr<Zone>> zones_;  // in the order they were set
   uint32_t next_id_ = 1;
-  std::vector<std::unique_ptr<Snapshot>> snapshots_;  // every one published, the last current
-  std::atomic<const Snapshot*> snapshot_{nullptr};
+  std::shared_ptr<const Snapshot> current_;  // zones_mu_; always set (empty: no zone)
+  std::atomic<uint64_t> generation_{0};      // of current_, unique in the process
   std::atomic<bool> active_{false};
 };
 

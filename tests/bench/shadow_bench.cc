@@ -77,13 +77,17 @@ void BM_Hit(benchmark::State& state) {
   if (mode == kOtherZone) shared.shadow.set(name_of("example.org"), 60, now);
   std::vector<uint8_t> out(1232);
   resolver::Route route;
+  // One pass before timing: the shadow table holds every name (as after the daemon's own
+  // fills), so the loop measures the steady state, also under callgrind's few iterations.
+  for (const auto& q : queries)
+    benchmark::DoNotOptimize(engine.on_query(q, nullptr, route, out));
   std::size_t i = 0;
   for (auto _ : state) {
     auto r = engine.on_query(queries[i], nullptr, route, out);
     benchmark::DoNotOptimize(r);
     if (++i == queries.size()) i = 0;
   }
-  if (shared.stats.hits.load() != static_cast<uint64_t>(state.iterations()))
+  if (shared.stats.hits.load() != static_cast<uint64_t>(state.iterations()) + kNames)
     state.SkipWithError("not every query was a hit");
   state.SetLabel(mode == kOff          ? "no shadow zone"
                  : mode == kInZone     ? "in a shadow zone, shadow hit"

@@ -16,8 +16,8 @@ struct ShadowTable::Zone {
   // atomics, so two threads that happen to share a slot still count exactly), and the
   // figures are the sums over the slots. No line is written by every worker.
   struct alignas(64) Slot {
-    std::atomic<uint64_t> queries{0};
-    std::atomic<uint64_t> hits{0};
+    std::atomic<uint64_t> not_fresh{0};  // queries the real cache did not answer fresh
+    std::atomic<uint64_t> hits{0};       // queries = not_fresh + hits: one add per query
     std::atomic<uint64_t> real_upstream{0};
     std::atomic<uint64_t> shadow_misses{0};
   };
@@ -123,8 +123,10 @@ void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
   Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
   Zone::Slot& slot = z->slots[counter_slot()];
-  slot.queries.fetch_add(1, std::memory_order_relaxed);
-  if (fresh == nullptr) return;
+  if (fresh == nullptr) {
+    slot.not_fresh.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   slot.hits.fetch_add(1, std::memory_order_relaxed);
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.mu);  // look and refill under one lock: one miss per expiry
@@ -280,8 +282,8 @@ std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
     s.zone = z->name;
     s.seconds = z->seconds;
     s.since = z->since;
-    s.queries = z->sum(&Zone::Slot::queries);
     s.hits = z->sum(&Zone::Slot::hits);
+    s.queries = s.hits + z->sum(&Zone::Slot::not_fresh);
     s.real_upstream = z->sum(&Zone::Slot::real_upstream);
     s.shadow_misses = z->sum(&Zone::Slot::shadow_misses);
     out.push_back(s);

@@ -63,7 +63,7 @@ void BM_Hit(benchmark::State& state) {
   resolver::EventLoop loop(resolver::EventLoop::Options{.clock = [&now] { return now; }});
   resolver::Shared shared{resolver::Config{}};
   resolver::QueryEngine engine(
-      shared, loop, [](std::span<const uint8_t>, resolver::Upstream::Callback) {}, 0);
+      shared, loop, [](std::span<const uint8_t>, const resolver::Upstream::Callback&) {}, 0);
   // 1000 cached names, asked round robin (so the shadow table holds 1000 entries too).
   constexpr int kNames = 1000;
   std::vector<std::vector<uint8_t>> queries;

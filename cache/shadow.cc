@@ -152,7 +152,9 @@ void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {
 void ShadowTable::publish() {
   auto next = std::make_shared<Snapshot>();
   next->by_depth = zones_;
-  std::stable_sort(next->by_depth.begin(), next->by_depth.end(), [](const auto& a, const auto& b) {
+  // Zones of one depth never both hold a name (two ancestors of one length are one name), so
+  // their order does not matter: std::sort (in place; stable_sort would take a buffer).
+  std::sort(next->by_depth.begin(), next->by_depth.end(), [](const auto& a, const auto& b) {
     return a->name.wire().size() > b->name.wire().size();
   });
   current_ = std::move(next);  // the old one goes when the last thread holding it lets go

@@ -2,6 +2,7 @@
 #include "cache/shadow.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 namespace hg::cache {
@@ -11,12 +12,47 @@ struct ShadowTable::Zone {
   uint32_t seconds = 0;
   uint32_t id = 0;
   Time since{};
-  // Incremented under zones_mu_ held shared, by any worker: atomics (relaxed, statistics).
-  std::atomic<uint64_t> queries{0};
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> real_upstream{0};
-  std::atomic<uint64_t> shadow_misses{0};
+  // Counters split into cache-line slots: a worker thread adds to its own slot only (relaxed
+  // atomics, so two threads that happen to share a slot still count exactly), and the
+  // figures are the sums over the slots. No line is written by every worker.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> not_fresh{0};  // queries the real cache did not answer fresh
+    std::atomic<uint64_t> hits{0};       // queries = not_fresh + hits: one add per query
+    std::atomic<uint64_t> real_upstream{0};
+    std::atomic<uint64_t> shadow_misses{0};
+  };
+  std::array<Slot, kCounterSlots> slots;
+
+  uint64_t sum(std::atomic<uint64_t> Slot::*counter) const noexcept {
+    uint64_t total = 0;
+    for (const Slot& sl : slots)
+      total += (sl.*counter).load(std::memory_order_relaxed);
+    return total;
+  }
 };
+
+// The zones as readers see them: immutable once published, deepest (longest wire name)
+// first, so the first zone a name is at or below is the one it counts in. Owned by shared
+// pointers: the table's current_ and each thread's cached copy (see snapshot()).
+struct ShadowTable::Snapshot {
+  std::vector<std::shared_ptr<Zone>> by_depth;
+};
+
+namespace {
+
+// Generations are unique in the process (not per table), so a thread's cached snapshot can
+// never be taken for another table's, even one built at the same address.
+std::atomic<uint64_t> g_next_generation{1};
+
+// This thread's counter slot: threads take slots round robin at their first count.
+std::size_t counter_slot() noexcept {
+  static std::atomic<std::size_t> next{0};
+  thread_local const std::size_t slot =
+      next.fetch_add(1, std::memory_order_relaxed) % ShadowTable::kCounterSlots;
+  return slot;
+}
+
+}  // namespace
 
 struct alignas(64) ShadowTable::Shard {
   struct Node {
@@ -49,6 +85,7 @@ ShadowTable::ShadowTable(const ShadowSettings& settings) : settings_(settings) {
   shards_.reserve(n);
   for (std::size_t i = 0; i < n; ++i)
     shards_.push_back(std::make_unique<Shard>());
+  publish();  // readers always find a snapshot (empty: no zone)
 }
 
 ShadowTable::~ShadowTable() = default;
@@ -57,15 +94,11 @@ ShadowTable::Shard& ShadowTable::shard_for(uint64_t hash) const noexcept {
   return shards_.size() == 1 ? *shards_[0] : *shards_[hash >> shard_shift_];
 }
 
-ShadowTable::Zone* ShadowTable::match(const CacheKey& key) const noexcept {
-  Zone* best = nullptr;
+ShadowTable::Zone* ShadowTable::match(const Snapshot& snap, const CacheKey& key) noexcept {
   const auto name = key.qname.wire();
-  for (const auto& z : zones_) {
-    const auto zw = z->name.wire();
-    if ((best == nullptr || zw.size() > best->name.wire().size()) && wire_at_or_below(name, zw))
-      best = z.get();
-  }
-  return best;
+  for (const auto& z : snap.by_depth)
+    if (wire_at_or_below(name, z->name.wire())) return z.get();
+  return nullptr;
 }
 
 void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time expires) {
@@ -87,32 +120,67 @@ void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time ex
 }
 
 void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
-  std::shared_lock zl(zones_mu_);
-  Zone* z = match(key);
+  Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
-  z->queries.fetch_add(1, std::memory_order_relaxed);
-  if (fresh == nullptr) return;
-  z->hits.fetch_add(1, std::memory_order_relaxed);
+  Zone::Slot& slot = z->slots[counter_slot()];
+  if (fresh == nullptr) {
+    slot.not_fresh.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  slot.hits.fetch_add(1, std::memory_order_relaxed);
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.mu);  // look and refill under one lock: one miss per expiry
   auto it = s.index.find(key.hash);
   if (it != s.index.end() && it->second->zone == z->id && now < it->second->expires) return;
-  z->shadow_misses.fetch_add(1, std::memory_order_relaxed);
+  slot.shadow_misses.fetch_add(1, std::memory_order_relaxed);
   fill_locked(s, key.hash, z->id, now + Seconds{std::min(fresh->ttl(), z->seconds)});
 }
 
 void ShadowTable::on_upstream(const CacheKey& key) {
-  std::shared_lock zl(zones_mu_);
-  if (Zone* z = match(key)) z->real_upstream.fetch_add(1, std::memory_order_relaxed);
+  if (Zone* z = match(snapshot(), key))
+    z->slots[counter_slot()].real_upstream.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {
-  std::shared_lock zl(zones_mu_);
-  Zone* z = match(key);
+  Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
   Shard& s = shard_for(key.hash);
   std::lock_guard lock(s.mu);
   fill_locked(s, key.hash, z->id, entry.inserted_at() + Seconds{std::min(entry.ttl(), z->seconds)});
+}
+
+void ShadowTable::publish() {
+  auto next = std::make_shared<Snapshot>();
+  next->by_depth = zones_;
+  // Zones of one depth never both hold a name (two ancestors of one length are one name), so
+  // their order does not matter: std::sort (in place; stable_sort would take a buffer).
+  std::sort(next->by_depth.begin(), next->by_depth.end(), [](const auto& a, const auto& b) {
+    return a->name.wire().size() > b->name.wire().size();
+  });
+  current_ = std::move(next);  // the old one goes when the last thread holding it lets go
+  generation_.store(g_next_generation.fetch_add(1, std::memory_order_relaxed),
+                    std::memory_order_release);
+  active_.store(!zones_.empty(), std::memory_order_relaxed);
+}
+
+const ShadowTable::Snapshot& ShadowTable::snapshot() const {
+  // Each thread keeps a reference to the snapshot it last used and the generation it had.
+  // While the generation is unchanged (zone changes come from an operator, not traffic) the
+  // read is one acquire load and a compare; after a change the thread takes the writers'
+  // mutex once to pick up the new snapshot and drops its reference to the old one. So every
+  // snapshot lives exactly as long as a thread may use it, and at most one stale snapshot per
+  // thread is kept (until that thread's next shadow call or its exit).
+  struct Cached {
+    uint64_t generation = 0;
+    std::shared_ptr<const Snapshot> snap;
+  };
+  static thread_local Cached cached;
+  if (cached.generation != generation_.load(std::memory_order_acquire)) [[unlikely]] {
+    std::lock_guard zl(zones_mu_);
+    cached.snap = current_;
+    cached.generation = generation_.load(std::memory_order_relaxed);
+  }
+  return *cached.snap;
 }
 
 void ShadowTable::purge(const std::vector<uint32_t>& ids) {
@@ -132,7 +200,7 @@ void ShadowTable::purge(const std::vector<uint32_t>& ids) {
 }
 
 void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
-  std::unique_lock zl(zones_mu_);
+  std::lock_guard zl(zones_mu_);
   const wire::Name z = zone.lowercased();
   std::vector<uint32_t> gone;
   for (auto& existing : zones_) {
@@ -142,18 +210,18 @@ void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
     }
   }
   std::erase(zones_, nullptr);
-  purge(gone);
-  auto nz = std::make_unique<Zone>();
+  auto nz = std::make_shared<Zone>();
   nz->name = z;
   nz->seconds = seconds;
   nz->id = next_id_++;
   nz->since = now;
   zones_.push_back(std::move(nz));
-  active_.store(true, std::memory_order_relaxed);
+  publish();
+  purge(gone);
 }
 
 bool ShadowTable::clear(const wire::Name& zone) {
-  std::unique_lock zl(zones_mu_);
+  std::lock_guard zl(zones_mu_);
   const wire::Name z = zone.lowercased();
   std::vector<uint32_t> gone;
   for (auto& existing : zones_) {
@@ -163,14 +231,14 @@ bool ShadowTable::clear(const wire::Name& zone) {
     }
   }
   std::erase(zones_, nullptr);
+  publish();
   purge(gone);
-  active_.store(!zones_.empty(), std::memory_order_relaxed);
   return !gone.empty();
 }
 
 void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zones, Time now) {
-  std::unique_lock zl(zones_mu_);
-  std::vector<std::unique_ptr<Zone>> next;
+  std::lock_guard zl(zones_mu_);
+  std::vector<std::shared_ptr<Zone>> next;
   for (const auto& wanted : zones) {
     const wire::Name z = wanted.first.lowercased();
     const uint32_t seconds = wanted.second;
@@ -183,7 +251,7 @@ void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zo
       next.push_back(std::move(*kept));
       continue;
     }
-    auto nz = std::make_unique<Zone>();
+    auto nz = std::make_shared<Zone>();
     nz->name = z;
     nz->seconds = seconds;
     nz->id = next_id_++;
@@ -194,12 +262,12 @@ void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zo
   for (const auto& old : zones_)
     if (old) gone.push_back(old->id);
   zones_ = std::move(next);
+  publish();
   purge(gone);
-  active_.store(!zones_.empty(), std::memory_order_relaxed);
 }
 
 std::vector<std::pair<wire::Name, uint32_t>> ShadowTable::list() const {
-  std::shared_lock zl(zones_mu_);
+  std::lock_guard zl(zones_mu_);
   std::vector<std::pair<wire::Name, uint32_t>> out;
   out.reserve(zones_.size());
   for (const auto& z : zones_)
@@ -208,7 +276,7 @@ std::vector<std::pair<wire::Name, uint32_t>> ShadowTable::list() const {
 }
 
 std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
-  std::shared_lock zl(zones_mu_);
+  std::lock_guard zl(zones_mu_);
   std::vector<ShadowZoneStats> out;
   out.reserve(zones_.size());
   for (const auto& z : zones_) {
@@ -216,10 +284,10 @@ std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
     s.zone = z->name;
     s.seconds = z->seconds;
     s.since = z->since;
-    s.queries = z->queries.load(std::memory_order_relaxed);
-    s.hits = z->hits.load(std::memory_order_relaxed);
-    s.real_upstream = z->real_upstream.load(std::memory_order_relaxed);
-    s.shadow_misses = z->shadow_misses.load(std::memory_order_relaxed);
+    s.hits = z->sum(&Zone::Slot::hits);
+    s.queries = s.hits + z->sum(&Zone::Slot::not_fresh);
+    s.real_upstream = z->sum(&Zone::Slot::real_upstream);
+    s.shadow_misses = z->sum(&Zone::Slot::shadow_misses);
     out.push_back(s);
   }
   return out;
@@ -228,7 +296,7 @@ std::vector<ShadowZoneStats> ShadowTable::zone_stats() const {
 ShadowTableStats ShadowTable::stats() const {
   ShadowTableStats st;
   {
-    std::shared_lock zl(zones_mu_);
+    std::lock_guard zl(zones_mu_);
     st.zones = zones_.size();
   }
   for (const auto& sp : shards_) {

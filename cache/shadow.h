@@ -42,7 +42,14 @@
 // seeded hash (CacheKey::hash): a collision (odds 2^-64 per pair) shares one shadow entry.
 //
 // Thread safety: every member may be called from any thread. active() is one relaxed atomic
-// load: the resolver's hit path pays that branch and nothing else while no zone is set.
+// load: the resolver's hit path pays that branch and nothing else while no zone is set. With
+// zones set, on_query/on_upstream/on_fill take no lock on the zones: they read an immutable
+// snapshot of the zone list that each thread caches with its generation number (one acquire
+// load and a compare; set/clear/replace publish a new snapshot and generation under a writer
+// mutex, and a thread that sees a new generation takes that mutex once to pick it up; an old
+// snapshot is freed when the last thread holding it picks up a newer one or exits), and count
+// into per-thread cache-line slots that zone_stats() sums. Only a shadow lookup or fill takes
+// its shard's mutex.
 #pragma once
 
 #include <atomic>
@@ -51,7 +58,6 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -125,25 +131,35 @@ class ShadowTable {
   ShadowTableStats stats() const;
   const ShadowSettings& settings() const noexcept { return settings_; }
 
+  /// Counter slots per zone (a thread counts into slot `thread number % kCounterSlots`).
+  static constexpr std::size_t kCounterSlots = 16;
+
  private:
   struct Zone;
   struct Shard;
-  /// The deepest zone `key` is at or below; callers hold zones_mu_ (shared or exclusive).
-  Zone* match(const CacheKey& key) const noexcept;
+  struct Snapshot;
+  /// The deepest zone of `snap` that `key` is at or below, or null.
+  static Zone* match(const Snapshot& snap, const CacheKey& key) noexcept;
+  /// Publishes zones_ as the readers' new snapshot and sets active_; zones_mu_ held.
+  void publish();
+  /// The current snapshot as this thread sees it (cached per thread, see shadow.cc).
+  const Snapshot& snapshot() const;
   Shard& shard_for(uint64_t hash) const noexcept;
   /// Sets the expiry of the key's entry (creating it, evicting the oldest when full); the
   /// caller holds s.mu.
   void fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time expires);
-  /// Drops every entry of the zone ids in `ids`; zones_mu_ held exclusively.
+  /// Drops every entry of the zone ids in `ids`; zones_mu_ held.
   void purge(const std::vector<uint32_t>& ids);
 
   ShadowSettings settings_;
   std::size_t per_shard_bytes_ = 0;
   int shard_shift_ = 64;
   std::vector<std::unique_ptr<Shard>> shards_;
-  mutable std::shared_mutex zones_mu_;
-  std::vector<std::unique_ptr<Zone>> zones_;
+  mutable std::mutex zones_mu_;               // writers, list() and zone_stats()
+  std::vector<std::shared_ptr<Zone>> zones_;  // in the order they were set
   uint32_t next_id_ = 1;
+  std::shared_ptr<const Snapshot> current_;  // zones_mu_; always set (empty: no zone)
+  std::atomic<uint64_t> generation_{0};      // of current_, unique in the process
   std::atomic<bool> active_{false};
 };
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
 #include "cache/cache.h"
@@ -240,6 +242,96 @@ TEST(ShadowThreads, ConcurrentQueriesAreAllCounted) {
   const auto z = t.zone_stats().at(0);
   EXPECT_EQ(z.queries, 2u * kPerThread);
   EXPECT_EQ(z.shadow_misses, 1u);  // one expiry, one projected fetch, whichever thread saw it
+}
+
+// Zone changes publish a new snapshot while other threads read the old one: no thread may use
+// a snapshot after it is freed (ASan/TSan builds check), and after the last change every
+// thread counts in the zones now set.
+TEST(ShadowThreads, ZoneChangesWhileThreadsQueryAreSafeAndSeenByEveryThread) {
+  ManualClock clock;
+  ShadowTable t;
+  t.set(N("example"), 60, clock.now());
+  Cache c(CacheSettings{.prefetch = false});
+  OwnedMessage r = response("www.example");
+  r.answer.push_back(A("www.example", 300));
+  Packet p(r);
+  const CacheKey k = key("www.example");
+  c.insert(k, p.msg, clock.now());
+  const auto e = c.peek(k, clock.now()).entry;
+  std::atomic<bool> stop{false};
+  auto reader = [&] {
+    for (int i = 0; i < 2'000'000 && !stop.load(std::memory_order_relaxed); ++i) {
+      t.on_query(k, e.get(), clock.now());
+      t.on_upstream(k);
+    }
+  };
+  std::thread a(reader), b(reader);
+  for (int i = 0; i < 300; ++i) {
+    if (i % 3 == 0) t.set(N("www.example"), 30, clock.now());
+    if (i % 3 == 1) t.clear(N("www.example"));
+    if (i % 3 == 2) t.replace({{N("example"), 60}, {N("other"), 5}}, clock.now());
+  }
+  stop.store(true);
+  a.join();
+  b.join();
+  t.set(N("www.example"), 10, clock.now());  // a new generation each thread must pick up
+  std::vector<uint64_t> before;              // the other zones' counts, kept from the first phase
+  for (const auto& z : t.zone_stats())
+    before.push_back(z.queries);
+  constexpr int kPerThread = 1000;
+  auto counted = [&] {
+    for (int i = 0; i < kPerThread; ++i)
+      t.on_query(k, e.get(), clock.now());
+  };
+  std::thread x(counted), y(counted);
+  x.join();
+  y.join();
+  const auto after = t.zone_stats();
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    if (after[i].zone == N("www.example")) {
+      EXPECT_EQ(after[i].queries, 2u * kPerThread);
+      EXPECT_EQ(after[i].shadow_misses, 1u);
+    } else {
+      EXPECT_EQ(after[i].queries, before[i]) << after[i].zone.to_text();  // www is deeper
+    }
+  }
+}
+
+// Each thread caches the snapshot of the table it used last; using two tables by turns, or a
+// new table where an old one was, must never count in the other table's zones.
+TEST(ShadowThreads, TablesUsedByTurnsInOneThreadKeepTheirOwnZones) {
+  ManualClock clock;
+  Cache c(CacheSettings{.prefetch = false});
+  auto entry_for = [&](const CacheKey& k) {
+    OwnedMessage r = response(k.qname.to_text());
+    r.answer.push_back(A(k.qname.to_text(), 300));
+    Packet p(r);
+    c.insert(k, p.msg, clock.now());
+    return c.peek(k, clock.now()).entry;
+  };
+  const CacheKey ka = key("www.a.example");
+  const CacheKey kb = key("www.b.example");
+  const auto ea = entry_for(ka);
+  const auto eb = entry_for(kb);
+  ShadowTable ta;
+  ta.set(N("a.example"), 60, clock.now());
+  for (int round = 0; round < 3; ++round) {
+    auto tb = std::make_unique<ShadowTable>();
+    tb->set(N("b.example"), 60, clock.now());
+    for (int i = 0; i < 5; ++i) {
+      ta.on_query(ka, ea.get(), clock.now());
+      ta.on_query(kb, eb.get(), clock.now());  // not in ta's zones
+      tb->on_query(kb, eb.get(), clock.now());
+      tb->on_query(ka, ea.get(), clock.now());  // not in tb's zones
+    }
+    ASSERT_EQ(tb->zone_stats().size(), 1u);
+    EXPECT_EQ(tb->zone_stats()[0].queries, 5u);
+    EXPECT_EQ(tb->stats().entries, 1u);
+  }  // each round's table goes, and the next may take its address
+  ASSERT_EQ(ta.zone_stats().size(), 1u);
+  EXPECT_EQ(ta.zone_stats()[0].queries, 15u);
+  EXPECT_EQ(ta.zone_stats()[0].shadow_misses, 1u);
 }
 
 }  // namespace

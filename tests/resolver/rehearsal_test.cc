@@ -2,6 +2,7 @@
 // clock; the projected count is worked out by hand, and the metrics, `stats` and the control
 // `shadow` reply must all say the same. The drain view runs against a cache filled with
 // CNAME chains holding old and new addresses.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -53,9 +54,9 @@ class RehearsalEngineTest : public ::testing::Test {
     Upstream::Callback done;
   };
 
-  RehearsalEngineTest()
+  explicit RehearsalEngineTest(const Config& config = Config{})
       : loop_(EventLoop::Options{.clock = [this] { return now_; }}),
-        shared_(Config{}),
+        shared_(config),
         engine_(
             shared_, loop_,
             [this](std::span<const uint8_t> q, Upstream::Callback done) {
@@ -188,6 +189,48 @@ TEST_F(RehearsalEngineTest, ScriptedQueriesGiveTheHandCountedProjectionEverywher
   at(401);
   EXPECT_TRUE(ask("www.example.com"));
   EXPECT_TRUE(shared_.shadow.zone_stats().empty());
+}
+
+// shadow-size bounds the shadow table in the daemon: 16 shards of 2 entries each here, 40
+// names filled; every fill either stays or pushed an older one out, and the table reports
+// exactly that (shadow, stats and metrics) without ever going over its budget.
+class ShadowBudgetTest : public RehearsalEngineTest {
+ protected:
+  static Config small() {
+    Config c;
+    c.shadow_size = 16 * 2 * cache::ShadowTable::kBytesPerEntry;
+    return c;
+  }
+  ShadowBudgetTest() : RehearsalEngineTest(small()) {}
+};
+
+TEST_F(ShadowBudgetTest, TableStaysWithinShadowSizeAndReportsEvictions) {
+  EXPECT_EQ(control("shadow set example.com 60"), "ok: shadow-ttl example.com. 60\n");
+  constexpr uint64_t kNames = 40;
+  for (uint64_t i = 0; i < kNames; ++i) {
+    const std::string name = "n" + std::to_string(i) + ".example.com";
+    EXPECT_FALSE(ask(name));
+    upstream_answers(name, 300);
+  }
+  const cache::ShadowTableStats t = shared_.shadow.stats();
+  const uint64_t capacity = 16 * 2 * cache::ShadowTable::kBytesPerEntry;
+  EXPECT_EQ(t.capacity_bytes, capacity);
+  EXPECT_LE(t.entries, 32u);
+  EXPECT_LE(t.bytes, capacity);
+  EXPECT_EQ(t.bytes, t.entries * cache::ShadowTable::kBytesPerEntry);
+  EXPECT_GE(t.evictions, kNames - 32);
+  EXPECT_EQ(t.entries + t.evictions, kNames);  // each name filled once
+  const std::string report = control("shadow");
+  EXPECT_NE(report.find(fmt::format("; shadow table: {} entries, {} of {} bytes, {} evictions",
+                                    t.entries, t.bytes, capacity, t.evictions)),
+            std::string::npos)
+      << report;
+  const std::string m = render_metrics(shared_);
+  EXPECT_NE(m.find(fmt::format("hourglass_shadow_bytes {}\n", t.bytes)), std::string::npos) << m;
+  EXPECT_NE(m.find(fmt::format("hourglass_shadow_evictions_total {}\n", t.evictions)),
+            std::string::npos);
+  const std::string stats = control("stats");
+  EXPECT_NE(stats.find(fmt::format("shadow.capacity_bytes {}\n", capacity)), std::string::npos);
 }
 
 TEST_F(RehearsalEngineTest, BadShadowLinesAreErrors) {

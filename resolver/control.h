@@ -49,7 +49,7 @@
 
 #include "resolver/config.h"
 #include "resolver/event_loop.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "resolver/stream_server.h"
 
 namespace hg::resolver {

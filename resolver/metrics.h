@@ -39,7 +39,7 @@
 
 #include "resolver/config.h"
 #include "resolver/event_loop.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "resolver/stream_server.h"
 
 namespace hg::resolver {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace hg::resolver {
 

@@ -47,7 +47,7 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/config.h"
+#include "resolver/checked.h"
 #include "resolver/event_loop.h"
 #include "resolver/query_engine.h"
 #include "resolver/stream_server.h"

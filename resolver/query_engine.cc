@@ -42,14 +42,17 @@ int64_t ms_since_epoch(MonoTime t) {
 
 }  // namespace
 
+void Waiter::hold(const ClientQuery& q) noexcept {
+  query = q;
+  query.question = {};
+  query.qname = nullptr;
+  question_len = static_cast<uint16_t>(q.question.size());
+  std::copy(q.question.begin(), q.question.end(), question.begin());
+}
+
 ClientQuery Waiter::client() const noexcept {
-  ClientQuery q;
-  q.id = id;
-  q.flags = flags;
+  ClientQuery q = query;
   q.question = std::span<const uint8_t>(question.data(), question_len);
-  q.has_edns = has_edns;
-  q.dnssec_ok = dnssec_ok;
-  q.udp_size = udp_size;
   return q;
 }
 
@@ -77,15 +80,9 @@ std::size_t QueryEngine::answer_hit(const cache::Hit& hit, const ClientQuery& q,
                                     std::span<uint8_t> out, std::size_t limit,
                                     std::optional<EdeSpec> ede) {
   wire::WireWriter w(out, limit);
-  const cache::ClientQuery c{.id = q.id,
-                             .rd = q.rd(),
-                             .ad = q.ad(),
-                             .cd = q.cd(),
-                             .dnssec_ok = q.dnssec_ok,
-                             .question = q.question};
   const auto opt = response_opt(q.dnssec_ok, static_cast<RCode>(hit.entry->rcode()), ede);
   const std::size_t reserve = q.has_edns ? wire::opt_size(opt) : 0;
-  const auto r = cache::render(hit, c, loop_.now(), w, reserve);
+  const auto r = cache::render(hit, q, loop_.now(), w, reserve);
   if (!r.ok) {
     // Cannot happen for a question of the key's length; answer rather than stay silent.
     return write_error(out.first(limit), q, RCode::ServFail, EdeSpec{wire::ede::Other, {}});
@@ -193,13 +190,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   w.deadline =
       now + (hit.stale() ? shared_.config.client_timeout : shared_.config.upstream_timeout);
   w.route = route;
-  w.id = q.id;
-  w.flags = q.flags;
-  w.has_edns = q.has_edns;
-  w.dnssec_ok = q.dnssec_ok;
-  w.udp_size = q.udp_size;
-  w.question_len = static_cast<uint16_t>(q.question.size());
-  std::copy(q.question.begin(), q.question.end(), w.question.begin());
+  w.hold(q);
   if (hit.stale()) w.stale = hit.entry;
   // Each waiter's deadline runs on the loop of the worker that received it; whichever worker
   // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
@@ -279,7 +270,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
         release_timer(w);
         const ClientQuery q = w.client();
         const std::size_t limit =
-            w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.udp_size, kMaxTcpAnswer);
+            w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.query.udp_size, kMaxTcpAnswer);
         std::size_t size = 0;
         if (hit.freshness == cache::Freshness::Fresh) {
           size = answer_hit(hit, q, buf_, limit, std::nullopt);
@@ -362,7 +353,8 @@ void QueryEngine::release_timer(const Waiter& w) {
 void QueryEngine::answer_failed(const Waiter& w, uint16_t ede, std::string_view text,
                                 const char* what) {
   const ClientQuery q = w.client();
-  const std::size_t limit = w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.udp_size, kMaxTcpAnswer);
+  const std::size_t limit =
+      w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.query.udp_size, kMaxTcpAnswer);
   if (w.stale) {
     cache::Hit hit;
     hit.entry = w.stale;

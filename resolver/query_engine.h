@@ -50,11 +50,9 @@ struct Waiter {
   MonoTime deadline{};  ///< answer (stale or SERVFAIL) at this time at the latest
   MonoTime received{};
   Route route;
-  uint16_t id = 0;
-  uint16_t flags = 0;
-  bool has_edns = false;
-  bool dnssec_ok = false;
-  uint16_t udp_size = 512;
+  /// What the client asked, without its pointers into the packet (`question` empty, `qname`
+  /// null): the question bytes are kept below, and client() points at them.
+  ClientQuery query;
   uint16_t question_len = 0;
   std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
   /// The stale entry this client may be given if the upstream fails or is late.
@@ -64,6 +62,9 @@ struct Waiter {
   TimerId timer{};
   int64_t tap_ns = 0;  ///< dnstap on: wall-clock arrival time (ns), for CLIENT_RESPONSE
 
+  /// Keeps `q` (its question bytes copied) for answering later.
+  void hold(const ClientQuery& q) noexcept;
+  /// The query as held, its question pointing at this waiter's copy.
   ClientQuery client() const noexcept;
 };
 

@@ -293,8 +293,7 @@ RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time no
   wire::Header h;
   h.id = client.id;
   const auto query_flags =
-      static_cast<uint16_t>((client.rd ? wire::flag::RD : 0) | (client.ad ? wire::flag::AD : 0) |
-                            (client.cd ? wire::flag::CD : 0));
+      static_cast<uint16_t>(client.flags & (wire::flag::RD | wire::flag::AD | wire::flag::CD));
   const auto stored_flags =
       static_cast<uint16_t>((entry.authentic_data() ? wire::flag::AD : 0) | entry.rcode());
   h.flags = wire::answer_flags(query_flags, client.dnssec_ok, stored_flags);

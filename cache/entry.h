@@ -32,6 +32,7 @@
 #include <span>
 #include <vector>
 
+#include "cache/client_query.h"
 #include "cache/clock.h"
 #include "cache/key.h"
 #include "cache/ttl_policy.h"
@@ -144,19 +145,6 @@ class Entry {
   bool dnssec_ok_ = false;
   bool checking_disabled_ = false;
   mutable std::atomic<bool> prefetch_claimed_{false};
-};
-
-/// The client a hit is rendered for.
-struct ClientQuery {
-  uint16_t id = 0;
-  bool rd = true;
-  bool ad = false;  ///< the client's AD bit (RFC 6840 §5.7: it asks for AD in the answer)
-  bool cd = false;
-  bool dnssec_ok = false;
-  /// The client's question bytes, qname through QCLASS, exactly as received (its letter case).
-  /// Precondition (not checked: no name parsing on the hot path): the question of the key the
-  /// hit was looked up with — same name up to case, so the same length as ours.
-  std::span<const uint8_t> question = {};
 };
 
 struct RenderResult {

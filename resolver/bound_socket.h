@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 
 namespace hg::resolver {
 

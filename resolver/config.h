@@ -1,20 +1,17 @@
 // Config: every setting of the daemon, with its default, built from command-line flags
 // (CLI11) and an optional TOML file with the same keys (toml++); the command line wins.
 //
-// Also the small value types configuration needs: Endpoint (an IP address and port),
-// Cidr (an address block for `allow`), the resolv.conf reader behind `upstream-file`, and the
-// forwarding-loop check. All of this runs at start-up (and on SIGHUP for the resolv.conf), so
-// it may allocate freely; errors are returned as one human-readable line that names the
-// flag or key, the value given, and what is allowed (docs/architecture.md §7), never thrown.
+// Also the forwarding-loop check. The value types configuration needs have their own files:
+// Endpoint and Cidr in resolver/endpoint.h, the resolv.conf reader behind `upstream-file` in
+// resolver/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and on
+// SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
+// human-readable line that names the flag or key, the value given, and what is allowed
+// (docs/architecture.md §7), never thrown.
 //
 // Zone names (ttl-cap) stay strings here: only syntax is checked, and the daemon turns them
 // into wire::Name. A caller can plug a stricter check in via ParseOptions::validate_zone.
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -26,97 +23,11 @@
 #include <variant>
 #include <vector>
 
+#include "resolver/checked.h"
+#include "resolver/endpoint.h"
+#include "resolver/resolv_conf.h"
+
 namespace hg::resolver {
-
-/// A value or a one-line error message; member names follow std::expected like wire::Result.
-template <class T>
-class [[nodiscard]] Checked {
- public:
-  Checked(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  static Checked failure(std::string message) { return Checked(Tag{}, std::move(message)); }
-
-  bool has_value() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return has_value(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  const std::string& error() const { return std::get<1>(v_); }
-
- private:
-  struct Tag {};
-  Checked(Tag, std::string message) : v_(std::in_place_index<1>, std::move(message)) {}
-  std::variant<T, std::string> v_;
-};
-
-/// An IPv4 or IPv6 address with a port, stored as the sockaddr that bind(), sendto() and
-/// c-ares take. A default-constructed Endpoint is 0.0.0.0:0.
-class Endpoint {
- public:
-  Endpoint();
-  /// Copies a sockaddr_in or sockaddr_in6; nullopt for any other family or a short length.
-  static std::optional<Endpoint> from_sockaddr(const sockaddr* sa, socklen_t len) noexcept;
-
-  int family() const noexcept { return addr_.sa.sa_family; }
-  uint16_t port() const noexcept;
-  void set_port(uint16_t port) noexcept;
-  const sockaddr* sockaddr_ptr() const noexcept { return &addr_.sa; }
-  socklen_t sockaddr_len() const noexcept;
-  const sockaddr_in& v4() const noexcept { return addr_.v4; }
-  const sockaddr_in6& v6() const noexcept { return addr_.v6; }
-
-  /// 0.0.0.0 or ::
-  bool is_unspecified() const noexcept;
-  /// 127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104
-  bool is_loopback() const noexcept;
-  /// Same IP address, ignoring the port; an IPv4-mapped IPv6 address equals its IPv4 form.
-  bool same_ip(const Endpoint& other) const noexcept;
-
-  /// "192.0.2.1:53", "[2001:db8::1]:53", "[fe80::1%eth0]:53"
-  std::string to_string() const;
-  /// The address alone: "192.0.2.1", "2001:db8::1", "fe80::1%eth0"
-  std::string ip_string() const;
-
-  friend bool operator==(const Endpoint& a, const Endpoint& b) noexcept;
-
- private:
-  union {
-    sockaddr sa;
-    sockaddr_in v4;
-    sockaddr_in6 v6;
-  } addr_;
-};
-
-/// Parses a numeric address with an optional port: "192.0.2.1", "192.0.2.1:5353",
-/// "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:5353", "[fe80::1%eth0]:53". A bare IPv6
-/// address takes no port (its colons would make one ambiguous): use brackets. Host names are
-/// not accepted (no DNS lookups while configuring a DNS server). Without a port,
-/// `default_port` is used, or the text is rejected when `default_port` is nullopt.
-std::optional<Endpoint> parse_endpoint(std::string_view text, std::optional<uint16_t> default_port);
-
-/// An address block, e.g. 127.0.0.0/8 or ::1/128.
-class Cidr {
- public:
-  /// "10.0.0.0/8", "2001:db8::/32", or a bare address (a /32 or /128). Host bits beyond
-  /// the prefix are an error, since "10.0.0.1/8" usually means a typo.
-  static Checked<Cidr> parse(std::string_view text);
-
-  /// Whether the address of `sa` (AF_INET or AF_INET6; port ignored) is in the block. An
-  /// IPv4-mapped IPv6 address (a v4 client of a dual-stack socket) matches IPv4 blocks.
-  bool contains(const sockaddr* sa) const noexcept;
-  bool contains(const Endpoint& e) const noexcept { return contains(e.sockaddr_ptr()); }
-
-  int family() const noexcept { return family_; }
-  unsigned prefix() const noexcept { return prefix_; }
-  std::string to_string() const;
-  friend bool operator==(const Cidr&, const Cidr&) = default;
-
- private:
-  int family_ = AF_INET;
-  std::array<uint8_t, 16> bytes_{};  // network order; 4 used for IPv4
-  unsigned prefix_ = 0;
-};
 
 /// One `ttl-cap ZONE=SECONDS`: records at or below `zone` are cached with TTL <= `cap`.
 struct TtlCap {
@@ -124,20 +35,6 @@ struct TtlCap {
   std::chrono::seconds cap{0};
   friend bool operator==(const TtlCap&, const TtlCap&) = default;
 };
-
-/// The parsed `nameserver` lines of a resolv.conf-style file.
-struct ResolvConf {
-  std::vector<Endpoint> nameservers;  ///< in file order, port 53 unless one was given
-  std::vector<std::string> warnings;  ///< "line 3: ..." for nameserver lines we could not use
-};
-
-/// Reads `nameserver ADDR` lines (IPv4, IPv6, IPv6 with %scope). Lines starting with '#' or
-/// ';' are comments, as is anything after the address; other keywords (search, options,
-/// domain, sortlist) are ignored, since a forwarder has no use for them. As an extension
-/// for tests and unusual setups, "ADDR:PORT" and "[V6]:PORT" are accepted too.
-ResolvConf parse_resolv_conf(std::string_view text);
-/// Reads and parses a file; the error names the path and the reason.
-Checked<ResolvConf> read_resolv_conf(const std::string& path);
 
 /// --redis and friends: the fleet's shared cache (resolver/redis_l2.h). Off unless --redis.
 struct RedisConfig {

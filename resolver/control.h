@@ -47,9 +47,9 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/config.h"
+#include "resolver/checked.h"
 #include "resolver/event_loop.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "resolver/stream_server.h"
 
 namespace hg::resolver {

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "resolver/dnstap_writer.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace hg::resolver {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "dnstap/codec.h"
-#include "resolver/config.h"
+#include "resolver/checked.h"
 
 struct fstrm_iothr;
 struct fstrm_iothr_queue;

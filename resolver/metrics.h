@@ -37,9 +37,9 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "resolver/stream_server.h"
 
 namespace hg::resolver {

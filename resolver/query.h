@@ -16,12 +16,13 @@
 // Everything else becomes a ClientQuery, which keeps the client's own question bytes so the
 // answer echoes them (its letter case) byte for byte.
 //
-// No allocation, no exceptions. Only wire/ is used.
+// No allocation, no exceptions. Only wire/ (and the ClientQuery of cache/) is used.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "cache/client_query.h"
 #include "wire/edns.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -29,25 +30,9 @@
 
 namespace hg::resolver {
 
-/// What a client asked, with everything its answer must echo.
-struct ClientQuery {
-  uint16_t id = 0;
-  uint16_t flags = 0;                 ///< the client's header flags (RD, CD, AD)
-  std::span<const uint8_t> question;  ///< qname+qtype+qclass exactly as the client sent them
-  /// As sent (case preserved). Points into the Message admit_query() parsed, so it is valid
-  /// while that message is; not copied, because this is the cache-hit path. Null in a
-  /// ClientQuery rebuilt for a waiter (Waiter::client()), which only renders answers.
-  const wire::Name* qname = nullptr;
-  wire::RRType qtype = wire::RRType::A;
-  uint16_t qclass = 1;
-  bool has_edns = false;
-  bool dnssec_ok = false;
-  uint16_t udp_size = 512;  ///< the largest UDP answer the client takes (512 without EDNS)
-
-  bool rd() const noexcept { return (flags & wire::flag::RD) != 0; }
-  bool cd() const noexcept { return (flags & wire::flag::CD) != 0; }
-  bool ad() const noexcept { return (flags & wire::flag::AD) != 0; }
-};
+/// What a client asked, with everything its answer must echo: one type from admission through
+/// the cache renderer to a waiting client (cache/client_query.h).
+using ClientQuery = cache::ClientQuery;
 
 enum class Admission : uint8_t {
   Resolve,  ///< `query` is filled in

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "resolver/control.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace hg::resolver {
 

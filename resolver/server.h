@@ -1,216 +1,27 @@
-// Server: the life of a query (docs/architecture.md §2) — receive, admit, look up the cache,
-// coalesce in the in-flight table, forward through c-ares, serve stale, answer on time — over N
-// worker threads that share one cache and one in-flight table.
+// Server: the process around the query engines (resolver/query_engine.h) — N worker threads
+// that share one cache and one in-flight table, their sockets, signals, SIGHUP reload,
+// graceful shutdown, systemd notifications and the warm-restart save.
 //
 //   Worker i:  EventLoop ── UdpListener(s), TcpListener(s)   (SO_REUSEPORT when N > 1)
-//                       └── Upstream (its own c-ares channel)
+//                       └── Upstream (its own c-ares channel), QueryEngine
 //   Shared:    cache::Cache (sharded), Inflight (one mutex), Stats (atomics)
-//
-// QueryEngine is the per-worker part that decides what to answer. It does not own sockets:
-// it is handed packets and a Route to answer on, and an upstream "sender" function, so the
-// request-path fuzz target and unit tests drive it with a fake upstream and no network.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "cache/cache.h"
-#include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/dnstap_writer.h"
-#include "resolver/event_loop.h"
-#include "resolver/inflight.h"
-#include "resolver/query.h"
-#include "resolver/redis_l2.h"
-#include "resolver/responder.h"
+#include "resolver/query_engine.h"
 #include "resolver/systemd.h"
-#include "resolver/tcp_listener.h"
-#include "resolver/udp_listener.h"
-#include "resolver/upstream.h"
 
 namespace hg::resolver {
 
-/// Where an answer goes: a UDP client (its socket and address), a TCP connection, or (tests
-/// and fuzzing) a callback.
-struct Route {
-  UdpPeer udp;                                                    ///< used when udp.fd >= 0
-  std::weak_ptr<TcpConnection> tcp;                               ///< used when set
-  std::function<void(std::span<const uint8_t>)>* sink = nullptr;  ///< tests: receives answers
-  bool is_tcp = false;
-};
-
-/// One client waiting for an in-flight query.
-struct Waiter {
-  MonoTime deadline{};  ///< answer (stale or SERVFAIL) at this time at the latest
-  MonoTime received{};
-  Route route;
-  uint16_t id = 0;
-  uint16_t flags = 0;
-  bool has_edns = false;
-  bool dnssec_ok = false;
-  uint16_t udp_size = 512;
-  uint16_t question_len = 0;
-  std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
-  /// The stale entry this client may be given if the upstream fails or is late.
-  std::shared_ptr<const cache::Entry> stale;
-  /// The loop that received the query, and the deadline timer on it.
-  EventLoop* loop = nullptr;
-  TimerId timer{};
-  int64_t tap_ns = 0;  ///< dnstap on: wall-clock arrival time (ns), for CLIENT_RESPONSE
-
-  ClientQuery client() const noexcept;
-};
-
-struct CacheKeyHash {
-  std::size_t operator()(const cache::CacheKey& k) const noexcept {
-    return static_cast<std::size_t>(k.hash);
-  }
-};
-using Inflight = InflightTable<cache::CacheKey, CacheKeyHash, Waiter>;
-
-/// Counters for logs, the control socket and metrics. Relaxed atomics: totals, not ordering.
-struct Stats {
-  std::atomic<uint64_t> queries_udp{0}, queries_tcp{0};
-  std::atomic<uint64_t> hits{0}, stale_answers{0}, misses{0}, coalesced{0}, prefetches{0};
-  std::atomic<uint64_t> upstream_queries{0}, upstream_answers{0}, upstream_failures{0};
-  std::atomic<uint64_t> servfail{0}, deadline_answers{0}, failure_cached_answers{0};
-  std::atomic<uint64_t> refused{0}, formerr{0}, notimp{0}, dropped{0}, overload{0};
-  std::atomic<uint64_t> truncated{0};
-};
-
-/// Everything the workers share.
-struct Shared {
-  explicit Shared(const Config& c);
-  Config config;
-  cache::Cache cache;
-  /// shadow-ttl: projected upstream counts for lower TTLs (cache/shadow.h), fed by the
-  /// engines beside the cache.
-  cache::ShadowTable shadow;
-  Inflight inflight;
-  Stats stats;
-  std::atomic<uint64_t> log_suppressed{0};
-  std::atomic<int64_t> last_upstream_log_ms{0};
-  DnstapCounters dnstap;  ///< --dnstap frames queued and dropped, over every reopen
-  /// Per-upstream-server statistics from every worker (hourglass-ctl upstreams, metrics).
-  UpstreamBoard upstream_board;
-  /// The fleet (--redis): counters, and worker 0's FleetCache for `hourglass-ctl ... --fleet`
-  /// (used on worker 0's loop only, where the control socket runs).
-  FleetStats fleet_stats;
-  FleetCache* fleet_control = nullptr;
-};
-
-/// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the
-/// local cache (resolver/server_fleet.cc).
-void apply_fleet_message(Shared& shared, const fleet::FleetMessage& m, MonoTime now);
-/// `hourglass-ctl stats` lines (fleet.*) and Prometheus families (hourglass_fleet_*).
-std::string fleet_stats_text(const Shared& shared);
-std::string fleet_metrics_text(const Shared& shared);
-
 class Control;
 class Metrics;
-
-class QueryEngine {
- public:
-  /// Sends one upstream query; the callback runs later on this worker's loop thread.
-  using Sender = std::function<void(std::span<const uint8_t> query, Upstream::Callback done)>;
-
-  QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker);
-
-  /// Handles one query from `peer`. Returns the size of an answer written to `out` now
-  /// (cache hits, errors), or 0 when there is nothing to send now (dropped, or the answer
-  /// will go to `route` later). `out` holds at least 512 bytes; answers respect out.size().
-  struct Outcome {
-    std::size_t size = 0;   ///< bytes of `out` to send now
-    bool deferred = false;  ///< the answer will be sent to the route later
-  };
-  Outcome on_query(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
-                   std::span<uint8_t> out) {
-    if (dnstap_ != nullptr) [[unlikely]]
-      return on_query_tapped(packet, peer, route, out);
-    return handle(packet, peer, route, out);
-  }
-
-  /// dnstap (dnstap_tap.cc): the writer this worker logs to, or nullptr (the default: then
-  /// dnstap costs one branch per query). Set on the engine's own thread.
-  void set_dnstap(DnstapWriter* w) noexcept { dnstap_ = w; }
-  DnstapWriter* dnstap() const noexcept { return dnstap_; }
-  int worker() const noexcept { return worker_; }
-
-  // --- the fleet (--redis; resolver/server_fleet.cc) ---
-  /// What this engine lets its worker's FleetCache do: answer waiters from a value, or ask
-  /// the upstream. The FleetCache must be destroyed before the engine.
-  FleetHooks fleet_hooks();
-  void set_fleet(FleetCache* fleet) noexcept { fleet_ = fleet; }
-  /// Inserts a Redis value for `key` into the local cache, its TTLs counted down from the
-  /// value's insert time, and answers the waiting clients; false (counted) when the value is
-  /// unusable or already stale — stale values stay in the local cache for serve-stale.
-  bool answer_from_l2(const cache::CacheKey& key, std::span<const uint8_t> value);
-
- private:
-  Outcome handle(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
-                 std::span<uint8_t> out);
-  /// on_query with dnstap: CLIENT_QUERY, handle(), CLIENT_RESPONSE for an answer sent now.
-  Outcome on_query_tapped(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
-                          std::span<uint8_t> out);
-  /// CLIENT_RESPONSE for an answer delivered later to a waiter.
-  void tap_response(const Waiter& w, std::span<const uint8_t> bytes);
-  bool allowed(const sockaddr* peer) const noexcept;
-  std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
-                         std::size_t limit, std::optional<EdeSpec> ede);
-  /// A stale hit with EDE 3 (or 19 for NXDOMAIN), counted; answer_stale_now() also logs.
-  std::size_t answer_stale(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
-                           std::size_t limit);
-  std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
-                               std::size_t limit);
-  void start_upstream(const cache::CacheKey& key);
-  /// A local miss: through the fleet when there is one, else straight upstream.
-  void begin_miss(const cache::CacheKey& key);
-  /// After an upstream answer or failure: share it with the fleet (no-op without one).
-  void fleet_after_upstream(const cache::CacheKey& key, const cache::Hit& cached);
-  /// A waiter with no stale entry of its own adopts one the fleet put in the local cache.
-  void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
-  void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
-                   std::span<const uint8_t> answer);
-  /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
-  bool normalize_upstream(std::span<const uint8_t> answer);
-  void on_deadline(const cache::CacheKey& key);
-  /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
-  void release_timer(const Waiter& w);
-  /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
-  /// SERVFAIL with `ede`.
-  void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
-  void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
-               wire::RCode rcode);
-  void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
-                 MonoTime received);
-  void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
-
-  Shared& shared_;
-  EventLoop& loop_;
-  Sender sender_;
-  int worker_;
-  wire::Message scratch_;
-  wire::Message raw_msg_;       // the upstream's answer as received
-  wire::Message upstream_msg_;  // the same, re-encoded into norm_buf_
-  std::vector<uint8_t> buf_;    // answers rendered for waiters
-  std::vector<uint8_t> norm_buf_;
-  DnstapWriter* dnstap_ = nullptr;
-  int64_t tap_query_ns_ = 0;  // arrival time of the query being handled, when dnstap is on
-  FleetCache* fleet_ = nullptr;
-  wire::Message l2_msg_;
-};
-
-/// dnstap (dnstap_tap.cc): sends an upstream query through `upstream` and logs it as
-/// FORWARDER_QUERY, and its answer as FORWARDER_RESPONSE, to the engine's writer.
-void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uint8_t> query,
-                    Upstream::Callback done);
 
 /// The daemon: sockets, threads, signals.
 class Server {

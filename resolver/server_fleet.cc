@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace hg::resolver {
 
@@ -74,7 +74,7 @@ bool QueryEngine::answer_from_l2(const cache::CacheKey& key, std::span<const uin
     release_timer(w);
     const ClientQuery q = w.client();
     const std::size_t limit =
-        w.route.is_tcp ? buf_.size() : std::min<std::size_t>({w.udp_size, 1232, buf_.size()});
+        w.route.is_tcp ? buf_.size() : std::min<std::size_t>({w.query.udp_size, 1232, buf_.size()});
     const std::size_t size = answer_hit(hit, q, buf_, limit, std::nullopt);
     deliver(w, std::span<const uint8_t>(buf_.data(), size), "l2", rcode);
   }

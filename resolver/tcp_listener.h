@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 
 namespace hg::resolver {

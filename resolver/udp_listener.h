@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 
 namespace hg::resolver {

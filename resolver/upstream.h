@@ -38,7 +38,7 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 #include "resolver/upstream_board.h"
 #include "resolver/upstream_health.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 
 namespace hg::resolver {
 

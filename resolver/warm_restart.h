@@ -10,7 +10,7 @@
 
 #include "cache/persist.h"
 #include "resolver/event_loop.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace hg::resolver {
 

@@ -39,7 +39,7 @@ Rendered render_for(const Entry& e, std::string_view qname, Time now, std::size_
   Rendered r;
   r.bytes.resize(65535);
   wire::WireWriter w(r.bytes, limit);
-  ClientQuery c{.id = 0xBEEF, .rd = true, .question = q.question()};
+  ClientQuery c{.id = 0xBEEF, .flags = wire::flag::RD, .question = q.question()};
   r.result = render_entry(e, c, now, stale, w, reserve);
   r.bytes.resize(w.size());
   if (r.result.ok) r.msg = decode(r.bytes);
@@ -362,7 +362,8 @@ TEST(EntryRender, KeepsReserveFreeForTheCallersOpt) {
   opt.udp_size = 1232;
   const std::size_t reserve = wire::opt_size(opt);
   const RenderResult res =
-      render_entry(*b.entry, {.id = 1, .question = q.question()}, t0, std::nullopt, w, reserve);
+      render_entry(*b.entry, {.id = 1, .flags = wire::flag::RD, .question = q.question()}, t0,
+                   std::nullopt, w, reserve);
   ASSERT_TRUE(res.ok);
   EXPECT_TRUE(res.truncated);
   EXPECT_LE(w.size() + reserve, 1232u);
@@ -393,7 +394,11 @@ TEST(EntryRender, SetsAdOnlyForClientsAskingForIt) {
   for (bool ad : {false, true}) {
     wire::WireWriter w(buf, 512);
     ASSERT_TRUE(
-        render_entry(*b.entry, {.ad = ad, .question = q.question()}, t0, std::nullopt, w).ok);
+        render_entry(*b.entry,
+                     {.flags = static_cast<uint16_t>(wire::flag::RD | (ad ? wire::flag::AD : 0)),
+                      .question = q.question()},
+                     t0, std::nullopt, w)
+            .ok);
     wire::Message out;
     ASSERT_TRUE(out.parse(w.written()).has_value());
     EXPECT_EQ(out.header().ad(), ad);

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "resolver/control.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 

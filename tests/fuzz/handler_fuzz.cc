@@ -26,7 +26,7 @@
 #include <span>
 #include <vector>
 
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 #include "wire/header.h"
 #include "wire/message.h"
 

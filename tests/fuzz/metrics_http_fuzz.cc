@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "resolver/metrics.h"
-#include "resolver/server.h"
+#include "resolver/query_engine.h"
 
 namespace {
 

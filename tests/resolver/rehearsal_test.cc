@@ -16,8 +16,8 @@
 #include "resolver/config.h"
 #include "resolver/control.h"
 #include "resolver/metrics.h"
+#include "resolver/query_engine.h"
 #include "resolver/rehearsal.h"
-#include "resolver/server.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 #include "resolver/upstream.h"
 #include "wire/name.h"

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/checked.h"
 
 namespace hg::rehearse {
 

@@ -1,0 +1,72 @@
+#include "resolver/resolv_conf.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace hg::resolver {
+namespace {
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  out.append(s);
+  out += '"';
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+// --- resolv.conf -----------------------------------------------------------------------------
+
+ResolvConf parse_resolv_conf(std::string_view text) {
+  ResolvConf rc;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    line = trim(line);
+    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+    auto sp = line.find_first_of(" \t");
+    if (line.substr(0, sp) != "nameserver") continue;
+    std::string_view rest =
+        sp == std::string_view::npos ? std::string_view{} : trim(line.substr(sp));
+    std::string_view addr = rest.substr(0, rest.find_first_of(" \t#;"));
+    auto e = parse_endpoint(addr, 53);
+    if (!e || e->port() == 0) {
+      rc.warnings.push_back("line " + std::to_string(line_no) + ": nameserver " + quote(addr) +
+                            " is not a numeric IPv4 or IPv6 address; ignored");
+      continue;
+    }
+    rc.nameservers.push_back(*e);
+  }
+  return rc;
+}
+
+Checked<ResolvConf> read_resolv_conf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Checked<ResolvConf>::failure("cannot read " + quote(path) + " (" + std::strerror(errno) +
+                                        ")");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ResolvConf rc = parse_resolv_conf(ss.str());
+  for (auto& w : rc.warnings)
+    w.insert(0, path + ": ");
+  return rc;
+}
+
+}  // namespace hg::resolver

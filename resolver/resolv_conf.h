@@ -1,0 +1,28 @@
+// The resolv.conf reader behind `upstream-file`: only the `nameserver` lines matter to a
+// forwarder. Read at start-up and again on SIGHUP.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "resolver/checked.h"
+#include "resolver/endpoint.h"
+
+namespace hg::resolver {
+
+/// The parsed `nameserver` lines of a resolv.conf-style file.
+struct ResolvConf {
+  std::vector<Endpoint> nameservers;  ///< in file order, port 53 unless one was given
+  std::vector<std::string> warnings;  ///< "line 3: ..." for nameserver lines we could not use
+};
+
+/// Reads `nameserver ADDR` lines (IPv4, IPv6, IPv6 with %scope). Lines starting with '#' or
+/// ';' are comments, as is anything after the address; other keywords (search, options,
+/// domain, sortlist) are ignored, since a forwarder has no use for them. As an extension
+/// for tests and unusual setups, "ADDR:PORT" and "[V6]:PORT" are accepted too.
+ResolvConf parse_resolv_conf(std::string_view text);
+/// Reads and parses a file; the error names the path and the reason.
+Checked<ResolvConf> read_resolv_conf(const std::string& path);
+
+}  // namespace hg::resolver

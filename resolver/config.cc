@@ -26,12 +26,15 @@
 #include <sstream>
 
 #include "resolver/dnstap_writer.h"
+#include "resolver/text.h"
 
 #ifndef HG_VERSION
 #define HG_VERSION "unknown"
 #endif
 
 namespace hg::resolver {
+using text::parse_digits;
+using text::quote;
 namespace {
 
 using std::chrono::milliseconds;
@@ -44,27 +47,11 @@ constexpr uint64_t kMaxCacheSize = uint64_t{1} << 40;
 constexpr int64_t kMaxTimeoutMs = 60000;
 constexpr unsigned kMaxThreads = 256;
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  out.append(s);
-  out += '"';
-  return out;
-}
-
 bool ieq(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-// A decimal number made of digits only (no sign, no spaces), at most 1e15.
-std::optional<uint64_t> parse_digits(std::string_view s) {
-  if (s.empty() || s.size() > 15) return std::nullopt;
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 // Splits "123abc" into the leading digits and the rest.

@@ -15,7 +15,11 @@
 #include <cstring>
 #include <ctime>
 
+#include "resolver/text.h"
+
 namespace hg::resolver {
+
+using text::quote;
 
 namespace {
 
@@ -24,10 +28,6 @@ constexpr std::string_view kUnixPrefix = "unix:";
 
 bool is_unix(std::string_view target) {
   return target.substr(0, kUnixPrefix.size()) == kUnixPrefix;
-}
-
-std::string quote(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
 }
 
 // A file sink for fstrm_writer: we open the file ourselves (so that a bad path is reported at

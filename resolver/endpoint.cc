@@ -8,17 +8,13 @@
 #include <cstring>
 #include <limits>
 
-namespace hg::resolver {
-namespace {
+#include "resolver/text.h"
 
-// A decimal number made of digits only (no sign, no spaces), at most 1e15.
-std::optional<uint64_t> parse_digits(std::string_view s) {
-  if (s.empty() || s.size() > 15) return std::nullopt;
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
+namespace hg::resolver {
+
+using text::parse_digits;
+
+namespace {
 
 std::optional<in6_addr> parse_v6_with_scope(std::string_view text, uint32_t& scope) {
   scope = 0;

@@ -31,6 +31,11 @@ namespace hg::resolver {
 using Millis = std::chrono::milliseconds;
 using MonoTime = std::chrono::time_point<std::chrono::steady_clock, Millis>;
 
+/// A MonoTime as a plain number of milliseconds (for atomics and logs).
+inline int64_t ms_since_epoch(MonoTime t) {
+  return t.time_since_epoch().count();
+}
+
 /// Which readiness a watch wants to hear about.
 enum class Interest : uint8_t {
   /// Registered but silent. epoll still reports EPOLLERR and EPOLLHUP (both ends closed),

@@ -36,10 +36,6 @@ std::size_t udp_limit(uint16_t client_udp_size, std::size_t room) {
   return std::min<std::size_t>({client_udp_size, kMaxUdpAnswer, room});
 }
 
-int64_t ms_since_epoch(MonoTime t) {
-  return t.time_since_epoch().count();
-}
-
 }  // namespace
 
 void Waiter::hold(const ClientQuery& q) noexcept {

@@ -5,27 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "resolver/text.h"
+
 namespace hg::resolver {
-namespace {
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  out.append(s);
-  out += '"';
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-}  // namespace
+using text::quote;
+using text::trim;
 
 // --- resolv.conf -----------------------------------------------------------------------------
 

@@ -25,10 +25,6 @@ std::string host_name() {
   return buf;
 }
 
-int64_t ms_since_epoch(MonoTime t) {
-  return t.time_since_epoch().count();
-}
-
 }  // namespace
 
 // --- Server ----------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+// Small text helpers shared by the resolver's parsers of configuration-like text (the command
+// line and TOML file, resolv.conf, endpoints, dnstap targets): none of them touches a packet.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hg::resolver::text {
+
+/// `s` in double quotes, for error messages: "value".
+inline std::string quote(std::string_view s) {
+  std::string out = "\"";
+  out.append(s);
+  out += '"';
+  return out;
+}
+
+/// `s` without leading and trailing spaces, tabs and carriage returns.
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+/// A decimal number made of digits only (no sign, no spaces), at most 15 digits.
+inline std::optional<uint64_t> parse_digits(std::string_view s) {
+  if (s.empty() || s.size() > 15) return std::nullopt;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace hg::resolver::text

@@ -4,27 +4,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 
 namespace hg::integration {
-
-CommandResult run_command(const std::string& cmd, int seconds) {
-  CommandResult r;
-  const std::string line = "timeout " + std::to_string(seconds) + " " + cmd + " 2>&1";
-  FILE* p = popen(line.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 CommandResult ctl(const std::string& socket, const std::string& args) {
   return run_command(std::string(HOURGLASS_CTL) + " --timeout 10 --socket '" + socket + "' " + args,

@@ -7,16 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "tests/support/command.h"
+
 namespace hg::integration {
 
-struct CommandResult {
-  std::string output;  ///< stdout and stderr
-  int exit_code = -1;  ///< -1: did not exit normally (or could not start)
-  bool contains(std::string_view s) const { return output.find(s) != std::string::npos; }
-};
-
-/// `sh -c CMD` under `timeout SECONDS`, stderr merged into stdout.
-CommandResult run_command(const std::string& cmd, int seconds = 30);
+using test::CommandResult;
+using test::run_command;
 
 /// `hourglass-ctl --timeout 10 --socket SOCKET ARGS` (ARGS as a shell would split them).
 CommandResult ctl(const std::string& socket, const std::string& args);

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/command.h"
 #include "wire/edns.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -28,7 +29,6 @@
 #ifndef HOURGLASSD
 #error "HOURGLASSD (path of the daemon binary) must be defined by the build"
 #endif
-
 namespace hg::integration {
 namespace {
 
@@ -238,17 +238,12 @@ std::vector<uint32_t> DigResult::ttls(std::string_view section) const {
 }
 
 DigResult dig(uint16_t port, const std::string& args, int time_seconds) {
+  const auto c = test::run_command("dig @127.0.0.1 -p " + std::to_string(port) + " +time=" +
+                                       std::to_string(time_seconds) + " +tries=1 " + args,
+                                   20);
   DigResult r;
-  const std::string cmd = "timeout 20 dig @127.0.0.1 -p " + std::to_string(port) +
-                          " +time=" + std::to_string(time_seconds) + " +tries=1 " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.output.append(buf, n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.output = c.output;
+  r.exit_code = c.exit_code;
   return r;
 }
 

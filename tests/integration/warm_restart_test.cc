@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 
@@ -143,13 +144,9 @@ TEST_F(WarmRestart, CtlSaveWritesTheFileWhileRunning) {
   const std::string ctl = dir_ + "/control";
   auto first = start({"--control", ctl});
   ASSERT_TRUE(ask(*first, name));
-  const std::string cmd = std::string(HOURGLASS_CTL) + " --socket " + ctl + " save 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[512] = {};
-  const std::size_t n = fread(buf, 1, sizeof buf - 1, p);
-  EXPECT_EQ(pclose(p), 0);
-  EXPECT_NE(std::string(buf, n).find("saved 1 answers to " + path_), std::string::npos) << buf;
+  const auto saved = integration::ctl(ctl, "save");
+  EXPECT_EQ(saved.exit_code, 0);
+  EXPECT_TRUE(saved.contains("saved 1 answers to " + path_)) << saved.output;
   // A crash (no graceful save) then loses nothing that `save` wrote.
   ASSERT_TRUE(first->signal(SIGKILL));
   first->wait_exit(Millis{5000});

@@ -93,18 +93,7 @@ std::string read_file(const std::string& path) {
 }
 
 RunResult run(const std::string& command, int timeout_seconds) {
-  RunResult r;
-  const std::string cmd =
-      "timeout -k 5 " + std::to_string(timeout_seconds) + " " + command + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    r.output.append(buf, n);
-  const int st = pclose(f);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  return test::run_command(command, timeout_seconds);
 }
 
 std::string rehearse_path() {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/command.h"
+
 namespace hg::rehearse_test {
 
 struct ZoneText {
@@ -59,10 +61,7 @@ class SilentPort {
   uint16_t port_ = 0;
 };
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  ///< stdout and stderr together
-};
+using RunResult = test::CommandResult;
 
 /// Runs a shell command (wrapped in `timeout`), collecting its output and exit code.
 RunResult run(const std::string& command, int timeout_seconds = 60);

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "tests/support/command.h"
+
 namespace hg::test {
 
 namespace {
@@ -125,18 +127,10 @@ void RedisServer::stop() {
 }
 
 std::string RedisServer::cli(const std::vector<std::string>& args) const {
-  std::string cmd = "timeout 10 redis-cli -p " + std::to_string(port_);
+  std::string cmd = "redis-cli -p " + std::to_string(port_);
   for (const auto& a : args)
     cmd += " " + shell_quote(a);
-  cmd += " 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return {};
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  ::pclose(p);
+  std::string out = run_command(cmd, 10, Stderr::Discard).output;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
     out.pop_back();
   return out;

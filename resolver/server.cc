@@ -118,33 +118,48 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     if (config.redis.enabled()) start_fleet(shared, *wk, i == 0);
     for (Endpoint& addr : listen) {
       QueryEngine* engine = wk->engine.get();
-      auto udp = UdpListener::open(
-          wk->loop, addr, n > 1,
-          [engine](std::span<const uint8_t> q, const UdpPeer& peer, std::span<uint8_t> out) {
-            Route route;
-            route.udp = peer;
-            return engine->on_query(q, peer.sa(), route, out).size;
-          });
-      if (!udp) return R::failure(udp.error());
-      // A port of 0 asks the kernel for one; TCP and the other workers then use the same.
-      addr.set_port(udp.value()->local().port());
-      TcpListener::Settings ts;
-      auto tcp = TcpListener::open(
-          wk->loop, addr, n > 1, ts,
-          [engine, worker](std::span<const uint8_t> q, const std::shared_ptr<TcpConnection>& c) {
-            Route route;
-            route.tcp = c;
-            route.is_tcp = true;
-            const auto res = engine->on_query(q, c->peer().sockaddr_ptr(), route, worker->tcp_out);
-            if (res.size > 0) {
-              c->answer(std::span<const uint8_t>(worker->tcp_out.data(), res.size));
-            } else if (!res.deferred) {
-              c->no_answer();
-            }
-          });
-      if (!tcp) return R::failure(tcp.error());
-      wk->udp.push_back(std::move(udp.value()));
-      wk->tcp.push_back(std::move(tcp.value()));
+      auto open_udp = [&] {
+        return UdpListener::open(
+            wk->loop, addr, n > 1,
+            [engine](std::span<const uint8_t> q, const UdpPeer& peer, std::span<uint8_t> out) {
+              Route route;
+              route.udp = peer;
+              return engine->on_query(q, peer.sa(), route, out).size;
+            });
+      };
+      auto open_tcp = [&] {
+        return TcpListener::open(
+            wk->loop, addr, n > 1, TcpListener::Settings{},
+            [engine, worker](std::span<const uint8_t> q, const std::shared_ptr<TcpConnection>& c) {
+              Route route;
+              route.tcp = c;
+              route.is_tcp = true;
+              const auto res =
+                  engine->on_query(q, c->peer().sockaddr_ptr(), route, worker->tcp_out);
+              if (res.size > 0) {
+                c->answer(std::span<const uint8_t>(worker->tcp_out.data(), res.size));
+              } else if (!res.deferred) {
+                c->no_answer();
+              }
+            });
+      };
+      // A port of 0 asks the kernel for a UDP port; TCP and the other workers then use the
+      // same. The kernel chose it free for UDP only: if TCP cannot have it (another program's
+      // connection holds it), give it back and ask again, a few times.
+      const bool any_port = addr.port() == 0;
+      for (int attempt = 1;; ++attempt) {
+        auto udp = open_udp();
+        if (!udp) return R::failure(udp.error());
+        addr.set_port(udp.value()->local().port());
+        auto tcp = open_tcp();
+        if (tcp) {
+          wk->udp.push_back(std::move(udp.value()));
+          wk->tcp.push_back(std::move(tcp.value()));
+          break;
+        }
+        if (!any_port || attempt == 16) return R::failure(tcp.error());
+        addr.set_port(0);
+      }
     }
     srv->workers_.push_back(std::move(wk));
   }

@@ -199,17 +199,20 @@ void ShadowTable::purge(const std::vector<uint32_t>& ids) {
   }
 }
 
+std::vector<uint32_t> ShadowTable::remove_zone_locked(const wire::Name& z) {
+  std::vector<uint32_t> gone;
+  std::erase_if(zones_, [&](const std::shared_ptr<Zone>& existing) {
+    if (!existing->name.identical(z)) return false;
+    gone.push_back(existing->id);
+    return true;
+  });
+  return gone;
+}
+
 void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
   std::lock_guard zl(zones_mu_);
   const wire::Name z = zone.lowercased();
-  std::vector<uint32_t> gone;
-  for (auto& existing : zones_) {
-    if (existing->name.identical(z)) {
-      gone.push_back(existing->id);
-      existing.reset();
-    }
-  }
-  std::erase(zones_, nullptr);
+  std::vector<uint32_t> gone = remove_zone_locked(z);
   auto nz = std::make_shared<Zone>();
   nz->name = z;
   nz->seconds = seconds;
@@ -223,14 +226,7 @@ void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
 bool ShadowTable::clear(const wire::Name& zone) {
   std::lock_guard zl(zones_mu_);
   const wire::Name z = zone.lowercased();
-  std::vector<uint32_t> gone;
-  for (auto& existing : zones_) {
-    if (existing->name.identical(z)) {
-      gone.push_back(existing->id);
-      existing.reset();
-    }
-  }
-  std::erase(zones_, nullptr);
+  std::vector<uint32_t> gone = remove_zone_locked(z);
   publish();
   purge(gone);
   return !gone.empty();

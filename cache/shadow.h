@@ -150,6 +150,8 @@ class ShadowTable {
   void fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time expires);
   /// Drops every entry of the zone ids in `ids`; zones_mu_ held.
   void purge(const std::vector<uint32_t>& ids);
+  /// Drops every zone named `z` (lowercased) from zones_ (zones_mu_ held): their ids, to purge.
+  std::vector<uint32_t> remove_zone_locked(const wire::Name& z);
 
   ShadowSettings settings_;
   std::size_t per_shard_bytes_ = 0;

@@ -586,6 +586,15 @@ std::optional<seconds> parse_seconds(std::string_view text) {
   return seconds{static_cast<int64_t>(*n * mult)};  // n <= 1e15: no overflow
 }
 
+std::optional<uint32_t> parse_ttl_arg(std::string_view text, int64_t max, std::string& why) {
+  const auto secs = parse_seconds(text);
+  if (secs && secs->count() >= 0 && secs->count() <= max)
+    return static_cast<uint32_t>(secs->count());
+  why = "'" + std::string(text.substr(0, 64)) + "' is not a TTL: expected seconds from 0 to " +
+        std::to_string(max) + " (or 30s, 5m, 1h, 1d)";
+  return std::nullopt;
+}
+
 std::optional<milliseconds> parse_millis(std::string_view text) {
   auto [num, unit] = split_number(text);
   auto n = parse_digits(num);

@@ -255,17 +255,13 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
     if (nargs != 2) return usage(cmd, "ZONE SECONDS");
     auto zone = parse_name(words[1], why);
     if (!zone) return error(why);
-    const auto secs = parse_seconds(words[2]);
-    if (!secs || secs->count() < 0 || secs->count() > kMaxCapSeconds)
-      return error(
-          fmt::format("'{}' is not a TTL: expected seconds from 0 to {} (or 30s, 5m, 1h, 1d)",
-                      words[2], kMaxCapSeconds));
-    cache.set_ttl_cap(*zone, static_cast<uint32_t>(secs->count()), now);
+    const auto secs = parse_ttl_arg(words[2], kMaxCapSeconds, why);
+    if (!secs) return error(why);
+    cache.set_ttl_cap(*zone, *secs, now);
     fm.op = fleet::FleetOp::TtlCap;
     fm.name = zone->lowercased();
-    fm.seconds = static_cast<uint32_t>(secs->count());
-    return with_fleet(
-        {fmt::format("ok: ttl-cap {} {}\n", zone->lowercased().to_text(), secs->count())});
+    fm.seconds = *secs;
+    return with_fleet({fmt::format("ok: ttl-cap {} {}\n", zone->lowercased().to_text(), *secs)});
   }
   if (cmd == "ttl-cap-clear") {
     if (nargs != 1) return usage(cmd, "ZONE");

@@ -99,13 +99,10 @@ Control::Output shadow_command(Shared& shared, const std::vector<std::string_vie
     if (nargs != 3) return error(std::string(kUsage));
     auto zone = parse_name(words[2], why);
     if (!zone) return error(why);
-    const auto secs = parse_seconds(words[3]);
-    if (!secs || secs->count() < 0 || secs->count() > kMaxShadowSeconds)
-      return error(
-          fmt::format("'{}' is not a TTL: expected seconds from 0 to {} (or 30s, 5m, 1h, 1d)",
-                      words[3].substr(0, 64), kMaxShadowSeconds));
-    shared.shadow.set(*zone, static_cast<uint32_t>(secs->count()), now);
-    return {fmt::format("ok: shadow-ttl {} {}\n", zone->lowercased().to_text(), secs->count())};
+    const auto secs = parse_ttl_arg(words[3], kMaxShadowSeconds, why);
+    if (!secs) return error(why);
+    shared.shadow.set(*zone, *secs, now);
+    return {fmt::format("ok: shadow-ttl {} {}\n", zone->lowercased().to_text(), *secs)};
   }
   if (sub == "clear") {
     if (nargs != 2) return error(std::string(kUsage));

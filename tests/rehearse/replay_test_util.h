@@ -74,9 +74,7 @@ class TraceBuilder {
 
   /// Feeds every event in time order (stable: equal times keep insertion order).
   ReplayResult run(const ReplayConfig& config) {
-    std::stable_sort(events_.begin(), events_.end(), [](const OwnedEvent& a, const OwnedEvent& b) {
-      return a.time_ns < b.time_ns;
-    });
+    sort();
     ReplayEngine engine(config);
     for (const OwnedEvent& e : events_) {
       TraceEvent ev;
@@ -89,9 +87,44 @@ class TraceBuilder {
     }
     return engine.finish();
   }
+  /// The same through replay_pipelined: a reading thread classifies, this one applies.
+  ReplayResult run_pipelined(const ReplayConfig& config, uint64_t* batches = nullptr) {
+    sort();
+    struct Reader final : TraceReader {
+      const std::vector<OwnedEvent>& events;
+      std::size_t next_event = 0;
+      TraceError err;
+      explicit Reader(const std::vector<OwnedEvent>& e) : events(e) {}
+      ReadStatus next(TraceEvent& ev) override {
+        if (next_event == events.size()) return ReadStatus::End;
+        const OwnedEvent& e = events[next_event++];
+        ev = TraceEvent{};
+        ev.side = e.side;
+        ev.role = e.role;
+        ev.time_ns = e.time_ns;
+        ev.query_time_ns = e.query_time_ns;
+        ev.message = e.bytes;
+        return ReadStatus::Event;
+      }
+      const TraceError& error() const override { return err; }
+      std::string describe() const override { return "test events"; }
+      uint64_t skipped() const override { return 0; }
+    } reader(events_);
+    ReplayEngine engine(config);
+    uint64_t n = 0;
+    EXPECT_EQ(replay_pipelined(reader, engine, [&n] { ++n; }), ReadStatus::End);
+    if (batches != nullptr) *batches = n;
+    return engine.finish();
+  }
   std::size_t size() const { return events_.size(); }
 
  private:
+  void sort() {
+    std::stable_sort(events_.begin(), events_.end(), [](const OwnedEvent& a, const OwnedEvent& b) {
+      return a.time_ns < b.time_ns;
+    });
+  }
+
   std::vector<OwnedEvent> events_;
 };
 

@@ -188,30 +188,22 @@ int run_replay(int argc, char** argv) {
   }
 
   ReplayEngine engine(config);
-  TraceEvent ev;
   const bool progress = isatty(STDERR_FILENO) == 1;
   auto last_progress = std::chrono::steady_clock::now();
-  int64_t first_ns = INT64_MIN;
-  for (uint64_t n = 0;; ++n) {
-    const ReadStatus st = merger.next(ev);
-    if (st == ReadStatus::End) break;
-    if (st == ReadStatus::Bad) {
-      if (progress) std::fputs("\r\033[K", stderr);
-      std::fprintf(stderr, "%s\n", merger.error().to_string().c_str());
-      return 2;
-    }
-    if (first_ns == INT64_MIN) first_ns = ev.time_ns;
-    engine.add(ev);
-    if (progress && (n & 0xffff) == 0) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_progress >= std::chrono::seconds(1)) {
-        last_progress = now;
-        std::fprintf(stderr, "\r\033[Kreplay: %s events, %s queries replayed, trace time +%s",
-                     fmt::format("{}", engine.events()).c_str(),
-                     fmt::format("{}", engine.replayed()).c_str(),
-                     human_duration(engine.now_ns() - first_ns).c_str());
-      }
-    }
+  const ReadStatus st = replay_pipelined(merger, engine, [&] {
+    if (!progress) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress < std::chrono::seconds(1)) return;
+    last_progress = now;
+    std::fprintf(stderr, "\r\033[Kreplay: %s events, %s queries replayed, trace time +%s",
+                 fmt::format("{}", engine.events()).c_str(),
+                 fmt::format("{}", engine.replayed()).c_str(),
+                 human_duration(engine.now_ns() - engine.first_ns()).c_str());
+  });
+  if (st == ReadStatus::Bad) {
+    if (progress) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "%s\n", merger.error().to_string().c_str());
+    return 2;
   }
   if (progress) std::fputs("\r\033[K", stderr);
   const ReplayResult result = engine.finish();

@@ -5,10 +5,15 @@
 #include <array>
 #include <charconv>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "cache/ttl_policy.h"
 #include "wire/owned.h"
@@ -133,25 +138,26 @@ cache::Time ReplayEngine::ctime(int64_t t_ns) const noexcept {
   return cache::Time{cache::Seconds{1'000'000}} + cache::Millis{(t_ns - result_.first_ns) / kMs};
 }
 
-uint32_t ReplayEngine::intern(const cache::CacheKey& key) {
-  // index_ holds the first state of each hash; equal hashes (2^-64 per pair) chain by next.
-  const auto id = static_cast<uint32_t>(states_.size());
+uint32_t EventClassifier::intern(const cache::CacheKey& key, EventBatch& out) {
+  // index_ holds the first question of each hash; equal hashes (2^-64 per pair) chain by next.
+  const auto id = static_cast<uint32_t>(questions_.size());
   auto [first, fresh] = index_.try_emplace(key.hash, id);
   if (!fresh) {
     uint32_t i = *first;
     for (;;) {
-      if (states_[i].key == key) return i;
-      if (states_[i].next == UINT32_MAX) break;
-      i = states_[i].next;
+      if (questions_[i].key == key) return i;
+      if (questions_[i].next == UINT32_MAX) break;
+      i = questions_[i].next;
     }
-    states_[i].next = id;
+    questions_[i].next = id;
   }
-  states_.emplace_back();
-  states_.back().key = key;
+  questions_.push_back(Question{key, UINT32_MAX});
+  if (out.new_questions.empty()) out.first_new_q = id;
+  out.new_questions.push_back(key);
   return id;
 }
 
-std::optional<uint32_t> ReplayEngine::known_query(std::span<const uint8_t> message) const {
+std::optional<uint32_t> EventClassifier::known_query(std::span<const uint8_t> message) const {
   if (message.size() < 12 || message.size() > kMaxKnownQueryBytes) return std::nullopt;
   const std::string_view tail(reinterpret_cast<const char*>(message.data()) + 2,
                               message.size() - 2);
@@ -164,7 +170,7 @@ std::optional<uint32_t> ReplayEngine::known_query(std::span<const uint8_t> messa
   return e.q;
 }
 
-void ReplayEngine::remember_query(std::span<const uint8_t> message, uint32_t q) {
+void EventClassifier::remember_query(std::span<const uint8_t> message, uint32_t q) {
   if (message.size() < 12 || message.size() > kMaxKnownQueryBytes ||
       known_.size() >= kMaxKnownQueries || query_arena_.size() >= kMaxKnownQueryArena)
     return;
@@ -177,8 +183,8 @@ void ReplayEngine::remember_query(std::span<const uint8_t> message, uint32_t q) 
   query_arena_.insert(query_arena_.end(), tail.begin(), tail.end());
 }
 
-const ReplayEngine::Layout* ReplayEngine::known_response(std::span<const uint8_t> message,
-                                                         uint64_t& slot) const {
+const EventClassifier::Layout* EventClassifier::known_response(std::span<const uint8_t> message,
+                                                               uint64_t& slot) const {
   const std::size_t qend = question_end(message);
   if (qend == 0) {
     slot = 0;
@@ -196,52 +202,36 @@ const ReplayEngine::Layout* ReplayEngine::known_response(std::span<const uint8_t
   return &l;
 }
 
-void ReplayEngine::add(const TraceEvent& ev) {
-  ++events_;
-  if (!started_) {
-    started_ = true;
-    result_.first_ns = ev.time_ns;
-    result_.last_ns = ev.time_ns;
-    latest_ns_ = ev.time_ns;
-    for (auto& r : config_.schedule) {
-      if (r.when == ScheduleRule::When::FromStart) {
-        r.at_ns += result_.first_ns;
-        r.when = ScheduleRule::When::Absolute;
-      }
-      if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);
-    }
-    std::sort(result_.switch_ns.begin(), result_.switch_ns.end());
-    result_.switch_ns.erase(std::unique(result_.switch_ns.begin(), result_.switch_ns.end()),
-                            result_.switch_ns.end());
-  }
-  latest_ns_ = std::max(latest_ns_, ev.time_ns);
-  result_.last_ns = latest_ns_;
-
-  // A client query only needs its state; the same bytes (but the ID) give the same one.
+void EventClassifier::classify(const TraceEvent& ev, EventBatch& out) {
+  ClassifiedEvent& c = out.events.emplace_back();
+  c.time_ns = ev.time_ns;
+  c.query_time_ns = ev.query_time_ns;
+  c.side = ev.side;
+  c.role = ev.role;
+  // A client query only needs its question; the same bytes (but the ID) give the same one.
   if (ev.side == Side::Client && ev.role == Role::Query) {
     if (const auto known = known_query(ev.message)) {
-      pending_.push(Pending{ev.time_ns, seq_++, *known});
-      drain(latest_ns_ - config_.lookahead_ns);
+      c.q = *known;
       return;
     }
   }
   uint64_t slot = 0;
   const Layout* layout = nullptr;
-  uint32_t q = 0;
-  uint16_t id = 0;
   if (ev.role == Role::Response) layout = known_response(ev.message, slot);
   if (layout != nullptr) {
-    q = layout->q;
-    id = static_cast<uint16_t>((ev.message[0] << 8) | ev.message[1]);
+    c.q = layout->q;
+    c.id = static_cast<uint16_t>((ev.message[0] << 8) | ev.message[1]);
+    c.content =
+        (uint64_t{static_cast<uint32_t>(layout - layouts_.data())} + 1) << 32 | layout->version;
   } else {
     if (!msg_.parse(ev.message, wire::ParseMode::Lenient) || msg_.questions().empty()) {
-      ++result_.undecodable;
+      c.undecodable = true;
       return;
     }
     const cache::CacheKey key = cache::CacheKey::from_query(msg_);
-    q = intern(key);
-    id = msg_.header().id;
-    if (ev.side == Side::Client && ev.role == Role::Query) remember_query(ev.message, q);
+    c.q = intern(key, out);
+    c.id = msg_.header().id;
+    if (ev.side == Side::Client && ev.role == Role::Query) remember_query(ev.message, c.q);
     if (ev.role == Role::Response) {
       records_scratch_.clear();
       for (const wire::RecordView& rr : msg_.records())
@@ -250,60 +240,134 @@ void ReplayEngine::add(const TraceEvent& ev) {
         auto [at, fresh] = layout_index_.try_emplace(slot, static_cast<uint32_t>(layouts_.size()));
         if (fresh) layouts_.emplace_back();
         Layout& l = layouts_[*at];
-        l.q = q;
+        l.q = c.q;
+        ++l.version;
         l.bytes.assign(ev.message.begin(), ev.message.end());
         l.records = records_scratch_;
+        c.content = (uint64_t{*at} + 1) << 32 | l.version;
       }
     }
   }
-  const std::span<const RecordTtl> records = layout != nullptr
-                                                 ? std::span<const RecordTtl>(layout->records)
-                                                 : std::span<const RecordTtl>(records_scratch_);
-  QState& s = states_[q];
-  if (ev.side == Side::Upstream) {
-    any_forwarder_ = true;
-    if (ev.role == Role::Query) {
-      ++result_.recorded_upstream;
-      ++s.recorded_upstream;
-      if (s.first_fwd_query_ns == INT64_MIN) s.first_fwd_query_ns = ev.time_ns;
-      s.last_fwd_query_ns = ev.time_ns;
-      s.last_fwd_id = id;
-    } else {
-      ++result_.recorded_upstream_responses;
-      int64_t rtt = -1;
-      if (ev.query_time_ns > 0) {
-        rtt = ev.time_ns - ev.query_time_ns;
-      } else if (s.last_fwd_query_ns != INT64_MIN && s.last_fwd_id == id) {
-        rtt = ev.time_ns - s.last_fwd_query_ns;
-      }
-      if (rtt >= 0 && rtt < 60 * kSec) {
-        ++result_.rtt_samples;
-        if (rtt_samples_.size() < kRttReservoir) {
-          rtt_samples_.push_back(rtt);
-        } else {
-          std::uniform_int_distribution<uint64_t> pick(0, result_.rtt_samples - 1);
-          const uint64_t j = pick(rng_[0]);
-          if (j < kRttReservoir) rtt_samples_[j] = rtt;
-        }
-      }
-      on_response(ev, q, records);
-    }
-  } else if (ev.role == Role::Query) {
-    pending_.push(Pending{ev.time_ns, seq_++, q});
-  } else {
-    ++result_.responses;
-    on_response(ev, q, records);
-  }
-  drain(latest_ns_ - config_.lookahead_ns);
+  if (ev.role != Role::Response) return;
+  const std::vector<RecordTtl>& records = layout != nullptr ? layout->records : records_scratch_;
+  c.message_offset = static_cast<uint32_t>(out.bytes.size());
+  c.message_size = static_cast<uint32_t>(ev.message.size());
+  out.bytes.insert(out.bytes.end(), ev.message.begin(), ev.message.end());
+  c.records_offset = static_cast<uint32_t>(out.records.size());
+  c.records_size = static_cast<uint32_t>(records.size());
+  out.records.insert(out.records.end(), records.begin(), records.end());
 }
 
-void ReplayEngine::on_response(const TraceEvent& ev, uint32_t q,
+void ReplayEngine::add(const TraceEvent& ev) {
+  one_.clear();
+  classifier_.classify(ev, one_);
+  apply(one_);
+}
+
+void ReplayEngine::push_pending(int64_t time_ns, uint32_t q) {
+  const Pending p{time_ns, seq_++, q};
+  auto pos = pending_.end();
+  while (pos != pending_.begin() && p < *std::prev(pos))
+    --pos;
+  pending_.insert(pos, p);
+}
+
+void ReplayEngine::prefetch_state(uint32_t q) const noexcept {
+  if (q >= states_.size()) return;
+  const QState& s = states_[q];
+  const char* const begin = reinterpret_cast<const char*>(&s);
+  __builtin_prefetch(begin);
+  for (const char* line = reinterpret_cast<const char*>(&s.key.hash); line < begin + sizeof(QState);
+       line += 64)
+    __builtin_prefetch(line);
+}
+
+void ReplayEngine::apply(const EventBatch& batch) {
+  for (std::size_t i = 0; i < batch.new_questions.size(); ++i) {
+    // The classifier numbers questions in order of first appearance, batch after batch.
+    if (batch.first_new_q + i != states_.size()) std::abort();
+    states_.emplace_back().key = batch.new_questions[i];
+  }
+  // With many names the replay waits on memory more than it computes: the states of the
+  // events a few places ahead are fetched while this one is handled.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < std::min(kAhead, batch.events.size()); ++i)
+    prefetch_state(batch.events[i].q);
+  for (std::size_t i = 0; i < batch.events.size(); ++i) {
+    const ClassifiedEvent& ev = batch.events[i];
+    if (i + kAhead < batch.events.size()) prefetch_state(batch.events[i + kAhead].q);
+    ++events_;
+    if (!started_) {
+      started_ = true;
+      result_.first_ns = ev.time_ns;
+      result_.last_ns = ev.time_ns;
+      latest_ns_ = ev.time_ns;
+      for (auto& r : config_.schedule) {
+        if (r.when == ScheduleRule::When::FromStart) {
+          r.at_ns += result_.first_ns;
+          r.when = ScheduleRule::When::Absolute;
+        }
+        if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);
+      }
+      std::sort(result_.switch_ns.begin(), result_.switch_ns.end());
+      result_.switch_ns.erase(std::unique(result_.switch_ns.begin(), result_.switch_ns.end()),
+                              result_.switch_ns.end());
+    }
+    latest_ns_ = std::max(latest_ns_, ev.time_ns);
+    result_.last_ns = latest_ns_;
+    if (ev.undecodable) {
+      ++result_.undecodable;
+      continue;
+    }
+    const std::span<const uint8_t> message(batch.bytes.data() + ev.message_offset, ev.message_size);
+    const std::span<const RecordTtl> records(batch.records.data() + ev.records_offset,
+                                             ev.records_size);
+    QState& s = states_[ev.q];
+    if (ev.side == Side::Upstream) {
+      any_forwarder_ = true;
+      if (ev.role == Role::Query) {
+        ++result_.recorded_upstream;
+        ++s.recorded_upstream;
+        if (s.first_fwd_query_ns == INT64_MIN) s.first_fwd_query_ns = ev.time_ns;
+        s.last_fwd_query_ns = ev.time_ns;
+        s.last_fwd_id = ev.id;
+      } else {
+        ++result_.recorded_upstream_responses;
+        int64_t rtt = -1;
+        if (ev.query_time_ns > 0) {
+          rtt = ev.time_ns - ev.query_time_ns;
+        } else if (s.last_fwd_query_ns != INT64_MIN && s.last_fwd_id == ev.id) {
+          rtt = ev.time_ns - s.last_fwd_query_ns;
+        }
+        if (rtt >= 0 && rtt < 60 * kSec) {
+          ++result_.rtt_samples;
+          if (rtt_samples_.size() < kRttReservoir) {
+            rtt_samples_.push_back(rtt);
+          } else {
+            std::uniform_int_distribution<uint64_t> pick(0, result_.rtt_samples - 1);
+            const uint64_t j = pick(rng_[0]);
+            if (j < kRttReservoir) rtt_samples_[j] = rtt;
+          }
+        }
+        on_response(ev, message, records);
+      }
+    } else if (ev.role == Role::Query) {
+      push_pending(ev.time_ns, ev.q);
+    } else {
+      ++result_.responses;
+      on_response(ev, message, records);
+    }
+    drain(latest_ns_ - config_.lookahead_ns);
+  }
+}
+
+void ReplayEngine::on_response(const ClassifiedEvent& ev, std::span<const uint8_t> message,
                                std::span<const RecordTtl> records) {
-  QState& s = states_[q];
+  QState& s = states_[ev.q];
   const bool upstream = ev.side == Side::Upstream;
   for (const RecordTtl& rr : records) {
     const uint64_t h = rr.rrset;
-    const uint32_t v = cache::sanitize_ttl(load_u32(ev.message.data() + rr.ttl_offset));
+    const uint32_t v = cache::sanitize_ttl(load_u32(message.data() + rr.ttl_offset));
     auto it = std::find_if(s.rrsets.begin(), s.rrsets.end(),
                            [h](const RrsetTtl& x) { return x.hash == h; });
     if (it == s.rrsets.end()) {
@@ -332,13 +396,14 @@ void ReplayEngine::on_response(const TraceEvent& ev, uint32_t q,
   if (!s.responses.empty()) {
     Stored& last = s.responses.back();
     if (last.time_last_ns <= ev.time_ns && last.from_upstream == upstream &&
-        same_but_id_and_ttls(std::span<const uint8_t>(last.bytes), ev.message, records)) {
+        ((ev.content != 0 && ev.content == last.content) ||
+         same_but_id_and_ttls(std::span<const uint8_t>(last.bytes), message, records))) {
       last.time_last_ns = ev.time_ns;
       return;
     }
   }
-  Stored st{ev.time_ns, ev.time_ns, upstream, {}};
-  st.bytes.assign(ev.message.begin(), ev.message.end());
+  Stored st{ev.time_ns, ev.time_ns, upstream, ev.content, {}};
+  st.bytes.assign(message.begin(), message.end());
   // Out-of-order responses go to their place (rare; a deque keeps this cheap at the end).
   auto pos = s.responses.end();
   while (pos != s.responses.begin() && std::prev(pos)->time_ns > ev.time_ns)
@@ -367,10 +432,11 @@ void ReplayEngine::drain(int64_t up_to_ns) {
       rtt_samples_.size() < kRttWarmupSamples &&
       latest_ns_ - result_.first_ns < kRttWarmup + config_.lookahead_ns)
     return;
-  while (!pending_.empty() && pending_.top().time_ns <= up_to_ns) {
+  while (!pending_.empty() && pending_.front().time_ns <= up_to_ns) {
     if (!replaying_) start();
-    const Pending p = pending_.top();
-    pending_.pop();
+    const Pending p = pending_.front();
+    pending_.pop_front();
+    if (pending_.size() > 8) prefetch_state(pending_[8].q);
     replayed_ns_ = std::max(replayed_ns_, p.time_ns);
     replay_query(p);
   }
@@ -571,6 +637,91 @@ ReplayResult ReplayEngine::finish() {
   }
   result_.distinct_questions = result_.names.size();
   return std::move(result_);
+}
+
+ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
+                            const std::function<void()>& on_batch) {
+  // Batches of this many events go from the reading thread to this one; at most kBatches are
+  // filled or being filled at once, so memory stays bounded whichever side is slower.
+  constexpr std::size_t kBatchEvents = 4096;
+  constexpr std::size_t kBatches = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<EventBatch>> full, empty;
+  for (std::size_t i = 0; i < kBatches; ++i)
+    empty.push_back(std::make_unique<EventBatch>());
+  bool done = false;
+  ReadStatus status = ReadStatus::End;
+  std::exception_ptr failure;
+  EventClassifier& classifier = engine.classifier();
+
+  std::thread reading([&] {
+    try {
+      TraceEvent ev;
+      std::unique_ptr<EventBatch> b;
+      for (;;) {
+        if (!b) {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return !empty.empty(); });
+          b = std::move(empty.front());
+          empty.pop_front();
+          b->clear();
+        }
+        const ReadStatus st = reader.next(ev);
+        if (st == ReadStatus::Event) {
+          classifier.classify(ev, *b);
+          if (b->events.size() < kBatchEvents) continue;
+        }
+        {
+          std::lock_guard lock(mu);
+          full.push_back(std::move(b));
+          if (st != ReadStatus::Event) {
+            status = st;
+            done = true;
+          }
+        }
+        cv.notify_all();
+        if (st != ReadStatus::Event) return;
+      }
+    } catch (...) {
+      // Out of memory, most likely: stop, and let the applying thread rethrow it.
+      {
+        std::lock_guard lock(mu);
+        failure = std::current_exception();
+        done = true;
+      }
+      cv.notify_all();
+    }
+  });
+
+  std::exception_ptr apply_failure;
+  for (;;) {
+    std::unique_ptr<EventBatch> b;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return !full.empty() || done; });
+      if (full.empty()) break;
+      b = std::move(full.front());
+      full.pop_front();
+    }
+    if (apply_failure == nullptr) {
+      try {
+        engine.apply(*b);
+        if (on_batch) on_batch();
+      } catch (...) {
+        apply_failure = std::current_exception();  // keep taking batches: the reader must end
+      }
+    }
+    {
+      std::lock_guard lock(mu);
+      empty.push_back(std::move(b));
+    }
+    cv.notify_all();
+  }
+  reading.join();
+  if (apply_failure != nullptr) std::rethrow_exception(apply_failure);
+  if (failure != nullptr) std::rethrow_exception(failure);
+  return status;
 }
 
 std::optional<int64_t> parse_duration_ns(std::string_view text) {

@@ -23,10 +23,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -74,6 +75,98 @@ struct RunCounts {
   uint64_t peak_bucket = 0;  ///< most upstream queries in one bucket
 };
 
+/// One record of a response as the TTL recovery sees it: where its TTL is, and its RRset.
+struct RecordTtl {
+  uint16_t ttl_offset;
+  uint64_t rrset;
+};
+
+/// A trace event as the replay's second stage (ReplayEngine::apply) needs it: the question it
+/// is about, as an index the first stage (EventClassifier) gives, and for responses the bytes
+/// and where their TTLs are. Offsets point into the EventBatch that holds the event.
+struct ClassifiedEvent {
+  int64_t time_ns = 0;
+  int64_t query_time_ns = 0;
+  Side side = Side::Client;
+  Role role = Role::Query;
+  bool undecodable = false;  ///< not DNS, or no question: counted and skipped
+  uint16_t id = 0;
+  uint32_t q = 0;  ///< the question's index
+  /// Responses: equal and nonzero for two responses whose bytes are the same but the ID and
+  /// the TTLs (the classifier's memo saw to it); 0 when not known.
+  uint64_t content = 0;
+  uint32_t message_offset = 0, message_size = 0;  ///< responses only: into EventBatch::bytes
+  uint32_t records_offset = 0, records_size = 0;  ///< responses only: into EventBatch::records
+};
+
+/// Classified events in trace order, with what they point to. The keys of the questions that
+/// first appear in the batch come with it (indexes first_new_q, first_new_q + 1, ...).
+struct EventBatch {
+  std::vector<ClassifiedEvent> events;
+  std::vector<uint8_t> bytes;
+  std::vector<RecordTtl> records;
+  std::vector<cache::CacheKey> new_questions;
+  uint32_t first_new_q = 0;
+  void clear() noexcept {
+    events.clear();
+    bytes.clear();
+    records.clear();
+    new_questions.clear();
+  }
+};
+
+/// The replay's first stage: gives each event's question an index (the same question, the
+/// same index, in order of first appearance) and finds where a response's TTLs are. A repeated
+/// client query or response (the same bytes but the ID, and for a response the TTLs) skips the
+/// parse: a memo by its bytes. It keeps no state the second stage reads, so the two can run
+/// on two threads (replay_pipelined).
+class EventClassifier {
+ public:
+  /// Appends `ev` to `out`.
+  void classify(const TraceEvent& ev, EventBatch& out);
+
+ private:
+  // A response's layout: its bytes and where its TTLs are. Another response with the same
+  // bytes but the ID and the TTLs parses the same way (TTLs are not validated), so it takes
+  // this layout instead of being parsed.
+  struct Layout {
+    uint32_t q = 0;
+    uint32_t version = 0;  // bumped whenever bytes change
+    std::vector<uint8_t> bytes;
+    std::vector<RecordTtl> records;
+  };
+  struct Question {
+    cache::CacheKey key;
+    uint32_t next = UINT32_MAX;  // the next question whose key has the same hash
+  };
+  // Client queries seen: a hash of their bytes after the ID → known_, which holds where those
+  // bytes are in query_arena_ and their question. Bounded: past kMaxKnownQueries new byte
+  // strings (or 64 MiB of them) are parsed every time.
+  struct KnownQuery {
+    std::size_t offset;
+    uint32_t len;
+    uint32_t q;
+  };
+  uint32_t intern(const cache::CacheKey& key, EventBatch& out);
+  /// The layout remembered for a response like `message`, or nullptr.
+  const Layout* known_response(std::span<const uint8_t> message, uint64_t& slot) const;
+  /// The question of a client query, remembered by its bytes after the ID. nullopt: the bytes
+  /// are new, parse them.
+  std::optional<uint32_t> known_query(std::span<const uint8_t> message) const;
+  void remember_query(std::span<const uint8_t> message, uint32_t q);
+
+  std::vector<Question> questions_;
+  FlatIndex index_;  // key hash → first question with it
+  FlatIndex known_index_;
+  std::vector<KnownQuery> known_;
+  std::vector<uint8_t> query_arena_;
+  // Response layouts by a hash of the bytes from the flags to the end of the question.
+  FlatIndex layout_index_;
+  std::vector<Layout> layouts_;
+  std::vector<RecordTtl> records_scratch_;
+  wire::Message msg_;
+};
+
 struct NameReport {
   wire::Name name;  ///< lowercased
   wire::RRType qtype = wire::RRType::A;
@@ -112,20 +205,28 @@ class ReplayEngine {
   ReplayEngine(const ReplayEngine&) = delete;
   ReplayEngine& operator=(const ReplayEngine&) = delete;
 
-  /// Feeds one event (events in time order; small disorder within the lookahead is fine).
+  /// Feeds one event (events in time order; small disorder within the lookahead is fine):
+  /// classifier().classify, then apply.
   void add(const TraceEvent& ev);
+  /// Feeds events the classifier returned, in order. Every batch must come from classifier().
+  void apply(const EventBatch& batch);
+  /// The first stage. add() uses it; replay_pipelined hands it to the reading thread, which
+  /// then is the only one to touch it (apply never does).
+  EventClassifier& classifier() noexcept { return classifier_; }
   /// Replays what is still pending and returns the figures. Call once.
   ReplayResult finish();
 
   uint64_t events() const noexcept { return events_; }
   uint64_t replayed() const noexcept { return result_.queries; }
   int64_t now_ns() const noexcept { return latest_ns_; }
+  int64_t first_ns() const noexcept { return result_.first_ns; }
 
  private:
   struct Stored {
     int64_t time_ns;       // first recorded
     int64_t time_last_ns;  // last recorded (the same answer, seen again)
     bool from_upstream;    // FORWARDER_RESPONSE: TTLs as the upstream gave them
+    uint64_t content;      // ClassifiedEvent::content
     std::vector<uint8_t> bytes;
   };
   // The TTL recovery of one RRset (docs/rehearsal.md § TTL recovery): the TTL that started the
@@ -144,7 +245,6 @@ class ReplayEngine {
   };
   struct QState {
     cache::CacheKey key;
-    uint32_t next = UINT32_MAX;  // the next state whose key has the same hash
     uint64_t queries = 0;
     uint64_t recorded_upstream = 0;
     int64_t first_fwd_query_ns = INT64_MIN;
@@ -154,37 +254,22 @@ class ReplayEngine {
     std::vector<RrsetTtl> rrsets;
     RunState run[2];
   };
+  // A client query waiting to be replayed (lookahead_ns after it was read), in order of time
+  // and then of arrival.
   struct Pending {
     int64_t time_ns;
     uint64_t seq;
     uint32_t q;
-    friend bool operator>(const Pending& a, const Pending& b) noexcept {
-      return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
+    friend bool operator<(const Pending& a, const Pending& b) noexcept {
+      return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.seq < b.seq;
     }
   };
-
-  // One record of a response as the TTL recovery sees it: where its TTL is, and its RRset.
-  struct RecordTtl {
-    uint16_t ttl_offset;
-    uint64_t rrset;
-  };
-  // A response's layout: its bytes and where its TTLs are. Another response with the same
-  // bytes but the ID and the TTLs parses the same way (TTLs are not validated), so it takes
-  // this layout instead of being parsed.
-  struct Layout {
-    uint32_t q = 0;
-    std::vector<uint8_t> bytes;
-    std::vector<RecordTtl> records;
-  };
-  uint32_t intern(const cache::CacheKey& key);
-  /// The layout remembered for a response like `message`, or nullptr.
-  const Layout* known_response(std::span<const uint8_t> message, uint64_t& slot) const;
-  /// The question state of a client query, remembered by its bytes after the ID: a repeated
-  /// query (the same bytes but the ID) skips parsing and building its cache key. nullopt: the
-  /// bytes are new, parse them.
-  std::optional<uint32_t> known_query(std::span<const uint8_t> message) const;
-  void remember_query(std::span<const uint8_t> message, uint32_t q);
-  void on_response(const TraceEvent& ev, uint32_t q, std::span<const RecordTtl> records);
+  void push_pending(int64_t time_ns, uint32_t q);
+  /// Asks the CPU for the cache lines of question q's state that the replay reads (the name at
+  /// the start of the key; its hash and the counters after it), some events ahead of use.
+  void prefetch_state(uint32_t q) const noexcept;
+  void on_response(const ClassifiedEvent& ev, std::span<const uint8_t> message,
+                   std::span<const RecordTtl> records);
   void drain(int64_t up_to_ns);
   void start();
   void replay_query(const Pending& p);
@@ -201,27 +286,14 @@ class ReplayEngine {
 
   ReplayConfig config_;
   std::unique_ptr<cache::Cache> caches_[2];
+  EventClassifier classifier_;
+  EventBatch one_;  // add()'s batch of one
   std::vector<QState> states_;
-  FlatIndex index_;  // key hash → first state with it
-  // Client queries seen: a hash of their bytes after the ID → known_, which holds where those
-  // bytes are in query_arena_ and their state. Bounded: past kMaxKnownQueries new byte strings
-  // (or 64 MiB of them) are parsed every time, as before.
-  struct KnownQuery {
-    std::size_t offset;
-    uint32_t len;
-    uint32_t q;
-  };
-  FlatIndex known_index_;
-  std::vector<KnownQuery> known_;
-  std::vector<uint8_t> query_arena_;
-  // Response layouts by a hash of the bytes from the flags to the end of the question.
-  FlatIndex layout_index_;
-  std::vector<Layout> layouts_;
-  std::vector<RecordTtl> records_scratch_;
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
+  // Read but not yet replayed client queries. Traces are in time order, so nearly every one
+  // goes at the back; a late one is put in its place (a heap cost a tenth of the replay).
+  std::deque<Pending> pending_;
   std::vector<int64_t> rtt_samples_;
   std::mt19937_64 rng_[2];
-  wire::Message msg_;
   wire::Message scratch_msg_;
   std::vector<uint8_t> buf_;
   ReplayResult result_;
@@ -234,6 +306,14 @@ class ReplayEngine {
   bool replaying_ = false;           // RTT fixed, queries being replayed
   bool any_forwarder_ = false;
 };
+
+/// Reads `reader` to its end into `engine` on two threads: a second thread reads and
+/// classifies (the first stage), this one applies (the second, with both caches). The figures
+/// are the same as add() for every event gives. Returns End, or Bad when the reader stopped
+/// on an error (its error() says where); the events before it have been applied either way.
+/// `on_batch` runs on this thread after every batch (a progress line).
+ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
+                            const std::function<void()>& on_batch = {});
 
 /// Parses "90s", "15m", "2h", "1d", "250ms" or a bare number of seconds into ns; nullopt on
 /// anything else.

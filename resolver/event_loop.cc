@@ -257,14 +257,36 @@ std::size_t EventLoop::dispatch_fds(int n) {
   return ran;
 }
 
+namespace {
+thread_local EventLoop* t_current = nullptr;
+}  // namespace
+
+EventLoop* EventLoop::current() noexcept {
+  return t_current;
+}
+
+void EventLoop::at_iteration_end(Callback task) {
+  end_tasks_.push_back(std::move(task));
+}
+
 std::size_t EventLoop::run_once(Millis max_wait) {
   int timeout = epoll_timeout(max_wait);
   int n = epoll_wait(epoll_fd_, events_.data(), options_.max_events, timeout);
   if (n < 0) n = 0;  // EINTR: a signal; just go round again
   update_now();
+  EventLoop* const outer = t_current;
+  t_current = this;
   std::size_t ran = dispatch_fds(n);
   ran += run_timers();
   graveyard_.clear();
+  while (!end_tasks_.empty()) {
+    running_end_tasks_.swap(end_tasks_);
+    for (auto& task : running_end_tasks_)
+      task();
+    ran += running_end_tasks_.size();
+    running_end_tasks_.clear();
+  }
+  t_current = outer;
   return ran;
 }
 

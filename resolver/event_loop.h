@@ -128,6 +128,13 @@ class EventLoop {
   /// fds, then dispatches fd events, posted tasks and due timers. Returns the number of
   /// callbacks run.
   std::size_t run_once(Millis max_wait);
+  /// The loop whose iteration is running on this thread, or nullptr outside of one.
+  static EventLoop* current() noexcept;
+  /// Runs `task` once at the end of the current iteration, after the fds, posted tasks and
+  /// timers (loop thread only). For work an iteration gathers and finishes in one go, e.g.
+  /// the answers of many upstream responses sent with one sendmmsg. A task added by such a
+  /// task runs in the same iteration.
+  void at_iteration_end(Callback task);
   /// The time cached at the start of the current iteration.
   MonoTime now() const noexcept { return now_; }
   /// Re-reads the clock (e.g. after a long computation inside a callback).
@@ -177,6 +184,8 @@ class EventLoop {
   std::vector<Callback> running_posted_;
   std::atomic<bool> wake_pending_{false};
   std::atomic<bool> stop_{false};
+  std::vector<Callback> end_tasks_;  // at_iteration_end
+  std::vector<Callback> running_end_tasks_;
 };
 
 }  // namespace hg::resolver

@@ -380,7 +380,7 @@ void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const
       }
     }
   } else if (!bytes.empty()) {
-    UdpListener::send_to(w.route.udp, bytes);
+    UdpListener::send_later(w.route.udp, bytes);
   }
   if (dnstap_ != nullptr) [[unlikely]]
     tap_response(w, bytes);

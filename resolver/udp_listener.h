@@ -1,7 +1,8 @@
 // UdpListener: one UDP socket on the event loop. Datagrams are read in batches with
 // recvmmsg; the answers the handler produces on the spot (cache hits, errors) go back in one
 // sendmmsg per batch. Answers produced later (after an upstream query) are sent with
-// send_to(), which any thread may call (a UDP send is atomic per datagram).
+// send_later(), which any thread may call (a UDP send is atomic per datagram): they leave at
+// the end of that thread's loop iteration, one sendmmsg for all of them.
 //
 // Knows nothing of DNS beyond "a datagram in, maybe a datagram out".
 #pragma once
@@ -53,8 +54,12 @@ class UdpListener {
   const Endpoint& local() const noexcept { return local_; }
   int fd() const noexcept { return fd_; }
 
-  /// Sends one answer (any thread). Failures are counted, not reported: UDP is lossy anyway.
+  /// Sends one answer now (any thread). UDP is lossy: a failure only returns false.
   static bool send_to(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
+  /// Sends one answer at the end of this thread's current loop iteration, together with the
+  /// others the iteration produced (one sendmmsg per socket); outside of an iteration, now.
+  /// The bytes are copied. For answers produced after an upstream query.
+  static bool send_later(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
 
   /// Stops reading (shutdown); the socket stays open for late answers until destruction.
   void pause();

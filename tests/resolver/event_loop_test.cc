@@ -353,6 +353,34 @@ TEST(EventLoopFd, ReusedFdNumberDoesNotInheritAStaleEvent) {
   loop.remove_fd(replacement->r);
 }
 
+TEST(EventLoopIterationEnd, RunsOnceAfterTheFdsAndTimersOfItsIteration) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  Pipe p;
+  std::string order;
+  EXPECT_EQ(EventLoop::current(), nullptr);
+  ASSERT_TRUE(loop.add_fd(p.r, Interest::Read, [&](FdEvents) {
+    char c;
+    while (read(p.r, &c, 1) == 1) {
+    }
+    EXPECT_EQ(EventLoop::current(), &loop);
+    order += "f";
+    loop.at_iteration_end([&] {
+      order += "E";
+      // One added by an end task still runs in this iteration.
+      loop.at_iteration_end([&] { order += "2"; });
+    });
+  }));
+  loop.add_timer(0ms, [&] { order += "t"; });
+  p.put();
+  clock.advance(1ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(order, "ftE2");
+  EXPECT_EQ(EventLoop::current(), nullptr);
+  loop.run_once(0ms);
+  EXPECT_EQ(order, "ftE2");  // once only
+}
+
 TEST(EventLoopPost, TaskPostedFromAnotherThreadRunsOnTheLoopThread) {
   EventLoop loop;
   std::thread::id loop_thread;

@@ -23,7 +23,9 @@
 // shards (a power of two, chosen by the key hash), each with its own reader/writer lock,
 // index, S3-FIFO policy and byte budget (cache-size / shards). Lookups take the shard lock in
 // shared mode: a hit bumps an atomic frequency counter and copies a shared_ptr, so lookups
-// from several threads do not serialise (tests/bench shows it). Inserts, evictions, flushes
+// from several threads do not serialise (tests/bench shows it). The hit/miss counters are
+// per thread (cache/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
+// hit path shared-writable?" lists what every thread still writes. Inserts, evictions, flushes
 // and the lazy reclaim of entries past their stale window take it exclusively.
 //
 // Time is always passed in (a Time from SteadyClock or a test's ManualClock).
@@ -191,6 +193,7 @@ class Cache {
 
  private:
   struct Shard;
+  struct Counters;
   Shard& shard_for(uint64_t hash) const noexcept;
   template <class Pred>
   std::size_t remove_if(Pred&& pred);
@@ -199,6 +202,7 @@ class Cache {
   TtlCaps caps_;
   int shard_shift_ = 64;
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::unique_ptr<Counters> counters_;  // hits, stale hits, misses: per thread (cache.cc)
 };
 
 }  // namespace hg::cache

@@ -1,6 +1,9 @@
 // Cache: shards, lookup/insert, the failure cache, prefetch, flush and introspection.
 #include "cache/cache.h"
 
+#include "cache/counter_slots.h"
+#include "cache/flat_index.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -45,14 +48,10 @@ struct alignas(64) Cache::Shard {
   explicit Shard(const S3FifoSettings& s) : policy(s) {}
 
   mutable std::shared_mutex mu;
-  std::unordered_map<uint64_t, S3Fifo::Handle> index;  // key hash → policy handle
-  std::vector<std::shared_ptr<const Entry>> slots;     // by policy handle
+  FlatIndex index;                                  // key hash → policy handle
+  std::vector<std::shared_ptr<const Entry>> slots;  // by policy handle
   S3Fifo policy;
-  // Written under the shared lock by concurrent lookups, hence atomic (relaxed: statistics).
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> stale_hits{0};
-  std::atomic<uint64_t> misses{0};
-  // Written under the exclusive lock only.
+  // Written under the exclusive lock only (the lookup counters are in Cache::Counters).
   uint64_t inserts = 0;
   uint64_t evictions = 0;
   uint64_t expired = 0;
@@ -67,12 +66,32 @@ struct alignas(64) Cache::Shard {
     failures.erase(it);
   }
 
-  void erase_locked(std::unordered_map<uint64_t, S3Fifo::Handle>::iterator it) {
-    const S3Fifo::Handle h = it->second;
+  // The index keeps 32-bit fingerprints; the policy node holds each handle's full hash.
+  auto hash_of() const noexcept {
+    return [this](S3Fifo::Handle h) { return policy.hash_of(h); };
+  }
+  S3Fifo::Handle find(uint64_t hash) const noexcept { return index.find(hash, hash_of()); }
+
+  // Removes the live handle `h` stored under `hash` from the index, the policy and the slots.
+  void erase_locked(uint64_t hash, S3Fifo::Handle h) {
+    index.erase(hash, hash_of());
     policy.remove(h);
     slots[h].reset();
-    index.erase(it);
   }
+};
+
+// The lookup counters: bumped on every lookup by every worker, so kept per thread
+// (cache/counter_slots.h) rather than per shard, where every thread hitting a shard would
+// write the same line.
+struct Cache::Counters {
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> hits{0};
+    std::atomic<uint64_t> stale_hits{0};
+    std::atomic<uint64_t> misses{0};
+  };
+  CounterSlots<Slot> slots;
+
+  Slot& mine() noexcept { return this_thread_slot(slots); }
 };
 
 bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, double u) noexcept {
@@ -89,7 +108,8 @@ bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, do
   return u < 1.0 - left_ms / window_ms;
 }
 
-Cache::Cache(const CacheSettings& settings) : settings_(settings) {
+Cache::Cache(const CacheSettings& settings)
+    : settings_(settings), counters_(std::make_unique<Counters>()) {
   const std::size_t n = std::bit_ceil(std::max<std::size_t>(settings.shards, 1));
   settings_.shards = n;
   shard_shift_ = 64 - std::countr_zero(n);
@@ -102,16 +122,16 @@ Cache::Cache(const CacheSettings& settings) : settings_(settings) {
 Cache::~Cache() = default;
 
 Cache::Shard& Cache::shard_for(uint64_t hash) const noexcept {
-  // The top bits pick the shard; the unordered_map uses the hash modulo a prime.
+  // The top bits pick the shard; the shard's index uses the low 32 bits.
   return shards_.size() == 1 ? *shards_[0] : *shards_[hash >> shard_shift_];
 }
 
 Hit Cache::peek(const CacheKey& key, Time now) const {
   Shard& s = shard_for(key.hash);
   std::shared_lock lock(s.mu);
-  auto it = s.index.find(key.hash);
-  if (it == s.index.end() || !s.slots[it->second]->matches(key)) return Hit{};
-  const std::shared_ptr<const Entry>& e = s.slots[it->second];
+  const S3Fifo::Handle h = s.find(key.hash);
+  if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) return Hit{};
+  const std::shared_ptr<const Entry>& e = s.slots[h];
   if (now < e->expires_at()) return Hit{e, Freshness::Fresh, false, settings_.stale_ttl};
   if (now < e->expires_at() + settings_.stale_max)
     return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
@@ -122,16 +142,15 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
   Shard& s = shard_for(key.hash);
   {
     std::shared_lock lock(s.mu);
-    auto it = s.index.find(key.hash);
-    if (it == s.index.end() || !s.slots[it->second]->matches(key)) {
-      s.misses.fetch_add(1, std::memory_order_relaxed);
+    const S3Fifo::Handle h = s.find(key.hash);
+    if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) {
+      counters_->mine().misses.fetch_add(1, std::memory_order_relaxed);
       return Hit{};
     }
-    const S3Fifo::Handle h = it->second;
     const std::shared_ptr<const Entry>& e = s.slots[h];
     if (now < e->expires_at()) {
       s.policy.touch(h);
-      s.hits.fetch_add(1, std::memory_order_relaxed);
+      counters_->mine().hits.fetch_add(1, std::memory_order_relaxed);
       Hit hit{e, Freshness::Fresh, false, settings_.stale_ttl};
       // The random draw is taken only inside the window: most hits pay one comparison.
       if (settings_.prefetch && in_prefetch_window(*e, now, settings_.prefetch_window) &&
@@ -143,7 +162,7 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
     }
     if (now < e->expires_at() + settings_.stale_max) {
       s.policy.touch(h);
-      s.stale_hits.fetch_add(1, std::memory_order_relaxed);
+      counters_->mine().stale_hits.fetch_add(1, std::memory_order_relaxed);
       return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
     }
   }
@@ -151,16 +170,16 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
   // Check again under the exclusive lock — another thread may have replaced it meanwhile.
   {
     std::unique_lock lock(s.mu);
-    auto it = s.index.find(key.hash);
-    if (it != s.index.end()) {
-      const auto& e = s.slots[it->second];
+    const S3Fifo::Handle h = s.find(key.hash);
+    if (h != S3Fifo::kNone) {
+      const auto& e = s.slots[h];
       if (e->matches(key) && now >= e->expires_at() + settings_.stale_max) {
-        s.erase_locked(it);
+        s.erase_locked(key.hash, h);
         ++s.expired;
       }
     }
   }
-  s.misses.fetch_add(1, std::memory_order_relaxed);
+  counters_->mine().misses.fetch_add(1, std::memory_order_relaxed);
   return Hit{};
 }
 
@@ -177,29 +196,26 @@ InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, 
   const std::size_t bytes = built.entry->memory_bytes() + kIndexBytes;
   {
     std::unique_lock lock(s.mu);
+    // Called before the victim's handle is released: its node still holds its hash.
     auto on_evict = [&s](S3Fifo::Handle v, uint64_t victim_hash) {
-      s.index.erase(victim_hash);
+      s.index.erase(victim_hash, s.hash_of());
       s.slots[v].reset();
       ++s.evictions;
     };
     S3Fifo::Handle h;
-    auto it = s.index.find(key.hash);
-    if (it != s.index.end()) {
+    // Out of the index first: the evictions below must not meet a handle the policy has
+    // already released.
+    const S3Fifo::Handle old = s.index.erase(key.hash, s.hash_of());
+    if (old != S3Fifo::kNone) {
       // Same key (or, with odds of 2^-64 under a secret seed, a colliding one: replaced, and
       // lookups compare the whole key anyway). Keep its queue and frequency.
-      const S3Fifo::Handle old = it->second;
       h = s.policy.reinsert(old, bytes, on_evict);
       s.slots[old].reset();
-      if (h == S3Fifo::kNone) {
-        s.index.erase(it);
-      } else {
-        it->second = h;
-      }
     } else {
       h = s.policy.insert(key.hash, bytes, on_evict);
-      if (h != S3Fifo::kNone) s.index.emplace(key.hash, h);
     }
     if (h == S3Fifo::kNone) return InsertOutcome::TooLarge;
+    s.index.insert_or_assign(key.hash, h, s.hash_of());
     if (s.slots.size() < s.policy.handle_limit()) s.slots.resize(s.policy.handle_limit());
     s.slots[h] = std::move(built.entry);
     ++s.inserts;
@@ -211,18 +227,18 @@ InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, 
 bool Cache::erase(const CacheKey& key) {
   Shard& s = shard_for(key.hash);
   std::unique_lock lock(s.mu);
-  auto it = s.index.find(key.hash);
-  if (it == s.index.end() || !s.slots[it->second]->matches(key)) return false;
-  s.erase_locked(it);
+  const S3Fifo::Handle h = s.find(key.hash);
+  if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) return false;
+  s.erase_locked(key.hash, h);
   return true;
 }
 
 bool Cache::erase_entry(const Entry& entry) {
   Shard& s = shard_for(entry.key_hash());
   std::unique_lock lock(s.mu);
-  auto it = s.index.find(entry.key_hash());
-  if (it == s.index.end() || s.slots[it->second].get() != &entry) return false;
-  s.erase_locked(it);
+  const S3Fifo::Handle h = s.find(entry.key_hash());
+  if (h == S3Fifo::kNone || s.slots[h].get() != &entry) return false;
+  s.erase_locked(entry.key_hash(), h);
   return true;
 }
 
@@ -280,21 +296,21 @@ void Cache::set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now) {
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::unique_lock lock(s.mu);
-    for (auto& [hash, h] : s.index) {
+    s.index.for_each([&](S3Fifo::Handle h) {
       std::shared_ptr<const Entry>& e = s.slots[h];
-      if (!wire_at_or_below(e->qname_wire(), z.wire())) continue;
+      if (!wire_at_or_below(e->qname_wire(), z.wire())) return;
       if (e->expires_at() <= now + Seconds{cap}) {
         // Already expires within the cap; but records that outlive it still need shortening.
         bool longer = false;
         for (std::size_t i = 0; i < e->records().size(); ++i) {
           longer = longer || e->remaining_ttl(i, now) > cap;
         }
-        if (!longer) continue;
+        if (!longer) return;
       }
       // Entries are immutable (readers may hold them): swap in a capped copy. Its size is
       // the same, so the budget does not change.
       e = e->with_cap(cap, now);
-    }
+    });
   }
 }
 
@@ -308,17 +324,12 @@ std::size_t Cache::remove_if(Pred&& pred) {
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::unique_lock lock(s.mu);
-    for (auto it = s.index.begin(); it != s.index.end();) {
-      if (pred(*s.slots[it->second])) {
-        const S3Fifo::Handle h = it->second;
-        s.policy.remove(h);
-        s.slots[h].reset();
-        it = s.index.erase(it);
-        ++removed;
-      } else {
-        ++it;
-      }
-    }
+    removed += s.index.erase_if([&](S3Fifo::Handle h) {
+      if (!pred(*s.slots[h])) return false;
+      s.policy.remove(h);
+      s.slots[h].reset();
+      return true;
+    });
   }
   return removed;
 }
@@ -355,12 +366,12 @@ CacheStats Cache::stats() const {
       st.evictions += s.evictions;
       st.expired += s.expired;
     }
-    st.hits += s.hits.load(std::memory_order_relaxed);
-    st.stale_hits += s.stale_hits.load(std::memory_order_relaxed);
-    st.misses += s.misses.load(std::memory_order_relaxed);
     std::lock_guard lock(s.failure_mu);
     st.failure_entries += s.failures.size();
   }
+  st.hits = sum_slots(counters_->slots, &Counters::Slot::hits);
+  st.stale_hits = sum_slots(counters_->slots, &Counters::Slot::stale_hits);
+  st.misses = sum_slots(counters_->slots, &Counters::Slot::misses);
   return st;
 }
 
@@ -369,8 +380,7 @@ std::vector<std::shared_ptr<const Entry>> Cache::snapshot() const {
   for (const auto& sp : shards_) {
     std::shared_lock lock(sp->mu);
     out.reserve(out.size() + sp->index.size());
-    for (const auto& [hash, h] : sp->index)
-      out.push_back(sp->slots[h]);
+    sp->index.for_each([&](S3Fifo::Handle h) { out.push_back(sp->slots[h]); });
   }
   return out;
 }

@@ -23,7 +23,9 @@
 // shards (a power of two, chosen by the key hash), each with its own reader/writer lock,
 // index, S3-FIFO policy and byte budget (cache-size / shards). Lookups take the shard lock in
 // shared mode: a hit bumps an atomic frequency counter and copies a shared_ptr, so lookups
-// from several threads do not serialise (tests/bench shows it). Inserts, evictions, flushes
+// from several threads do not serialise (tests/bench shows it). The hit/miss counters are
+// per thread (cache/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
+// hit path shared-writable?" lists what every thread still writes. Inserts, evictions, flushes
 // and the lazy reclaim of entries past their stale window take it exclusively.
 //
 // Time is always passed in (a Time from SteadyClock or a test's ManualClock).
@@ -125,9 +127,10 @@ bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, do
 class Cache {
  public:
   /// Index overhead charged per entry besides Entry::memory_bytes() and the policy's node:
-  /// an unordered_map node (next pointer + key + handle, in a 32-byte malloc chunk), its
-  /// bucket pointer, and the shard's slot (a shared_ptr).
-  static constexpr std::size_t kIndexBytesPerEntry = 32 + 8 + 16;
+  /// the shard's FlatIndex slot (8 bytes at a load between 3/8 and 3/4, so 10.7 to 21.3 bytes
+  /// per entry, 14.8 on average over a growth cycle: charged as 16) and the shard's slot (a
+  /// shared_ptr, 16).
+  static constexpr std::size_t kIndexBytesPerEntry = 16 + 16;
   explicit Cache(const CacheSettings& settings = {});
   ~Cache();
   Cache(const Cache&) = delete;
@@ -190,6 +193,7 @@ class Cache {
 
  private:
   struct Shard;
+  struct Counters;
   Shard& shard_for(uint64_t hash) const noexcept;
   template <class Pred>
   std::size_t remove_if(Pred&& pred);
@@ -198,6 +202,7 @@ class Cache {
   TtlCaps caps_;
   int shard_shift_ = 64;
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::unique_ptr<Counters> counters_;  // hits, stale hits, misses: per thread (cache.cc)
 };
 
 }  // namespace hg::cache

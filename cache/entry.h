@@ -119,8 +119,10 @@ class Entry {
   std::vector<uint8_t> to_wire(Time now) const;
 
   /// Claims the one background refresh this entry may trigger; true for the first caller only.
+  /// Reads before it claims: once claimed, later hits in the window only read the flag's line.
   bool try_claim_prefetch() const noexcept {
-    return !prefetch_claimed_.exchange(true, std::memory_order_relaxed);
+    return !prefetch_claimed_.load(std::memory_order_relaxed) &&
+           !prefetch_claimed_.exchange(true, std::memory_order_relaxed);
   }
 
   Entry() = default;

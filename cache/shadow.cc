@@ -21,13 +21,10 @@ struct ShadowTable::Zone {
     std::atomic<uint64_t> real_upstream{0};
     std::atomic<uint64_t> shadow_misses{0};
   };
-  std::array<Slot, kCounterSlots> slots;
+  CounterSlots<Slot> slots;  // cache/counter_slots.h
 
   uint64_t sum(std::atomic<uint64_t> Slot::*counter) const noexcept {
-    uint64_t total = 0;
-    for (const Slot& sl : slots)
-      total += (sl.*counter).load(std::memory_order_relaxed);
-    return total;
+    return sum_slots(slots, counter);
   }
 };
 
@@ -43,14 +40,6 @@ namespace {
 // Generations are unique in the process (not per table), so a thread's cached snapshot can
 // never be taken for another table's, even one built at the same address.
 std::atomic<uint64_t> g_next_generation{1};
-
-// This thread's counter slot: threads take slots round robin at their first count.
-std::size_t counter_slot() noexcept {
-  static std::atomic<std::size_t> next{0};
-  thread_local const std::size_t slot =
-      next.fetch_add(1, std::memory_order_relaxed) % ShadowTable::kCounterSlots;
-  return slot;
-}
 
 }  // namespace
 
@@ -122,7 +111,7 @@ void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time ex
 void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
   Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
-  Zone::Slot& slot = z->slots[counter_slot()];
+  Zone::Slot& slot = this_thread_slot(z->slots);
   if (fresh == nullptr) {
     slot.not_fresh.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -138,7 +127,7 @@ void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
 
 void ShadowTable::on_upstream(const CacheKey& key) {
   if (Zone* z = match(snapshot(), key))
-    z->slots[counter_slot()].real_upstream.fetch_add(1, std::memory_order_relaxed);
+    this_thread_slot(z->slots).real_upstream.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "cache/clock.h"
+#include "cache/counter_slots.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "wire/name.h"
@@ -132,7 +133,7 @@ class ShadowTable {
   const ShadowSettings& settings() const noexcept { return settings_; }
 
   /// Counter slots per zone (a thread counts into slot `thread number % kCounterSlots`).
-  static constexpr std::size_t kCounterSlots = 16;
+  static constexpr std::size_t kCounterSlots = cache::kCounterSlots;
 
  private:
   struct Zone;

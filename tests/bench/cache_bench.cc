@@ -1,5 +1,6 @@
 // Cache micro-benchmarks: the hit path (lookup + render), insert, and lookups from several
-// threads (to show that they scale rather than serialise on one lock).
+// threads (to show that they scale rather than serialise on one lock, and what two threads
+// sharing names or only shards cost each other: docs/bench.md).
 //
 //   cmake -S . -B build-cache -DHG_BENCH=ON && cmake --build build-cache -j2
 //   ./build-cache/tests/bench/hg_cache_bench
@@ -194,6 +195,38 @@ void BM_LookupSameKeyThreads(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 BENCHMARK(BM_LookupSameKeyThreads)->Threads(1)->Threads(2)->UseRealTime();
+
+// Two threads, one shared cache, lookups only (no render): what the hit path writes that
+// another thread also writes shows up as the gap between these and the threads:1 row.
+// Same names: both threads walk the same 10k names in the same order, so they hit the same
+// entries (their reference counts, frequency bytes and shards) at about the same time.
+// Disjoint names: thread t asks only names i with i % 2 == t, so they share no entry, only
+// shards (and the shard's reader lock).
+void BM_LookupSameNamesThreads(benchmark::State& state) {
+  Fixture& f = Fixture::get();
+  const Time now = f.clock.now() + std::chrono::seconds{10};
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(f.cache->lookup(f.clients[i].key, now));
+    i = i + 1 == Fixture::kNames ? 0 : i + 1;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_LookupSameNamesThreads)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_LookupDisjointNamesThreads(benchmark::State& state) {
+  Fixture& f = Fixture::get();
+  const Time now = f.clock.now() + std::chrono::seconds{10};
+  const auto t = static_cast<std::size_t>(state.thread_index());
+  std::size_t i = t;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(f.cache->lookup(f.clients[i].key, now));
+    i += 2;
+    if (i >= Fixture::kNames) i = t;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_LookupDisjointNamesThreads)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "alloc_counter.h"
 #include "cache/clock.h"
+#include "cache/counter_slots.h"
 #include "cache_test_util.h"
 
 namespace hg::cache {
@@ -419,6 +421,39 @@ TEST_F(CacheTest, ConcurrentLookupsAndInsertsAreSafe) {
   t1.join();
   t2.join();
   EXPECT_EQ(cache_->stats().entries, 100u);
+}
+
+// The lookup counters live in per-thread slots: what each thread counts must add up exactly,
+// also with more threads than slots (two threads then share one), and stats() sees the sum.
+TEST_F(CacheTest, CountersFromManyThreadsAddUpExactly) {
+  for (int i = 0; i < 50; ++i)
+    put_a(nm("n", i, ".example"), 60);
+  constexpr int kThreads = static_cast<int>(kCounterSlots) + 4;
+  constexpr int kRounds = 300;
+  const Time fresh = clock_.now();
+  const Time stale = clock_.now() + Seconds{61};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        // One fresh hit, one miss and (at a later time: stale) one stale hit per round.
+        EXPECT_TRUE(cache_->lookup(key(nm("n", (t + r) % 50, ".example")), fresh));
+        EXPECT_FALSE(cache_->lookup(key(nm("absent", r, ".example")), fresh));
+        EXPECT_TRUE(cache_->lookup(key(nm("n", r % 50, ".example")), stale).stale());
+      }
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  const CacheStats st = cache_->stats();
+  EXPECT_EQ(st.hits, uint64_t{kThreads} * kRounds);
+  EXPECT_EQ(st.misses, uint64_t{kThreads} * kRounds);
+  EXPECT_EQ(st.stale_hits, uint64_t{kThreads} * kRounds);
+  // A second cache counts from zero: the slots belong to the cache, not to the thread.
+  reset(settings_);
+  get("www.example.com");
+  EXPECT_EQ(cache_->stats().misses, 1u);
+  EXPECT_EQ(cache_->stats().hits, 0u);
 }
 
 }  // namespace

@@ -165,8 +165,8 @@ std::optional<uint32_t> EventClassifier::known_query(std::span<const uint8_t> me
   if (k == nullptr) return std::nullopt;
   const KnownQuery& e = known_[*k];
   // Another byte string with the same hash: parsed, as a new one is.
-  if (e.len != tail.size() || std::memcmp(query_arena_.data() + e.offset, tail.data(), e.len) != 0)
-    return std::nullopt;
+  const uint8_t* bytes = e.len <= KnownQuery::kInline ? e.bytes : query_arena_.data() + e.offset;
+  if (e.len != tail.size() || std::memcmp(bytes, tail.data(), e.len) != 0) return std::nullopt;
   return e.q;
 }
 
@@ -179,8 +179,15 @@ void EventClassifier::remember_query(std::span<const uint8_t> message, uint32_t 
   const auto [k, fresh] = known_index_.try_emplace(std::hash<std::string_view>{}(tail),
                                                    static_cast<uint32_t>(known_.size()));
   if (!fresh) return;  // the hash belongs to other bytes: this one stays unremembered
-  known_.push_back(KnownQuery{query_arena_.size(), static_cast<uint32_t>(tail.size()), q});
-  query_arena_.insert(query_arena_.end(), tail.begin(), tail.end());
+  KnownQuery& e = known_.emplace_back();
+  e.q = q;
+  e.len = static_cast<uint32_t>(tail.size());
+  if (tail.size() <= KnownQuery::kInline) {
+    std::memcpy(e.bytes, tail.data(), tail.size());
+  } else {
+    e.offset = query_arena_.size();
+    query_arena_.insert(query_arena_.end(), tail.begin(), tail.end());
+  }
 }
 
 const EventClassifier::Layout* EventClassifier::known_response(std::span<const uint8_t> message,

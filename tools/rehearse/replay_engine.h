@@ -139,13 +139,18 @@ class EventClassifier {
     cache::CacheKey key;
     uint32_t next = UINT32_MAX;  // the next question whose key has the same hash
   };
-  // Client queries seen: a hash of their bytes after the ID → known_, which holds where those
-  // bytes are in query_arena_ and their question. Bounded: past kMaxKnownQueries new byte
-  // strings (or 64 MiB of them) are parsed every time.
-  struct KnownQuery {
-    std::size_t offset;
-    uint32_t len;
+  // Client queries seen: a hash of their bytes after the ID → known_, which holds those bytes
+  // (in the record itself when they fit, as nearly all queries do: one cache line to read;
+  // else in query_arena_) and their question. Bounded: past kMaxKnownQueries new byte
+  // strings (or 64 MiB of long ones) are parsed every time.
+  struct alignas(64) KnownQuery {
+    static constexpr std::size_t kInline = 56;
     uint32_t q;
+    uint32_t len;
+    union {
+      uint8_t bytes[kInline];  // len <= kInline
+      std::size_t offset;      // len > kInline: where in query_arena_
+    };
   };
   uint32_t intern(const cache::CacheKey& key, EventBatch& out);
   /// The layout remembered for a response like `message`, or nullptr.

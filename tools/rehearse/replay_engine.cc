@@ -682,6 +682,7 @@ ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
         {
           std::lock_guard lock(mu);
           full.push_back(std::move(b));
+          b = nullptr;  // the next event takes another batch from `empty`
           if (st != ReadStatus::Event) {
             status = st;
             done = true;

@@ -13,7 +13,8 @@
 //   this_thread_slot(slots).a.fetch_add(1, std::memory_order_relaxed);
 //   uint64_t total = sum_slots(slots, &MySlot::a);
 //
-// Used by the cache's hit/miss counters (cache.cc) and the shadow zones' counters (shadow.cc).
+// Used by the cache's hit/miss counters (cache.cc), the shadow zones' counters (shadow.cc)
+// and, through SlottedCounter, the daemon's query counters (resolver::Stats).
 #pragma once
 
 #include <array>
@@ -52,5 +53,35 @@ uint64_t sum_slots(const CounterSlots<Slot>& slots, std::atomic<uint64_t> Slot::
     total += (s.*counter).load(std::memory_order_relaxed);
   return total;
 }
+
+/// One counter in per-thread slots, with the part of std::atomic<uint64_t>'s interface that
+/// statistics use (fetch_add, load, assignment), so that a struct of such atomics can switch
+/// to it without touching its call sites. Adds and reads are always relaxed (the order
+/// argument is accepted and ignored); fetch_add returns nothing. 1 KiB per counter.
+class SlottedCounter {
+ public:
+  void fetch_add(uint64_t n, std::memory_order = std::memory_order_relaxed) noexcept {
+    slots_[counter_slot()].value.fetch_add(n, std::memory_order_relaxed);
+  }
+  uint64_t load(std::memory_order = std::memory_order_relaxed) const noexcept {
+    return sum_slots(slots_, &Slot::value);
+  }
+  /// Sets the total (for tests and resets; not meant to race with adds).
+  SlottedCounter& operator=(uint64_t v) noexcept {
+    for (Slot& s : slots_)
+      s.value.store(0, std::memory_order_relaxed);
+    slots_[0].value.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  SlottedCounter() = default;
+  SlottedCounter(const SlottedCounter&) = delete;
+  SlottedCounter& operator=(const SlottedCounter&) = delete;
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> value{0};
+  };
+  CounterSlots<Slot> slots_;
+};
 
 }  // namespace hg::cache

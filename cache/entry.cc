@@ -62,9 +62,7 @@ const char* to_string(InsertOutcome o) noexcept {
 }
 
 Entry::Entry(const Entry& o)
-    : data_(o.data_),
-      records_(o.records_),
-      inserted_at_(o.inserted_at_),
+    : inserted_at_(o.inserted_at_),
       expires_at_(o.expires_at_),
       hash_(o.hash_),
       ttl_(o.ttl_),
@@ -78,7 +76,16 @@ Entry::Entry(const Entry& o)
       kind_(o.kind_),
       ad_(o.ad_),
       dnssec_ok_(o.dnssec_ok_),
-      checking_disabled_(o.checking_disabled_) {}
+      checking_disabled_(o.checking_disabled_) {
+  allocate(o.record_count_, o.bytes_len_);
+  std::copy_n(o.buf_.get(), o.buf_records(), buf_.get());
+}
+
+void Entry::allocate(std::size_t records, std::size_t bytes) {
+  record_count_ = static_cast<uint16_t>(records);
+  bytes_len_ = static_cast<uint32_t>(bytes);
+  buf_ = std::make_unique_for_overwrite<Record[]>(buf_records());
+}
 
 Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
                           const TtlSettings& settings, const TtlCaps& caps, Time now) {
@@ -153,11 +160,12 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
   const std::size_t sec_start = q.end;
   const std::size_t sec_end = kept.empty() ? sec_start : kept.back().end();
   const auto qname = key.qname.wire();
-  e->data_.reserve(qname.size() + (sec_end - sec_start));
-  e->data_.assign(qname.begin(), qname.end());
-  e->data_.insert(e->data_.end(), packet.begin() + static_cast<std::ptrdiff_t>(sec_start),
-                  packet.begin() + static_cast<std::ptrdiff_t>(sec_end));
-  e->records_.reserve(kept.size());
+  // A parsed message is at most 65535 bytes: the record count fits 16 bits, the offsets too.
+  e->allocate(kept.size(), qname.size() + (sec_end - sec_start));
+  uint8_t* bytes = e->bytes_mut();
+  std::memcpy(bytes, qname.data(), qname.size());
+  std::memcpy(bytes + qname.size(), packet.data() + sec_start, sec_end - sec_start);
+  Record* records = e->buf_.get();
   uint32_t shortest = UINT32_MAX;
   for (const RecordView& rr : kept) {
     uint32_t ttl = is_negative_soa(rr, key.qclass)
@@ -168,8 +176,8 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
       if (qname_cap && *qname_cap < ttl) ttl = *qname_cap;
     }
     shortest = std::min(shortest, ttl);
-    e->records_.push_back(Record{static_cast<uint16_t>(rr.end() - sec_start),
-                                 static_cast<uint16_t>(rr.ttl_offset - sec_start), ttl});
+    *records++ = Record{static_cast<uint16_t>(rr.end() - sec_start),
+                        static_cast<uint16_t>(rr.ttl_offset - sec_start), ttl};
   }
   if (kept.empty()) shortest = 0;  // NOERROR cannot get here with no records; be safe anyway
   // A TTL of 0 means "use once": pass it through, and make sure no older copy lives on as
@@ -198,11 +206,12 @@ std::shared_ptr<const Entry> Entry::with_cap(uint32_t cap, Time now) const {
   auto e = std::make_shared<Entry>(*this);
   const uint64_t limit = uint64_t{elapsed_seconds(inserted_at_, now)} + cap;
   uint32_t shortest = UINT32_MAX;
-  for (Record& r : e->records_) {
+  for (std::size_t i = 0; i < e->record_count_; ++i) {
+    Record& r = e->buf_[i];
     if (r.ttl > limit) r.ttl = static_cast<uint32_t>(limit);
     shortest = std::min(shortest, r.ttl);
   }
-  if (!e->records_.empty()) {
+  if (e->record_count_ != 0) {
     e->ttl_ = shortest;
     e->expires_at_ = inserted_at_ + Seconds{shortest};
   }
@@ -218,19 +227,18 @@ bool Entry::matches(const CacheKey& key) const noexcept {
   const auto w = key.qname.wire();
   return hash_ == key.hash && qtype_ == key.qtype && qclass_ == key.qclass &&
          dnssec_ok_ == key.dnssec_ok && checking_disabled_ == key.checking_disabled &&
-         w.size() == qname_len_ && std::memcmp(w.data(), data_.data(), w.size()) == 0;
+         w.size() == qname_len_ && std::memcmp(w.data(), bytes(), w.size()) == 0;
 }
 
 uint32_t Entry::remaining_ttl(std::size_t i, Time now) const noexcept {
   const uint32_t elapsed = elapsed_seconds(inserted_at_, now);
-  const uint32_t ttl = records_[i].ttl;
+  const uint32_t ttl = buf_[i].ttl;
   return ttl > elapsed ? ttl - elapsed : 0;
 }
 
 std::size_t Entry::memory_bytes() const noexcept {
-  return sizeof(Entry) + kControlBlock + kAllocOverhead +        // make_shared's one block
-         data_.capacity() + kAllocOverhead +                     // qname + sections
-         records_.capacity() * sizeof(Record) + kAllocOverhead;  // record table
+  return sizeof(Entry) + kControlBlock + kAllocOverhead +  // make_shared's one block
+         buf_records() * sizeof(Record) + kAllocOverhead;  // record table + qname + sections
 }
 
 std::vector<uint8_t> Entry::to_wire(Time now) const {
@@ -247,13 +255,13 @@ std::vector<uint8_t> Entry::to_wire(Time now) const {
   h.arcount = arcount_;
   h.write_unchecked(out.data());
   uint8_t* p = out.data() + wire::kHeaderSize;
-  std::memcpy(p, data_.data(), qname_len_);
+  std::memcpy(p, bytes(), qname_len_);
   wire::store_u16_unchecked(p + qname_len_, static_cast<uint16_t>(qtype_));
   wire::store_u16_unchecked(p + qname_len_ + 2, qclass_);
   p += question_size();
   std::memcpy(p, sections().data(), sections().size());
-  for (std::size_t i = 0; i < records_.size(); ++i) {
-    wire::store_u32_unchecked(p + records_[i].ttl_offset, remaining_ttl(i, now));
+  for (std::size_t i = 0; i < record_count_; ++i) {
+    wire::store_u32_unchecked(p + buf_[i].ttl_offset, remaining_ttl(i, now));
   }
   return out;
 }

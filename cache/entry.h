@@ -12,7 +12,7 @@
 //                                       ^---------------- sections_ ----------------^
 //   rendered:  | header 12 | client's question Q' | sections_ (TTLs patched) | [OPT by caller]
 //
-//   records_[i] = { end: one past RR i in sections_, ttl_offset: its TTL field in sections_,
+//   records()[i] = { end: one past RR i in sections_, ttl_offset: its TTL field in sections_,
 //                   ttl: the TTL stored after the TTL policy }
 //
 // The pointers stay valid because Q' has the same length as Q (same name, only letter case
@@ -80,7 +80,7 @@ class Entry {
   std::shared_ptr<const Entry> with_cap(uint32_t cap, Time now) const;
 
   // The key this entry answers.
-  std::span<const uint8_t> qname_wire() const noexcept { return {data_.data(), qname_len_}; }
+  std::span<const uint8_t> qname_wire() const noexcept { return {bytes(), qname_len_}; }
   wire::Name qname() const noexcept;
   wire::RRType qtype() const noexcept { return qtype_; }
   uint16_t qclass() const noexcept { return qclass_; }
@@ -98,9 +98,9 @@ class Entry {
   /// Length of the question (qname + 4): a client question must have exactly this length.
   std::size_t question_size() const noexcept { return std::size_t{qname_len_} + 4; }
   std::span<const uint8_t> sections() const noexcept {
-    return {data_.data() + qname_len_, data_.size() - qname_len_};
+    return {bytes() + qname_len_, bytes_len_ - qname_len_};
   }
-  std::span<const Record> records() const noexcept { return records_; }
+  std::span<const Record> records() const noexcept { return {buf_.get(), record_count_}; }
 
   Time inserted_at() const noexcept { return inserted_at_; }
   /// When the shortest stored TTL runs out: fresh strictly before, stale from then on.
@@ -129,12 +129,25 @@ class Entry {
   Entry(const Entry& other);
 
  private:
-  std::vector<uint8_t> data_;  // qname (lowercased) | sections
-  std::vector<Record> records_;
+  // One allocation holds the record table and the bytes behind it:
+  //   buf_ = | Record × record_count_ | qname (lowercased) | sections | padding to 8 |
+  // (Record-typed, so the table is properly aligned; the bytes are read as uint8_t.)
+  void allocate(std::size_t records, std::size_t bytes);
+  const uint8_t* bytes() const noexcept {
+    return reinterpret_cast<const uint8_t*>(buf_.get() + record_count_);
+  }
+  uint8_t* bytes_mut() noexcept { return reinterpret_cast<uint8_t*>(buf_.get() + record_count_); }
+  std::size_t buf_records() const noexcept {
+    return record_count_ + (bytes_len_ + sizeof(Record) - 1) / sizeof(Record);
+  }
+
+  std::unique_ptr<Record[]> buf_;
   Time inserted_at_{};
   Time expires_at_{};
   uint64_t hash_ = 0;
   uint32_t ttl_ = 0;
+  uint32_t bytes_len_ = 0;     // qname + sections
+  uint16_t record_count_ = 0;  // a message of at most 65535 bytes holds fewer records
   wire::RRType qtype_ = wire::RRType::A;
   uint16_t qclass_ = 1;
   uint16_t ancount_ = 0;

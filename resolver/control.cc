@@ -91,7 +91,7 @@ Control::Output stats_text(Shared& shared) {
   line("cache.expired", c.expired);
   line("cache.failure_entries", c.failure_entries);
   line("cache.ttl_caps", shared.cache.ttl_caps().size());
-  const auto r = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  const auto r = [](const auto& a) { return a.load(std::memory_order_relaxed); };
   line("server.queries_udp", r(s.queries_udp));
   line("server.queries_tcp", r(s.queries_tcp));
   line("server.hits", r(s.hits));

@@ -15,6 +15,9 @@ namespace {
 uint64_t get(const std::atomic<uint64_t>& a) {
   return a.load(std::memory_order_relaxed);
 }
+uint64_t get(const cache::SlottedCounter& c) {
+  return c.load();
+}
 
 class Exposition {
  public:

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/counter_slots.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/dnstap_writer.h"
@@ -76,13 +77,17 @@ struct CacheKeyHash {
 using Inflight = InflightTable<cache::CacheKey, CacheKeyHash, Waiter>;
 
 /// Counters for logs, the control socket and metrics. Relaxed atomics: totals, not ordering.
+// Every worker adds to these on every query (queries_*, hits on the hit path): per-thread
+// slots (cache/counter_slots.h), so no counter's line is written by every worker. Read them
+// with load(); each is the sum of its slots.
 struct Stats {
-  std::atomic<uint64_t> queries_udp{0}, queries_tcp{0};
-  std::atomic<uint64_t> hits{0}, stale_answers{0}, misses{0}, coalesced{0}, prefetches{0};
-  std::atomic<uint64_t> upstream_queries{0}, upstream_answers{0}, upstream_failures{0};
-  std::atomic<uint64_t> servfail{0}, deadline_answers{0}, failure_cached_answers{0};
-  std::atomic<uint64_t> refused{0}, formerr{0}, notimp{0}, dropped{0}, overload{0};
-  std::atomic<uint64_t> truncated{0};
+  using Counter = cache::SlottedCounter;
+  Counter queries_udp, queries_tcp;
+  Counter hits, stale_answers, misses, coalesced, prefetches;
+  Counter upstream_queries, upstream_answers, upstream_failures;
+  Counter servfail, deadline_answers, failure_cached_answers;
+  Counter refused, formerr, notimp, dropped, overload;
+  Counter truncated;
 };
 
 /// Everything the workers share.

@@ -162,10 +162,8 @@ std::size_t frame_size(const Message& m, std::size_t body) noexcept {
   return n;
 }
 
-void pack(const Message& m, std::size_t body, uint8_t* out) noexcept {
-  Packer p(out);
-  if (!m.identity.empty()) p.bytes_field(kIdentity, m.identity);
-  if (!m.version.empty()) p.bytes_field(kVersion, m.version);
+// The Dnstap fields after identity and version: the nested Message, then the type.
+void pack_rest(const Message& m, std::size_t body, Packer& p) noexcept {
   p.varint(tag(kMessage, kLengthDelimited));
   p.varint(body);
   p.varint_field(kType, static_cast<uint64_t>(m.type));
@@ -189,7 +187,38 @@ void pack(const Message& m, std::size_t body, uint8_t* out) noexcept {
   p.varint_field(kDnstapType, kDnstapTypeMessage);
 }
 
+void pack(const Message& m, std::size_t body, uint8_t* out) noexcept {
+  Packer p(out);
+  if (!m.identity.empty()) p.bytes_field(kIdentity, m.identity);
+  if (!m.version.empty()) p.bytes_field(kVersion, m.version);
+  pack_rest(m, body, p);
+}
+
 }  // namespace
+
+std::vector<uint8_t> encode_prefix(std::span<const uint8_t> identity,
+                                   std::span<const uint8_t> version) {
+  std::size_t n = 0;
+  if (!identity.empty()) n += bytes_field_size(identity.size());
+  if (!version.empty()) n += bytes_field_size(version.size());
+  std::vector<uint8_t> out(n);
+  Packer p(out.data());
+  if (!identity.empty()) p.bytes_field(kIdentity, identity);
+  if (!version.empty()) p.bytes_field(kVersion, version);
+  return out;
+}
+
+EncodedSize measure_prefixed(const Message& m, std::size_t prefix_size) noexcept {
+  const std::size_t body = message_body_size(m);
+  return {body, prefix_size + bytes_field_size(body) + varint_field_size(kDnstapTypeMessage)};
+}
+
+void encode_prefixed(const Message& m, const EncodedSize& size, std::span<const uint8_t> prefix,
+                     uint8_t* out) noexcept {
+  if (!prefix.empty()) std::memcpy(out, prefix.data(), prefix.size());
+  Packer p(out + prefix.size());
+  pack_rest(m, size.body, p);
+}
 
 EncodedSize measure(const Message& m) noexcept {
   const std::size_t body = message_body_size(m);

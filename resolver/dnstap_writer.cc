@@ -192,7 +192,11 @@ std::optional<std::string> check_dnstap_target(std::string_view target) {
 }
 
 DnstapWriter::DnstapWriter(const Options& options, DnstapCounters& counters)
-    : options_(options), counters_(counters) {}
+    : options_(options),
+      prefix_(dnstap::encode_prefix(
+          {reinterpret_cast<const uint8_t*>(options.identity.data()), options.identity.size()},
+          {reinterpret_cast<const uint8_t*>(options.version.data()), options.version.size()})),
+      counters_(counters) {}
 
 Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options,
                                                           DnstapCounters& counters) {
@@ -270,15 +274,13 @@ DnstapWriter::~DnstapWriter() {
   if (iothr_ != nullptr) fstrm_iothr_destroy(&iothr_);
 }
 
-void DnstapWriter::write(unsigned queue, dnstap::Message& m) noexcept {
-  m.identity = {reinterpret_cast<const uint8_t*>(options_.identity.data()),
-                options_.identity.size()};
-  m.version = {reinterpret_cast<const uint8_t*>(options_.version.data()), options_.version.size()};
+void DnstapWriter::write(unsigned queue, const dnstap::Message& m) noexcept {
   if (queue >= queues_.size()) {
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const dnstap::EncodedSize size = dnstap::measure(m);
+  // Identity and version come pre-encoded (prefix_): the same bytes open every frame.
+  const dnstap::EncodedSize size = dnstap::measure_prefixed(m, prefix_.size());
   const std::size_t n = size.total;
   FramePool& pool = *pools_[queue];
   uint8_t* buf = n <= FramePool::kSlot ? pool.take() : nullptr;
@@ -288,7 +290,7 @@ void DnstapWriter::write(unsigned queue, dnstap::Message& m) noexcept {
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  dnstap::encode_measured(m, size, buf);
+  dnstap::encode_prefixed(m, size, prefix_, buf);
   // fstrm hands the buffer back (pool) or frees it once written; on failure it stays ours.
   const fstrm_res res =
       pooled ? fstrm_iothr_submit(iothr_, queues_[queue], buf, n, &FramePool::give_back, &pool)

@@ -113,6 +113,10 @@ EncodedSize measure_prefixed(const Message& m, std::size_t prefix_size) noexcept
 /// Writes the frame into out[0, size.total); `size` must be measure_prefixed(m, prefix.size()).
 void encode_prefixed(const Message& m, const EncodedSize& size, std::span<const uint8_t> prefix,
                      uint8_t* out) noexcept;
+/// The same in one pass: measures and writes the frame into `out`; returns its size, or 0
+/// (nothing usable written) when `out` is too small.
+std::size_t encode_prefixed(const Message& m, std::span<const uint8_t> prefix,
+                            std::span<uint8_t> out) noexcept;
 
 enum class DecodeStatus : uint8_t {
   Ok,

@@ -279,18 +279,30 @@ void DnstapWriter::write(unsigned queue, const dnstap::Message& m) noexcept {
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  // Identity and version come pre-encoded (prefix_): the same bytes open every frame.
-  const dnstap::EncodedSize size = dnstap::measure_prefixed(m, prefix_.size());
-  const std::size_t n = size.total;
+  // Identity and version come pre-encoded (prefix_): the same bytes open every frame. Most
+  // frames fit a pooled slot and are measured and written in one pass; a larger one (or any
+  // when every slot is in flight) is measured first and gets a buffer of its own.
   FramePool& pool = *pools_[queue];
-  uint8_t* buf = n <= FramePool::kSlot ? pool.take() : nullptr;
-  const bool pooled = buf != nullptr;
-  if (!pooled) buf = static_cast<uint8_t*>(std::malloc(n));  // NOLINT(cppcoreguidelines-no-malloc)
-  if (buf == nullptr) {
-    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+  uint8_t* buf = pool.take();
+  std::size_t n = 0;
+  if (buf != nullptr) {
+    n = dnstap::encode_prefixed(m, prefix_, {buf, FramePool::kSlot});
+    if (n == 0) {
+      pool.untake(buf);
+      buf = nullptr;
+    }
   }
-  dnstap::encode_prefixed(m, size, prefix_, buf);
+  const bool pooled = buf != nullptr;
+  if (!pooled) {
+    const dnstap::EncodedSize size = dnstap::measure_prefixed(m, prefix_.size());
+    n = size.total;
+    buf = static_cast<uint8_t*>(std::malloc(n));  // NOLINT(cppcoreguidelines-no-malloc)
+    if (buf == nullptr) {
+      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    dnstap::encode_prefixed(m, size, prefix_, buf);
+  }
   // fstrm hands the buffer back (pool) or frees it once written; on failure it stays ours.
   const fstrm_res res =
       pooled ? fstrm_iothr_submit(iothr_, queues_[queue], buf, n, &FramePool::give_back, &pool)

@@ -230,7 +230,33 @@ TEST(DnstapCodec, PrefixedFramesEqualPlainOnes) {
     EXPECT_EQ(got.back(), 0xee) << "variant " << variant;  // nothing past the frame
     got.pop_back();
     EXPECT_EQ(got, plain) << "variant " << variant;
+    // In one pass: fits exactly, or writes nothing usable and says so.
+    std::vector<uint8_t> once(plain.size() + 1, 0xee);
+    EXPECT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(once.data(), plain.size() - 1)),
+              0U);
+    ASSERT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(once)), plain.size());
+    EXPECT_EQ(once.back(), 0xee);
+    once.pop_back();
+    EXPECT_EQ(once, plain) << "variant " << variant;
+    // With room to spare the fields are written before their length is known (then moved
+    // when the length takes more than one byte): the same bytes again.
+    std::vector<uint8_t> roomy(plain.size() + 1024, 0xee);
+    ASSERT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(roomy)), plain.size());
+    EXPECT_EQ(roomy[plain.size()], 0xee);
+    roomy.resize(plain.size());
+    EXPECT_EQ(roomy, plain) << "variant " << variant;
   }
+  // A Message of 16384 bytes or more: a three-byte length.
+  Message big = s.full();
+  const std::vector<uint8_t> large(20000, 0x5a);
+  big.response_message = large;
+  std::vector<uint8_t> plain;
+  encode(big, plain);
+  const std::vector<uint8_t> prefix = encode_prefix(big.identity, big.version);
+  std::vector<uint8_t> roomy(plain.size() + 1024);
+  ASSERT_EQ(encode_prefixed(big, prefix, std::span<uint8_t>(roomy)), plain.size());
+  roomy.resize(plain.size());
+  EXPECT_EQ(roomy, plain);
 }
 
 TEST(DnstapCodec, LargeFieldsAndDecoderReuse) {

@@ -67,5 +67,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::vector<uint8_t> prefixed(measured.total);
   encode_prefixed(c, measured, prefix, prefixed.data());
   check(prefixed == frame);
+  std::vector<uint8_t> once(frame.size());
+  check(encode_prefixed(c, prefix, once) == frame.size() && once == frame);
+  if (!frame.empty()) check(encode_prefixed(c, prefix, {once.data(), frame.size() - 1}) == 0);
+  std::vector<uint8_t> roomy(frame.size() + 512);
+  check(encode_prefixed(c, prefix, roomy) == frame.size());
+  roomy.resize(frame.size());
+  check(roomy == frame);
   return 0;
 }

@@ -81,7 +81,7 @@ TEST(DnstapWriter, FileHoldsEveryFrameWholeAndInOrder) {
   for (int i = 0; i < 1500; ++i) {
     std::vector<uint8_t> q(static_cast<std::size_t>(i % 700));
     for (std::size_t k = 0; k < q.size(); ++k)
-      q[k] = static_cast<uint8_t>(i + k);
+      q[k] = static_cast<uint8_t>(static_cast<std::size_t>(i) + k);
     sent.push_back(std::move(q));
   }
   for (int i = 0; i < 3; ++i)

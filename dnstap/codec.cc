@@ -1,5 +1,6 @@
 #include "dnstap/codec.h"
 
+#include <bit>
 #include <cstring>
 
 namespace hg::dnstap {
@@ -55,6 +56,10 @@ std::string_view to_string(DecodeStatus s) noexcept {
 // frames per answered query, and a straight pass over known fields costs a fraction of it.
 // Fields go out in field-number order, as protobuf-c writes them; the unit test checks the
 // bytes against protobuf-c's own packer.
+//
+// Every field number used here is at most 15, so each tag is one constant byte. Sizes are
+// summed first (the nested Message's length comes before it), then the bytes are written
+// through a plain pointer in one pass.
 
 namespace {
 
@@ -62,77 +67,6 @@ namespace {
 constexpr uint32_t kVarint = 0;
 constexpr uint32_t kFixed32 = 5;
 constexpr uint32_t kLengthDelimited = 2;
-
-constexpr std::size_t varint_size(uint64_t v) noexcept {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-constexpr uint64_t tag(uint32_t field, uint32_t wire_type) noexcept {
-  return (static_cast<uint64_t>(field) << 3) | wire_type;
-}
-
-// Tags of fields 1..15 fit one byte.
-constexpr std::size_t varint_field_size(uint64_t v) noexcept {
-  return 1 + varint_size(v);
-}
-constexpr std::size_t bytes_field_size(std::size_t len) noexcept {
-  return 1 + varint_size(len) + len;
-}
-
-std::size_t message_body_size(const Message& m) noexcept {
-  std::size_t n = varint_field_size(static_cast<uint64_t>(m.type));
-  if (m.family) n += varint_field_size(static_cast<uint64_t>(*m.family));
-  if (m.protocol) n += varint_field_size(static_cast<uint64_t>(*m.protocol));
-  if (!m.query_address.empty()) n += bytes_field_size(m.query_address.size());
-  if (!m.response_address.empty()) n += bytes_field_size(m.response_address.size());
-  if (m.query_port) n += varint_field_size(*m.query_port);
-  if (m.response_port) n += varint_field_size(*m.response_port);
-  if (m.query_time) n += varint_field_size(m.query_time->sec) + 1 + 4;
-  if (!m.query_message.empty()) n += bytes_field_size(m.query_message.size());
-  if (!m.query_zone.empty()) n += bytes_field_size(m.query_zone.size());
-  if (m.response_time) n += varint_field_size(m.response_time->sec) + 1 + 4;
-  if (!m.response_message.empty()) n += bytes_field_size(m.response_message.size());
-  return n;
-}
-
-class Packer {
- public:
-  explicit Packer(uint8_t* p) noexcept : p_(p) {}
-  uint8_t* end() const noexcept { return p_; }
-
-  void varint(uint64_t v) noexcept {
-    while (v >= 0x80) {
-      *p_++ = static_cast<uint8_t>(v | 0x80);
-      v >>= 7;
-    }
-    *p_++ = static_cast<uint8_t>(v);
-  }
-  void varint_field(uint32_t field, uint64_t v) noexcept {
-    varint(tag(field, kVarint));
-    varint(v);
-  }
-  void fixed32_field(uint32_t field, uint32_t v) noexcept {
-    varint(tag(field, kFixed32));
-    for (int i = 0; i < 4; ++i) {
-      *p_++ = static_cast<uint8_t>(v);
-      v >>= 8;
-    }
-  }
-  void bytes_field(uint32_t field, std::span<const uint8_t> b) noexcept {
-    varint(tag(field, kLengthDelimited));
-    varint(b.size());
-    if (!b.empty()) std::memcpy(p_, b.data(), b.size());
-    p_ += b.size();
-  }
-
- private:
-  uint8_t* p_;
-};
 
 // Dnstap field numbers.
 enum : uint32_t { kIdentity = 1, kVersion = 2, kExtra = 3, kMessage = 14, kDnstapType = 15 };
@@ -155,68 +89,239 @@ enum : uint32_t {
 };
 constexpr uint64_t kDnstapTypeMessage = 1;
 
-std::size_t frame_size(const Message& m, std::size_t body) noexcept {
-  std::size_t n = bytes_field_size(body) + varint_field_size(kDnstapTypeMessage);
-  if (!m.identity.empty()) n += bytes_field_size(m.identity.size());
-  if (!m.version.empty()) n += bytes_field_size(m.version.size());
+// The one-byte tag of field `field` (1..15) with wire type `wire`.
+constexpr uint8_t tag(uint32_t field, uint32_t wire) noexcept {
+  return static_cast<uint8_t>((field << 3) | wire);
+}
+
+// Bytes of v as a varint: 7 bits per byte, ceil(bits / 7) for 1..64 significant bits, which
+// (9 * bits + 64) / 64 equals without a division.
+constexpr std::size_t varint_size(uint64_t v) noexcept {
+  const auto bits = static_cast<unsigned>(std::bit_width(v | 1U));
+  return (9 * bits + 64) / 64;
+}
+static_assert(varint_size(0) == 1 && varint_size(127) == 1 && varint_size(128) == 2);
+static_assert(varint_size((uint64_t{1} << 35) - 1) == 5 && varint_size(uint64_t{1} << 35) == 6);
+static_assert(varint_size((uint64_t{1} << 63) - 1) == 9 && varint_size(~uint64_t{0}) == 10);
+constexpr std::size_t varint_field_size(uint64_t v) noexcept {
+  return 1 + varint_size(v);
+}
+constexpr std::size_t bytes_field_size(std::size_t len) noexcept {
+  return 1 + varint_size(len) + len;
+}
+constexpr std::size_t time_fields_size(uint64_t sec) noexcept {
+  return varint_field_size(sec) + 1 + 4;  // seconds, then the fixed32 nanoseconds
+}
+
+std::size_t message_body_size(const Message& m) noexcept {
+  std::size_t n = varint_field_size(static_cast<uint64_t>(m.type));
+  if (m.family) n += varint_field_size(static_cast<uint64_t>(*m.family));
+  if (m.protocol) n += varint_field_size(static_cast<uint64_t>(*m.protocol));
+  if (!m.query_address.empty()) n += bytes_field_size(m.query_address.size());
+  if (!m.response_address.empty()) n += bytes_field_size(m.response_address.size());
+  if (m.query_port) n += varint_field_size(*m.query_port);
+  if (m.response_port) n += varint_field_size(*m.response_port);
+  if (m.query_time) n += time_fields_size(m.query_time->sec);
+  if (!m.query_message.empty()) n += bytes_field_size(m.query_message.size());
+  if (!m.query_zone.empty()) n += bytes_field_size(m.query_zone.size());
+  if (m.response_time) n += time_fields_size(m.response_time->sec);
+  if (!m.response_message.empty()) n += bytes_field_size(m.response_message.size());
   return n;
 }
 
-void pack(const Message& m, std::size_t body, uint8_t* out) noexcept {
-  Packer p(out);
-  if (!m.identity.empty()) p.bytes_field(kIdentity, m.identity);
-  if (!m.version.empty()) p.bytes_field(kVersion, m.version);
-  p.varint(tag(kMessage, kLengthDelimited));
-  p.varint(body);
-  p.varint_field(kType, static_cast<uint64_t>(m.type));
-  if (m.family) p.varint_field(kSocketFamily, static_cast<uint64_t>(*m.family));
-  if (m.protocol) p.varint_field(kSocketProtocol, static_cast<uint64_t>(*m.protocol));
-  if (!m.query_address.empty()) p.bytes_field(kQueryAddress, m.query_address);
-  if (!m.response_address.empty()) p.bytes_field(kResponseAddress, m.response_address);
-  if (m.query_port) p.varint_field(kQueryPort, *m.query_port);
-  if (m.response_port) p.varint_field(kResponsePort, *m.response_port);
-  if (m.query_time) {
-    p.varint_field(kQueryTimeSec, m.query_time->sec);
-    p.fixed32_field(kQueryTimeNsec, m.query_time->nsec);
+// The Dnstap fields after identity and version: the Message's tag and length, then the type.
+constexpr std::size_t frame_rest_size(std::size_t body) noexcept {
+  return bytes_field_size(body) + varint_field_size(kDnstapTypeMessage);
+}
+
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) noexcept {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
   }
-  if (!m.query_message.empty()) p.bytes_field(kQueryMessage, m.query_message);
-  if (!m.query_zone.empty()) p.bytes_field(kQueryZone, m.query_zone);
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+// Seconds since 1970 take 5 bytes (2^28 to 2^35 - 1: from 1978 to 3058), written unrolled.
+inline uint8_t* put_seconds(uint8_t* p, uint64_t v) noexcept {
+  if (v < (uint64_t{1} << 28) || v >= (uint64_t{1} << 35)) return put_varint(p, v);
+  p[0] = static_cast<uint8_t>(v | 0x80);
+  p[1] = static_cast<uint8_t>((v >> 7) | 0x80);
+  p[2] = static_cast<uint8_t>((v >> 14) | 0x80);
+  p[3] = static_cast<uint8_t>((v >> 21) | 0x80);
+  p[4] = static_cast<uint8_t>(v >> 28);
+  return p + 5;
+}
+inline uint8_t* put_varint_field(uint8_t* p, uint32_t field, uint64_t v) noexcept {
+  *p++ = tag(field, kVarint);
+  return put_varint(p, v);
+}
+inline uint8_t* put_bytes_field(uint8_t* p, uint32_t field, std::span<const uint8_t> b) noexcept {
+  *p++ = tag(field, kLengthDelimited);
+  p = put_varint(p, b.size());
+  std::memcpy(p, b.data(), b.size());
+  return p + b.size();
+}
+// An IP address: 4 or 16 bytes, copied with a fixed size (no call) in the usual cases.
+inline uint8_t* put_address_field(uint8_t* p, uint32_t field, std::span<const uint8_t> b) noexcept {
+  if (b.size() == 4) {
+    p[0] = tag(field, kLengthDelimited);
+    p[1] = 4;
+    std::memcpy(p + 2, b.data(), 4);
+    return p + 6;
+  }
+  if (b.size() == 16) {
+    p[0] = tag(field, kLengthDelimited);
+    p[1] = 16;
+    std::memcpy(p + 2, b.data(), 16);
+    return p + 18;
+  }
+  return put_bytes_field(p, field, b);
+}
+inline uint8_t* put_time_fields(uint8_t* p, uint32_t sec_field, uint32_t nsec_field,
+                                const Timestamp& t) noexcept {
+  *p++ = tag(sec_field, kVarint);
+  p = put_seconds(p, t.sec);
+  *p++ = tag(nsec_field, kFixed32);
+  const uint32_t v = t.nsec;  // little-endian, as protobuf's fixed32
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v >> 16);
+  p[3] = static_cast<uint8_t>(v >> 24);
+  return p + 4;
+}
+
+// Writes the nested Message's fields at p; returns the end.
+uint8_t* pack_fields(const Message& m, uint8_t* p) noexcept {
+  p = put_varint_field(p, kType, static_cast<uint64_t>(m.type));
+  if (m.family) p = put_varint_field(p, kSocketFamily, static_cast<uint64_t>(*m.family));
+  if (m.protocol) p = put_varint_field(p, kSocketProtocol, static_cast<uint64_t>(*m.protocol));
+  if (!m.query_address.empty()) p = put_address_field(p, kQueryAddress, m.query_address);
+  if (!m.response_address.empty()) p = put_address_field(p, kResponseAddress, m.response_address);
+  if (m.query_port) p = put_varint_field(p, kQueryPort, *m.query_port);
+  if (m.response_port) p = put_varint_field(p, kResponsePort, *m.response_port);
+  if (m.query_time) p = put_time_fields(p, kQueryTimeSec, kQueryTimeNsec, *m.query_time);
+  if (!m.query_message.empty()) p = put_bytes_field(p, kQueryMessage, m.query_message);
+  if (!m.query_zone.empty()) p = put_bytes_field(p, kQueryZone, m.query_zone);
   if (m.response_time) {
-    p.varint_field(kResponseTimeSec, m.response_time->sec);
-    p.fixed32_field(kResponseTimeNsec, m.response_time->nsec);
+    p = put_time_fields(p, kResponseTimeSec, kResponseTimeNsec, *m.response_time);
   }
-  if (!m.response_message.empty()) p.bytes_field(kResponseMessage, m.response_message);
-  p.varint_field(kDnstapType, kDnstapTypeMessage);
+  if (!m.response_message.empty()) p = put_bytes_field(p, kResponseMessage, m.response_message);
+  return p;
+}
+
+// Writes the nested Message (tag, length `body`, fields) and the Dnstap type at p.
+uint8_t* pack_rest(const Message& m, std::size_t body, uint8_t* p) noexcept {
+  *p++ = tag(kMessage, kLengthDelimited);
+  p = put_varint(p, body);
+  p = pack_fields(m, p);
+  return put_varint_field(p, kDnstapType, kDnstapTypeMessage);
+}
+
+// At least the bytes the frame of `m` after a prefix of `prefix_bytes` takes, from the
+// sizes of its variable fields alone (each counted with the longest length varint, every
+// scalar with its longest encoding); cheaper than message_body_size.
+std::size_t frame_bound(const Message& m, std::size_t prefix_bytes) noexcept {
+  constexpr std::size_t kVarintMax = 10;
+  constexpr std::size_t kBytesFieldOverhead = 1 + kVarintMax;
+  // Message tag and length; type, family, protocol (enums); two ports (32 bits); two times;
+  // the Dnstap type.
+  constexpr std::size_t kFixed =
+      kBytesFieldOverhead + 3 * (1 + kVarintMax) + 2 * (1 + 5) + 2 * (1 + kVarintMax + 1 + 4) + 2;
+  return prefix_bytes + kFixed + 7 * kBytesFieldOverhead + m.query_address.size() +
+         m.response_address.size() + m.query_message.size() + m.query_zone.size() +
+         m.response_message.size();
+}
+
+std::size_t prefix_size(std::span<const uint8_t> identity,
+                        std::span<const uint8_t> version) noexcept {
+  std::size_t n = 0;
+  if (!identity.empty()) n += bytes_field_size(identity.size());
+  if (!version.empty()) n += bytes_field_size(version.size());
+  return n;
+}
+
+uint8_t* pack_prefix(std::span<const uint8_t> identity, std::span<const uint8_t> version,
+                     uint8_t* p) noexcept {
+  if (!identity.empty()) p = put_bytes_field(p, kIdentity, identity);
+  if (!version.empty()) p = put_bytes_field(p, kVersion, version);
+  return p;
 }
 
 }  // namespace
 
 EncodedSize measure(const Message& m) noexcept {
   const std::size_t body = message_body_size(m);
-  return {body, frame_size(m, body)};
+  return {body, prefix_size(m.identity, m.version) + frame_rest_size(body)};
 }
 
 void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) noexcept {
-  pack(m, size.body, out);
+  pack_rest(m, size.body, pack_prefix(m.identity, m.version, out));
 }
 
 std::size_t encoded_size(const Message& m) noexcept {
-  return frame_size(m, message_body_size(m));
+  return measure(m).total;
 }
 
 std::size_t encode(const Message& m, std::span<uint8_t> out) noexcept {
-  const std::size_t body = message_body_size(m);
-  const std::size_t n = frame_size(m, body);
-  if (out.size() < n) return 0;
-  pack(m, body, out.data());
-  return n;
+  const EncodedSize size = measure(m);
+  if (out.size() < size.total) return 0;
+  encode_measured(m, size, out.data());
+  return size.total;
 }
 
 void encode(const Message& m, std::vector<uint8_t>& out) {
+  const EncodedSize size = measure(m);
+  out.resize(size.total);
+  encode_measured(m, size, out.data());
+}
+
+std::vector<uint8_t> encode_prefix(std::span<const uint8_t> identity,
+                                   std::span<const uint8_t> version) {
+  std::vector<uint8_t> out(prefix_size(identity, version));
+  pack_prefix(identity, version, out.data());
+  return out;
+}
+
+EncodedSize measure_prefixed(const Message& m, std::size_t prefix_bytes) noexcept {
   const std::size_t body = message_body_size(m);
-  const std::size_t n = frame_size(m, body);
-  out.resize(n);
-  pack(m, body, out.data());
+  return {body, prefix_bytes + frame_rest_size(body)};
+}
+
+void encode_prefixed(const Message& m, const EncodedSize& size, std::span<const uint8_t> prefix,
+                     uint8_t* out) noexcept {
+  if (!prefix.empty()) std::memcpy(out, prefix.data(), prefix.size());
+  pack_rest(m, size.body, out + prefix.size());
+}
+
+std::size_t encode_prefixed(const Message& m, std::span<const uint8_t> prefix,
+                            std::span<uint8_t> out) noexcept {
+  if (frame_bound(m, prefix.size()) > out.size()) {
+    // Maybe too small: measure exactly first.
+    const EncodedSize size = measure_prefixed(m, prefix.size());
+    if (out.size() < size.total) return 0;
+    encode_prefixed(m, size, prefix, out.data());
+    return size.total;
+  }
+  // Room for the longest encoding: write the fields first, assuming a one-byte length
+  // (a body under 128 bytes), and move them up if the length turns out longer.
+  uint8_t* p = out.data();
+  if (!prefix.empty()) std::memcpy(p, prefix.data(), prefix.size());
+  p += prefix.size();
+  *p++ = tag(kMessage, kLengthDelimited);
+  uint8_t* const fields = p + 1;
+  uint8_t* end = pack_fields(m, fields);
+  const auto body = static_cast<std::size_t>(end - fields);
+  if (body < 0x80) {
+    *p = static_cast<uint8_t>(body);
+  } else {
+    const std::size_t more = varint_size(body) - 1;
+    std::memmove(fields + more, fields, body);
+    put_varint(p, body);
+    end += more;
+  }
+  end = put_varint_field(end, kDnstapType, kDnstapTypeMessage);
+  return static_cast<std::size_t>(end - out.data());
 }
 
 // ---- Decoding ----------------------------------------------------------------------------

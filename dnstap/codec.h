@@ -103,6 +103,21 @@ EncodedSize measure(const Message& m) noexcept;
 /// Writes the frame of `m` into out[0, size.total); `size` must be measure(m).
 void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) noexcept;
 
+/// For writers whose identity and version never change: those two fields encoded once (they
+/// open every frame), then each frame measured and written with that prefix in place of
+/// m.identity and m.version, which are ignored. The bytes are those of encode() with
+/// m.identity and m.version set to the prefix's.
+std::vector<uint8_t> encode_prefix(std::span<const uint8_t> identity,
+                                   std::span<const uint8_t> version);
+EncodedSize measure_prefixed(const Message& m, std::size_t prefix_size) noexcept;
+/// Writes the frame into out[0, size.total); `size` must be measure_prefixed(m, prefix.size()).
+void encode_prefixed(const Message& m, const EncodedSize& size, std::span<const uint8_t> prefix,
+                     uint8_t* out) noexcept;
+/// The same in one pass: measures and writes the frame into `out`; returns its size, or 0
+/// (nothing usable written) when `out` is too small.
+std::size_t encode_prefixed(const Message& m, std::span<const uint8_t> prefix,
+                            std::span<uint8_t> out) noexcept;
+
 enum class DecodeStatus : uint8_t {
   Ok,
   Malformed,   ///< not a valid protobuf Dnstap (truncated, bad tags, missing required field)

@@ -3,7 +3,9 @@
 // pays one branch.
 //
 //   CLIENT_QUERY       every query received and not dropped (the bytes as received)
-//   CLIENT_RESPONSE    every answer sent: hits, misses, stale, errors (the bytes as sent)
+//   CLIENT_RESPONSE    every answer sent: hits, misses, stale, errors (the bytes as sent);
+//                      an answer sent while its query is handled (a hit, an error) has
+//                      response_time = query_time (one clock reading), a later one its own
 //   FORWARDER_QUERY    every query sent upstream, misses and prefetches (with c-ares's ID)
 //   FORWARDER_RESPONSE every upstream answer (time of the query and of the answer)
 #include <cstring>
@@ -36,7 +38,9 @@ QueryEngine::Outcome QueryEngine::on_query_tapped(std::span<const uint8_t> packe
   if (res.size > 0) {
     m.type = dnstap::MessageType::ClientResponse;
     m.query_message = {};
-    m.response_time = dnstap_now();
+    // Answered while the query was handled (a hit, an error), microseconds after it was
+    // read: the query's clock reading serves as the response time too, one reading per hit.
+    m.response_time = m.query_time;
     m.response_message = std::span<const uint8_t>(out.data(), res.size);
     tap->write(queue, m);
   }

@@ -59,9 +59,10 @@ class DnstapWriter {
   DnstapWriter(const DnstapWriter&) = delete;
   DnstapWriter& operator=(const DnstapWriter&) = delete;
 
-  /// Encodes `m` (identity and version are set here) and queues it on `queue`, which only the
-  /// calling thread may use. Never blocks: a full queue drops the message and counts it.
-  void write(unsigned queue, dnstap::Message& m) noexcept;
+  /// Encodes `m` with the writer's identity and version (m.identity and m.version are ignored)
+  /// and queues it on `queue`, which only the calling thread may use. Never blocks: a full
+  /// queue drops the message and counts it.
+  void write(unsigned queue, const dnstap::Message& m) noexcept;
 
   const Options& options() const noexcept { return options_; }
   /// For a file target: whether PATH still names the file being written. Always true for a
@@ -72,6 +73,7 @@ class DnstapWriter {
   explicit DnstapWriter(const Options& options, DnstapCounters& counters);
 
   Options options_;
+  std::vector<uint8_t> prefix_;  // identity and version as encoded at the start of each frame
   class FramePool;
 
   DnstapCounters& counters_;

@@ -197,6 +197,68 @@ TEST(DnstapCodec, CallerBufferMustFit) {
   EXPECT_EQ(measured, again);
 }
 
+TEST(DnstapCodec, PrefixedFramesEqualPlainOnes) {
+  Sample s;
+  // Every combination of identity and version present or absent, IPv4 and IPv6, with and
+  // without the optional fields: the prefixed frame is byte for byte the plain one.
+  const std::array<uint8_t, 4> v4{192, 0, 2, 7};
+  for (int variant = 0; variant < 16; ++variant) {
+    Message m = s.full();
+    if ((variant & 1) != 0) m.identity = {};
+    if ((variant & 2) != 0) m.version = {};
+    if ((variant & 4) != 0) {
+      m.family = Family::Inet;
+      m.query_address = v4;
+      m.response_address = {};
+    }
+    if ((variant & 8) != 0) {
+      m.query_port.reset();
+      m.response_time.reset();
+      m.query_zone = {};
+      m.response_message = {};
+    }
+    std::vector<uint8_t> plain;
+    encode(m, plain);
+    const std::vector<uint8_t> prefix = encode_prefix(m.identity, m.version);
+    Message other = m;  // what the message itself says is ignored: the prefix counts
+    other.identity = bytes_of("not this one");
+    other.version = {};
+    const EncodedSize size = measure_prefixed(other, prefix.size());
+    ASSERT_EQ(size.total, plain.size()) << "variant " << variant;
+    std::vector<uint8_t> got(size.total + 1, 0xee);
+    encode_prefixed(other, size, prefix, got.data());
+    EXPECT_EQ(got.back(), 0xee) << "variant " << variant;  // nothing past the frame
+    got.pop_back();
+    EXPECT_EQ(got, plain) << "variant " << variant;
+    // In one pass: fits exactly, or writes nothing usable and says so.
+    std::vector<uint8_t> once(plain.size() + 1, 0xee);
+    EXPECT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(once.data(), plain.size() - 1)),
+              0U);
+    ASSERT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(once)), plain.size());
+    EXPECT_EQ(once.back(), 0xee);
+    once.pop_back();
+    EXPECT_EQ(once, plain) << "variant " << variant;
+    // With room to spare the fields are written before their length is known (then moved
+    // when the length takes more than one byte): the same bytes again.
+    std::vector<uint8_t> roomy(plain.size() + 1024, 0xee);
+    ASSERT_EQ(encode_prefixed(other, prefix, std::span<uint8_t>(roomy)), plain.size());
+    EXPECT_EQ(roomy[plain.size()], 0xee);
+    roomy.resize(plain.size());
+    EXPECT_EQ(roomy, plain) << "variant " << variant;
+  }
+  // A Message of 16384 bytes or more: a three-byte length.
+  Message big = s.full();
+  const std::vector<uint8_t> large(20000, 0x5a);
+  big.response_message = large;
+  std::vector<uint8_t> plain;
+  encode(big, plain);
+  const std::vector<uint8_t> prefix = encode_prefix(big.identity, big.version);
+  std::vector<uint8_t> roomy(plain.size() + 1024);
+  ASSERT_EQ(encode_prefixed(big, prefix, std::span<uint8_t>(roomy)), plain.size());
+  roomy.resize(plain.size());
+  EXPECT_EQ(roomy, plain);
+}
+
 TEST(DnstapCodec, LargeFieldsAndDecoderReuse) {
   Decoder d;
   Message out;

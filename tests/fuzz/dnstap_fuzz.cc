@@ -7,6 +7,8 @@
 //     (dnstap/reference_decoder.h) agree on the status and, when Ok, on every field.
 //  3. What decodes re-encodes, and the re-encoded frame decodes to the same message: every
 //     field that survived the first decode survives the second, byte for byte.
+//  4. The writer's encoder (identity and version pre-encoded as a prefix, the frame measured
+//     first) gives the same bytes as encode().
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise linked
 // with replay_main.cc and ctest replays tests/fuzz/corpus/dnstap/.
@@ -56,5 +58,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   Message b;
   check(decode(frame, b) == DecodeStatus::Ok);
   check_same(a, b);
+  const std::vector<uint8_t> prefix = encode_prefix(a.identity, a.version);
+  Message c = a;
+  c.identity = {};
+  c.version = {};
+  const EncodedSize measured = measure_prefixed(c, prefix.size());
+  check(measured.total == frame.size());
+  std::vector<uint8_t> prefixed(measured.total);
+  encode_prefixed(c, measured, prefix, prefixed.data());
+  check(prefixed == frame);
+  std::vector<uint8_t> once(frame.size());
+  check(encode_prefixed(c, prefix, once) == frame.size() && once == frame);
+  if (!frame.empty()) check(encode_prefixed(c, prefix, {once.data(), frame.size() - 1}) == 0);
+  std::vector<uint8_t> roomy(frame.size() + 512);
+  check(encode_prefixed(c, prefix, roomy) == frame.size());
+  roomy.resize(frame.size());
+  check(roomy == frame);
   return 0;
 }

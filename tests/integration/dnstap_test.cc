@@ -345,6 +345,60 @@ TEST_F(Dnstap, EveryWorkerRecords) {
   EXPECT_EQ((t["FQ " + name + ". A ? 127.0.0.1"]), 1);
 }
 
+// The times of one message as `dnstap-ldns -y` prints them ("" when absent), and whether
+// its text names `name`.
+struct TapTimes {
+  std::string type, query_time, response_time;
+  bool names = false;
+};
+
+std::vector<TapTimes> read_times(const std::string& path, const std::string& name) {
+  std::vector<TapTimes> out;
+  std::istringstream in(run("dnstap-ldns -y -r '" + path + "'"));
+  std::string line;
+  TapTimes cur;
+  auto value = [](const std::string& l) { return l.substr(l.find(": ") + 2); };
+  while (std::getline(in, line)) {
+    if (line == "---") {
+      out.push_back(cur);
+      cur = TapTimes{};
+    } else if (line.starts_with("  type: ")) {
+      cur.type = value(line);
+    } else if (line.starts_with("  query_time: ")) {
+      cur.query_time = value(line);
+    } else if (line.starts_with("  response_time: ")) {
+      cur.response_time = value(line);
+    } else if (line.find(name) != std::string::npos) {
+      cur.names = true;
+    }
+  }
+  return out;
+}
+
+// A hit is answered while its query is handled: its CLIENT_RESPONSE carries the query's
+// clock reading as the response time too. A miss's answer comes later, with its own.
+TEST_F(Dnstap, HitResponseTimeIsItsQueryTimeAMissHasItsOwn) {
+  const std::string name = random_label() + ".tap.test";
+  FakeReply reply = FakeReply::records({FakeRecord::a(name, 300, "192.0.2.60")});
+  reply.delay = Millis{30};  // the miss's answer comes measurably later
+  upstream_.on(name, reply);
+  const std::string file = dir_.file("times.dnstap");
+  start({"--dnstap", file});
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(dig(port(), name + " A").status(), "NOERROR");
+  stop_daemon();
+  std::vector<TapTimes> responses;
+  for (const auto& t : read_times(file, name))
+    if (t.names && t.type == "CLIENT_RESPONSE") responses.push_back(t);
+  ASSERT_EQ(responses.size(), 2u);
+  // The miss: the query's time, then a later response time.
+  EXPECT_FALSE(responses[0].query_time.empty());
+  EXPECT_LT(responses[0].query_time, responses[0].response_time);  // same format: text order
+  // The hit: one reading for both.
+  EXPECT_FALSE(responses[1].query_time.empty());
+  EXPECT_EQ(responses[1].query_time, responses[1].response_time);
+}
+
 TEST(DnstapFlags, BadValueIsOneLineAndExit2) {
   auto d = Daemon::start({"--upstream", "127.0.0.1:9", "--dnstap", "/nonexistent-hg/x.dnstap"});
   EXPECT_FALSE(d->ready());

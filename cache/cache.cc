@@ -1,7 +1,6 @@
 // Cache: shards, lookup/insert, the failure cache, prefetch, flush and introspection.
 #include "cache/cache.h"
 
-#include "cache/counter_slots.h"
 #include "cache/flat_index.h"
 
 #include <algorithm>
@@ -51,7 +50,7 @@ struct alignas(64) Cache::Shard {
   FlatIndex index;                                  // key hash → policy handle
   std::vector<std::shared_ptr<const Entry>> slots;  // by policy handle
   S3Fifo policy;
-  // Written under the exclusive lock only (the lookup counters are in Cache::Counters).
+  // Written under the exclusive lock only (the lookup counters are per thread: Cache::hits_).
   uint64_t inserts = 0;
   uint64_t evictions = 0;
   uint64_t expired = 0;
@@ -80,20 +79,6 @@ struct alignas(64) Cache::Shard {
   }
 };
 
-// The lookup counters: bumped on every lookup by every worker, so kept per thread
-// (cache/counter_slots.h) rather than per shard, where every thread hitting a shard would
-// write the same line.
-struct Cache::Counters {
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> hits{0};
-    std::atomic<uint64_t> stale_hits{0};
-    std::atomic<uint64_t> misses{0};
-  };
-  CounterSlots<Slot> slots;
-
-  Slot& mine() noexcept { return this_thread_slot(slots); }
-};
-
 bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, double u) noexcept {
   if (now >= expires_at || window <= 0) return false;
   const double ttl_ms = static_cast<double>((expires_at - inserted_at).count());
@@ -108,8 +93,7 @@ bool prefetch_due(Time inserted_at, Time expires_at, Time now, double window, do
   return u < 1.0 - left_ms / window_ms;
 }
 
-Cache::Cache(const CacheSettings& settings)
-    : settings_(settings), counters_(std::make_unique<Counters>()) {
+Cache::Cache(const CacheSettings& settings) : settings_(settings) {
   const std::size_t n = std::bit_ceil(std::max<std::size_t>(settings.shards, 1));
   settings_.shards = n;
   shard_shift_ = 64 - std::countr_zero(n);
@@ -144,13 +128,13 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
     std::shared_lock lock(s.mu);
     const S3Fifo::Handle h = s.find(key.hash);
     if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) {
-      counters_->mine().misses.fetch_add(1, std::memory_order_relaxed);
+      misses_.fetch_add(1);
       return Hit{};
     }
     const std::shared_ptr<const Entry>& e = s.slots[h];
     if (now < e->expires_at()) {
       s.policy.touch(h);
-      counters_->mine().hits.fetch_add(1, std::memory_order_relaxed);
+      hits_.fetch_add(1);
       Hit hit{e, Freshness::Fresh, false, settings_.stale_ttl};
       // The random draw is taken only inside the window: most hits pay one comparison.
       if (settings_.prefetch && in_prefetch_window(*e, now, settings_.prefetch_window) &&
@@ -162,7 +146,7 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
     }
     if (now < e->expires_at() + settings_.stale_max) {
       s.policy.touch(h);
-      counters_->mine().stale_hits.fetch_add(1, std::memory_order_relaxed);
+      stale_hits_.fetch_add(1);
       return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
     }
   }
@@ -179,7 +163,7 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
       }
     }
   }
-  counters_->mine().misses.fetch_add(1, std::memory_order_relaxed);
+  misses_.fetch_add(1);
   return Hit{};
 }
 
@@ -369,9 +353,9 @@ CacheStats Cache::stats() const {
     std::lock_guard lock(s.failure_mu);
     st.failure_entries += s.failures.size();
   }
-  st.hits = sum_slots(counters_->slots, &Counters::Slot::hits);
-  st.stale_hits = sum_slots(counters_->slots, &Counters::Slot::stale_hits);
-  st.misses = sum_slots(counters_->slots, &Counters::Slot::misses);
+  st.hits = hits_.load();
+  st.stale_hits = stale_hits_.load();
+  st.misses = misses_.load();
   return st;
 }
 

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cache/clock.h"
+#include "cache/counter_slots.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "cache/s3fifo.h"
@@ -193,7 +194,6 @@ class Cache {
 
  private:
   struct Shard;
-  struct Counters;
   Shard& shard_for(uint64_t hash) const noexcept;
   template <class Pred>
   std::size_t remove_if(Pred&& pred);
@@ -202,7 +202,9 @@ class Cache {
   TtlCaps caps_;
   int shard_shift_ = 64;
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::unique_ptr<Counters> counters_;  // hits, stale hits, misses: per thread (cache.cc)
+  // Bumped on every lookup by every worker: per-thread slots, so that no line of them is
+  // written by every thread (a per-shard atomic would be).
+  SlottedCounter hits_, stale_hits_, misses_;
 };
 
 }  // namespace hg::cache

@@ -132,9 +132,6 @@ class ShadowTable {
   ShadowTableStats stats() const;
   const ShadowSettings& settings() const noexcept { return settings_; }
 
-  /// Counter slots per zone (a thread counts into slot `thread number % kCounterSlots`).
-  static constexpr std::size_t kCounterSlots = cache::kCounterSlots;
-
  private:
   struct Zone;
   struct Shard;

@@ -141,10 +141,6 @@ thread_local Outbox t_outbox;
 
 }  // namespace
 
-bool UdpListener::send_to(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept {
-  return send_one(peer, bytes);
-}
-
 bool UdpListener::send_later(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept {
   if (t_outbox.add(peer, bytes)) return true;
   return send_one(peer, bytes);

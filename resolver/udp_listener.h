@@ -38,7 +38,7 @@ class UdpListener {
   static constexpr std::size_t kBatch = 32;
 
   /// Handles one datagram; writes an immediate answer into `out` and returns its size, or
-  /// returns 0 (no answer now: dropped, or it will be answered later via send_to).
+  /// returns 0 (no answer now: dropped, or it will be answered later via send_later).
   using Handler = std::function<std::size_t(std::span<const uint8_t> query, const UdpPeer& peer,
                                             std::span<uint8_t> out)>;
 
@@ -54,8 +54,6 @@ class UdpListener {
   const Endpoint& local() const noexcept { return local_; }
   int fd() const noexcept { return fd_; }
 
-  /// Sends one answer now (any thread). UDP is lossy: a failure only returns false.
-  static bool send_to(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
   /// Sends one answer at the end of this thread's current loop iteration, together with the
   /// others the iteration produced (one sendmmsg per socket); outside of an iteration, now.
   /// The bytes are copied. For answers produced after an upstream query.

@@ -22,10 +22,11 @@ struct ToolRun {
 };
 
 // Runs the tool with `args` (a shell-quoted string), capturing stdout and stderr.
-ToolRun rehearse(const std::string& args, const TempDir& dir) {
+// `env`: "NAME=VALUE" set for this run only, or empty.
+ToolRun rehearse(const std::string& args, const TempDir& dir, const std::string& env = "") {
   const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd =
-      std::string(HG_REHEARSE_BIN) + " replay " + args + " >" + out + " 2>" + err;
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(HG_REHEARSE_BIN) +
+                          " replay " + args + " >" + out + " 2>" + err;
   const int rc = std::system(cmd.c_str());
   ToolRun r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -121,6 +122,25 @@ TEST(ReplayCli, SynthDnstapCalibratesAndPcapReplays) {
   const std::string pj(pb.begin(), pb.end());
   EXPECT_NE(pj.find("\"queries\": "), std::string::npos);
   EXPECT_NE(pj.find("\"calibration\": null"), std::string::npos);
+}
+
+// replay restarts itself once with glibc's huge-page tunable (added to any GLIBC_TUNABLES the
+// caller set); HG_REHEARSE_HUGEPAGES=0 stays in the first process. Neither may change a byte
+// of the result.
+TEST(ReplayCli, TheHugePageRestartChangesNothingInTheResult) {
+  TempDir dir;
+  write_trace(dir.file("t.pcap"), 20, 0.5, 600, 60);
+  const std::string args = dir.file("t.pcap") + " --prefetch off --schedule example.com=10 --json ";
+  const ToolRun plain = rehearse(args + dir.file("default.json"), dir);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  for (const char* env :
+       {"HG_REHEARSE_HUGEPAGES=0", "GLIBC_TUNABLES=glibc.malloc.tcache_count=7"}) {
+    const std::string json = dir.file("other.json");
+    const ToolRun r = rehearse(args + json, dir, env);
+    ASSERT_EQ(r.status, 0) << env << ": " << r.err;
+    EXPECT_EQ(r.out, plain.out) << env;
+    EXPECT_EQ(read_file(json), read_file(dir.file("default.json"))) << env;
+  }
 }
 
 TEST(ReplayCli, TruncatedAndCorruptTracesExitTwoWithTheOffset) {

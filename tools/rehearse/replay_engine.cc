@@ -7,7 +7,6 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <exception>
@@ -152,7 +151,6 @@ uint32_t EventClassifier::intern(const cache::CacheKey& key, EventBatch& out) {
     questions_[i].next = id;
   }
   questions_.push_back(Question{key, UINT32_MAX});
-  if (out.new_questions.empty()) out.first_new_q = id;
   out.new_questions.push_back(key);
   return id;
 }
@@ -290,11 +288,9 @@ void ReplayEngine::prefetch_state(uint32_t q) const noexcept {
 }
 
 void ReplayEngine::apply(const EventBatch& batch) {
-  for (std::size_t i = 0; i < batch.new_questions.size(); ++i) {
-    // The classifier numbers questions in order of first appearance, batch after batch.
-    if (batch.first_new_q + i != states_.size()) std::abort();
-    states_.emplace_back().key = batch.new_questions[i];
-  }
+  // The classifier numbers questions in order of first appearance, batch after batch.
+  for (const cache::CacheKey& key : batch.new_questions)
+    states_.emplace_back().key = key;
   // With many names the replay waits on memory more than it computes: the states of the
   // events a few places ahead are fetched while this one is handled.
   constexpr std::size_t kAhead = 8;

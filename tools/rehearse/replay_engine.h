@@ -100,13 +100,12 @@ struct ClassifiedEvent {
 };
 
 /// Classified events in trace order, with what they point to. The keys of the questions that
-/// first appear in the batch come with it (indexes first_new_q, first_new_q + 1, ...).
+/// first appear in the batch come with it, in the order of their indexes (each the next one).
 struct EventBatch {
   std::vector<ClassifiedEvent> events;
   std::vector<uint8_t> bytes;
   std::vector<RecordTtl> records;
   std::vector<cache::CacheKey> new_questions;
-  uint32_t first_new_q = 0;
   void clear() noexcept {
     events.clear();
     bytes.clear();

@@ -24,8 +24,6 @@ constexpr std::size_t kMaxUpstreamQuery = 12 + 255 + 4 + 11;
 QueryEngine::Outcome QueryEngine::on_query_tapped(std::span<const uint8_t> packet,
                                                   const sockaddr* peer, const Route& route,
                                                   std::span<uint8_t> out) {
-  DnstapWriter* tap = dnstap_;
-  const auto queue = static_cast<unsigned>(worker_);
   tap_query_ns_ = dnstap_now_ns();
   dnstap::Message m;
   m.type = dnstap::MessageType::ClientQuery;
@@ -33,7 +31,7 @@ QueryEngine::Outcome QueryEngine::on_query_tapped(std::span<const uint8_t> packe
   dnstap_set_query_peer(m, peer);
   m.query_time = dnstap_time(tap_query_ns_);
   m.query_message = packet;
-  tap->write(queue, m);
+  tap_write(m);
   const Outcome res = handle(packet, peer, route, out);
   if (res.size > 0) {
     m.type = dnstap::MessageType::ClientResponse;
@@ -42,7 +40,7 @@ QueryEngine::Outcome QueryEngine::on_query_tapped(std::span<const uint8_t> packe
     // read: the query's clock reading serves as the response time too, one reading per hit.
     m.response_time = m.query_time;
     m.response_message = std::span<const uint8_t>(out.data(), res.size);
-    tap->write(queue, m);
+    tap_write(m);
   }
   tap_query_ns_ = 0;
   return res;
@@ -64,7 +62,24 @@ void QueryEngine::tap_response(const Waiter& w, std::span<const uint8_t> bytes) 
   if (w.tap_ns != 0) m.query_time = dnstap_time(w.tap_ns);
   m.response_time = dnstap_now();
   m.response_message = bytes;
-  dnstap_->write(static_cast<unsigned>(worker_), m);
+  tap_write(m);
+}
+
+void QueryEngine::tap_write(const dnstap::Message& m) {
+  const auto queue = static_cast<unsigned>(worker_);
+  dnstap_->write(queue, m);
+  if (tap_flush_pending_) return;
+  if (EventLoop::current() != &loop_) {
+    dnstap_->flush(queue);
+    return;
+  }
+  // One flush per iteration, after every answer of the iteration has been written: the
+  // frames of a whole batch of queries go to the I/O thread as one entry.
+  tap_flush_pending_ = true;
+  loop_.at_iteration_end([this] {
+    tap_flush_pending_ = false;
+    if (dnstap_ != nullptr) dnstap_->flush(static_cast<unsigned>(worker_));
+  });
 }
 
 void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uint8_t> query,
@@ -75,20 +90,20 @@ void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uin
   if (upstream.servers().size() == 1) server = upstream.servers().front();
   auto wrapped = [&engine, server, sent_ns, done = std::move(done)](
                      UpstreamStatus status, std::span<const uint8_t> answer) {
-    if (DnstapWriter* tap = engine.dnstap(); tap != nullptr && !answer.empty()) {
+    if (engine.dnstap() != nullptr && !answer.empty()) {
       dnstap::Message m;
       m.type = dnstap::MessageType::ForwarderResponse;
       if (server) dnstap_set_response_peer(m, server->sockaddr_ptr());
       m.query_time = dnstap_time(sent_ns);
       m.response_time = dnstap_now();
       m.response_message = answer;
-      tap->write(static_cast<unsigned>(engine.worker()), m);
+      engine.tap_write(m);
     }
     done(status, answer);
   };
   const auto id = upstream.send(query, std::move(wrapped));
-  DnstapWriter* tap = engine.dnstap();
-  if (!id || tap == nullptr || query.size() > kMaxUpstreamQuery || query.size() < 2) return;
+  if (!id || engine.dnstap() == nullptr || query.size() > kMaxUpstreamQuery || query.size() < 2)
+    return;
   // Log the query as sent: with the ID c-ares put on the wire, not the caller's zero.
   std::array<uint8_t, kMaxUpstreamQuery> sent{};
   std::memcpy(sent.data(), query.data(), query.size());
@@ -99,7 +114,7 @@ void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uin
   if (server) dnstap_set_response_peer(m, server->sockaddr_ptr());
   m.query_time = dnstap_time(sent_ns);
   m.query_message = std::span<const uint8_t>(sent.data(), query.size());
-  tap->write(static_cast<unsigned>(engine.worker()), m);
+  engine.tap_write(m);
 }
 
 }  // namespace hg::resolver

@@ -30,71 +30,116 @@ bool is_unix(std::string_view target) {
   return target.substr(0, kUnixPrefix.size()) == kUnixPrefix;
 }
 
-// A file sink for fstrm_writer: we open the file ourselves (so that a bad path is reported at
-// start-up and the inode is known for rotation), fstrm writes the frames through these
-// callbacks on its I/O thread.
-//
-// fstrm hands over each frame as two pieces (its 4-byte length, then the frame), up to 128
-// frames per call. Passed to writev as they are, those small pieces made the kernel's copy
-// into the page cache the larger part of the I/O thread's time; so they are first copied
-// into one buffer here and written with a single write() per call (per 64 KiB at most).
-struct FileSink {
-  static constexpr std::size_t kBuffer = 64 * 1024;
+// Workers hand fstrm batches, not single frames: each data entry a worker submits is a run
+// of whole Frame Streams data frames (each its 4-byte big-endian length, then the frame),
+// built in the worker's batch buffer. fstrm's writer puts its own 4-byte length in front of
+// every entry it writes, which would frame the batch once more; so the sink below (our own
+// rdwr for both a file and a unix socket) drops those lengths and writes the batches as they
+// are. It tells them apart from control frames by their shape: fstrm writes a data entry as
+// two pieces, a 4-byte piece holding the (never zero) length of the next piece and then the
+// entry; a control frame as one piece that starts with the 4-byte zero escape.
+struct Sink {
+  enum class Kind : uint8_t { File, Unix };
+  static constexpr int kMaxPieces = 1024;  // IOV_MAX on Linux
 
-  std::string path;
+  Kind kind = Kind::File;
+  std::string path;  // the file, or the socket's path
   int fd = -1;
-  std::unique_ptr<uint8_t[]> buf = std::make_unique_for_overwrite<uint8_t[]>(kBuffer);
+  std::vector<iovec> pieces = std::vector<iovec>(kMaxPieces);
 
   static fstrm_res open(void* obj) {
-    auto* self = static_cast<FileSink*>(obj);
+    auto* self = static_cast<Sink*>(obj);
     if (self->fd >= 0) return fstrm_res_success;
-    // Reopened after a write error (the file was opened at start): append, never truncate.
-    self->fd = ::open(self->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    return self->fd >= 0 ? fstrm_res_success : fstrm_res_failure;
+    if (self->kind == Kind::File) {
+      // Reopened after a write error (the file was opened at start): append, never truncate.
+      self->fd = ::open(self->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      return self->fd >= 0 ? fstrm_res_success : fstrm_res_failure;
+    }
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (self->path.size() >= sizeof(sa.sun_path)) return fstrm_res_failure;
+    std::memcpy(sa.sun_path, self->path.data(), self->path.size());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return fstrm_res_failure;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+      ::close(fd);
+      return fstrm_res_failure;
+    }
+    self->fd = fd;
+    return fstrm_res_success;
   }
   static fstrm_res close(void* obj) {
-    auto* self = static_cast<FileSink*>(obj);
+    auto* self = static_cast<Sink*>(obj);
     if (self->fd >= 0) ::close(self->fd);
     self->fd = -1;
     return fstrm_res_success;
   }
   static fstrm_res destroy(void* obj) {
-    auto* self = static_cast<FileSink*>(obj);
+    auto* self = static_cast<Sink*>(obj);
     if (self->fd >= 0) ::close(self->fd);
     delete self;
     return fstrm_res_success;
   }
-  // Writes p[0, n) whole, retrying after EINTR and short writes.
-  bool write_all(const uint8_t* p, std::size_t n) const {
+  // The socket's handshake (ACCEPT, FINISH): exactly `n` bytes, blocking.
+  static fstrm_res read(void* obj, void* data, std::size_t n) {
+    auto* self = static_cast<Sink*>(obj);
+    auto* p = static_cast<uint8_t*>(data);
     while (n > 0) {
-      const ssize_t w = ::write(fd, p, n);
+      const ssize_t r = ::read(self->fd, p, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return fstrm_res_failure;
+      p += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return fstrm_res_success;
+  }
+  // Writes pieces[0, count) whole, retrying after EINTR and short writes.
+  bool write_all(int count) {
+    iovec* v = pieces.data();
+    while (count > 0) {
+      ssize_t w = 0;
+      if (kind == Kind::File) {
+        w = ::writev(fd, v, count);
+      } else {
+        msghdr msg{};
+        msg.msg_iov = v;
+        msg.msg_iovlen = static_cast<std::size_t>(count);
+        w = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+      }
       if (w < 0) {
         if (errno == EINTR) continue;
         return false;
       }
-      p += w;
-      n -= static_cast<std::size_t>(w);
+      auto left = static_cast<std::size_t>(w);
+      while (count > 0 && left >= v->iov_len) {
+        left -= v->iov_len;
+        ++v;
+        --count;
+      }
+      if (count > 0) {
+        v->iov_base = static_cast<uint8_t*>(v->iov_base) + left;
+        v->iov_len -= left;
+      }
     }
     return true;
   }
   static fstrm_res write(void* obj, const iovec* iov, int iovcnt) {
-    auto* self = static_cast<FileSink*>(obj);
-    std::size_t used = 0;
+    auto* self = static_cast<Sink*>(obj);
+    int n = 0;
     for (int i = 0; i < iovcnt; ++i) {
-      const auto* p = static_cast<const uint8_t*>(iov[i].iov_base);
-      const std::size_t n = iov[i].iov_len;
-      if (used + n > kBuffer) {
-        if (!self->write_all(self->buf.get(), used)) return fstrm_res_failure;
-        used = 0;
+      if (iov[i].iov_len == 4 && i + 1 < iovcnt) {
+        uint32_t be = 0;
+        std::memcpy(&be, iov[i].iov_base, 4);
+        if (be != 0 && ntohl(be) == iov[i + 1].iov_len) continue;  // fstrm's length: dropped
       }
-      if (n > kBuffer) {  // larger than the buffer itself: straight from fstrm's memory
-        if (!self->write_all(p, n)) return fstrm_res_failure;
-        continue;
+      if (iov[i].iov_len == 0) continue;
+      if (n == kMaxPieces) {
+        if (!self->write_all(n)) return fstrm_res_failure;
+        n = 0;
       }
-      if (n > 0) std::memcpy(self->buf.get() + used, p, n);
-      used += n;
+      self->pieces[static_cast<std::size_t>(n++)] = iov[i];
     }
-    if (used > 0 && !self->write_all(self->buf.get(), used)) return fstrm_res_failure;
+    if (n > 0 && !self->write_all(n)) return fstrm_res_failure;
     return fstrm_res_success;
   }
 };
@@ -103,10 +148,6 @@ struct FileSink {
 struct WriterOptions {
   fstrm_writer_options* p = fstrm_writer_options_init();
   ~WriterOptions() { fstrm_writer_options_destroy(&p); }
-};
-struct UnixOptions {
-  fstrm_unix_writer_options* p = fstrm_unix_writer_options_init();
-  ~UnixOptions() { fstrm_unix_writer_options_destroy(&p); }
 };
 struct IothrOptions {
   fstrm_iothr_options* p = fstrm_iothr_options_init();
@@ -121,12 +162,11 @@ struct IothrOptions {
 // allocated it), and malloc/free were a fifth of the per-message cost.
 //
 // Returned buffers travel through a single-producer (I/O thread), single-consumer (worker)
-// ring big enough for every slot, so it never overflows. Frames larger than a slot, or
-// any frame when every slot is in flight, use malloc as before.
+// ring big enough for every slot, so it never overflows. Each slot holds one batch.
 class DnstapWriter::FramePool {
  public:
-  static constexpr std::size_t kSlot = 512;
-  static constexpr std::size_t kSlotsPerChunk = 256;
+  static constexpr std::size_t kSlot = DnstapWriter::kBatch;
+  static constexpr std::size_t kSlotsPerChunk = 16;
 
   explicit FramePool(std::size_t max_slots) : max_slots_(max_slots) {
     std::size_t cap = 1;
@@ -223,15 +263,14 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
 
   WriterOptions wopt;
   fstrm_writer_options_add_content_type(wopt.p, kContentType.data(), kContentType.size());
-  fstrm_writer* writer = nullptr;
+  auto* sink = new Sink;
   if (is_unix(options.target)) {
-    const std::string path = options.target.substr(kUnixPrefix.size());
-    UnixOptions uopt;
-    fstrm_unix_writer_options_set_socket_path(uopt.p, path.c_str());
-    writer = fstrm_unix_writer_init(uopt.p, wopt.p);
+    sink->kind = Sink::Kind::Unix;
+    sink->path = options.target.substr(kUnixPrefix.size());  // connected by the I/O thread
   } else {
     const int fd = ::open(options.target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
+      delete sink;
       return R::failure("--dnstap " + quote(options.target) + ": cannot create the file (" +
                         std::strerror(errno) + ")");
     }
@@ -240,17 +279,19 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
       self->file_dev_ = st.st_dev;
       self->file_ino_ = st.st_ino;
     }
-    auto* sink = new FileSink{options.target, fd};
-    fstrm_rdwr* rdwr = fstrm_rdwr_init(sink);
-    fstrm_rdwr_set_open(rdwr, &FileSink::open);
-    fstrm_rdwr_set_close(rdwr, &FileSink::close);
-    fstrm_rdwr_set_destroy(rdwr, &FileSink::destroy);
-    fstrm_rdwr_set_write(rdwr, &FileSink::write);
-    writer = fstrm_writer_init(wopt.p, &rdwr);  // takes rdwr (and the sink) on success
-    if (writer == nullptr) {
-      if (rdwr != nullptr) fstrm_rdwr_destroy(&rdwr);
-    }
+    sink->path = options.target;
+    sink->fd = fd;
   }
+  fstrm_rdwr* rdwr = fstrm_rdwr_init(sink);
+  fstrm_rdwr_set_open(rdwr, &Sink::open);
+  fstrm_rdwr_set_close(rdwr, &Sink::close);
+  fstrm_rdwr_set_destroy(rdwr, &Sink::destroy);
+  fstrm_rdwr_set_write(rdwr, &Sink::write);
+  // A read function makes fstrm's writer do the socket's handshake (READY, ACCEPT, START and
+  // at the end STOP, FINISH); a file gets START and STOP only.
+  if (sink->kind == Sink::Kind::Unix) fstrm_rdwr_set_read(rdwr, &Sink::read);
+  fstrm_writer* writer = fstrm_writer_init(wopt.p, &rdwr);  // takes rdwr and the sink
+  if (writer == nullptr && rdwr != nullptr) fstrm_rdwr_destroy(&rdwr);
   if (writer == nullptr) {
     return R::failure("--dnstap " + quote(options.target) + ": cannot set up the fstrm writer");
   }
@@ -260,12 +301,12 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
   fstrm_iothr_options_set_input_queue_size(iopt.p, options.queue_size);
   fstrm_iothr_options_set_queue_model(iopt.p, FSTRM_IOTHR_QUEUE_MODEL_SPSC);
   fstrm_iothr_options_set_reopen_interval(iopt.p, 1);
-  // Fewer, larger writes and fewer wake-ups of the I/O thread: it is woken once a queue
-  // holds 1024 frames (and at least every second by its flush timer), and writes up to
-  // 512 frames or 64 KiB per writev.
-  fstrm_iothr_options_set_queue_notify_threshold(iopt.p, std::min(1024U, options.queue_size / 2));
+  // An entry is a batch of frames (up to kBatch bytes). The I/O thread is woken once a queue
+  // holds 128 batches (and at least every second by its flush timer) and writes up to 64 KiB
+  // per writev.
+  fstrm_iothr_options_set_queue_notify_threshold(iopt.p, std::min(128U, options.queue_size / 2));
   fstrm_iothr_options_set_buffer_hint(iopt.p, FSTRM_IOTHR_BUFFER_HINT_MAX);
-  fstrm_iothr_options_set_output_queue_size(iopt.p, 512);
+  fstrm_iothr_options_set_output_queue_size(iopt.p, kOutputQueue);
   // The I/O thread must not take the daemon's signals (SIGTERM, SIGHUP go to its signalfd):
   // it starts with every signal blocked, whenever the writer is opened.
   sigset_t all;
@@ -279,62 +320,107 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
     return R::failure("--dnstap " + quote(options.target) + ": cannot start the fstrm I/O thread");
   }
   for (unsigned i = 0; i < std::max(1U, options.queues); ++i) {
-    // Every frame in flight: a full input queue, the I/O thread's output queue, one more.
-    self->pools_.push_back(std::make_unique<FramePool>(options.queue_size + 512 + 1));
+    // Every batch in flight: a full input queue, the I/O thread's output queue, the one
+    // being filled.
+    self->pools_.push_back(std::make_unique<FramePool>(options.queue_size + kOutputQueue + 1));
     fstrm_iothr_queue* q = fstrm_iothr_get_input_queue_idx(self->iothr_, i);
     if (q == nullptr) return R::failure("--dnstap: fstrm gave no input queue " + std::to_string(i));
     self->queues_.push_back(q);
   }
+  self->batches_.resize(self->queues_.size());
   return self;
 }
 
 DnstapWriter::~DnstapWriter() {
+  // No worker writes to this writer any more (each flushed its queue when it let go of it);
+  // what a caller left unflushed goes now, before the STOP frame.
+  for (unsigned q = 0; q < batches_.size(); ++q)
+    flush(q);
   if (iothr_ != nullptr) fstrm_iothr_destroy(&iothr_);
 }
+
+namespace {
+
+void put_be32(uint8_t* p, std::size_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+}  // namespace
 
 void DnstapWriter::write(unsigned queue, const dnstap::Message& m) noexcept {
   if (queue >= queues_.size()) {
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  // Identity and version come pre-encoded (prefix_): the same bytes open every frame. Most
-  // frames fit a pooled slot and are measured and written in one pass; a larger one (or any
-  // when every slot is in flight) is measured first and gets a buffer of its own.
+  // Identity and version come pre-encoded (prefix_): the same bytes open every frame. A frame
+  // is measured and written in one pass straight into the queue's batch, after room for its
+  // length; when the batch has no room left it is submitted and the frame goes into a new one.
+  Batch& b = batches_[queue];
   FramePool& pool = *pools_[queue];
-  uint8_t* buf = pool.take();
-  std::size_t n = 0;
-  if (buf != nullptr) {
-    n = dnstap::encode_prefixed(m, prefix_, {buf, FramePool::kSlot});
-    if (n == 0) {
-      pool.untake(buf);
-      buf = nullptr;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (b.buf == nullptr) {
+      b.buf = pool.take();
+      if (b.buf == nullptr) {  // every batch in flight: the queue is full
+        counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
     }
-  }
-  const bool pooled = buf != nullptr;
-  if (!pooled) {
-    const dnstap::EncodedSize size = dnstap::measure_prefixed(m, prefix_.size());
-    n = size.total;
-    buf = static_cast<uint8_t*>(std::malloc(n));  // NOLINT(cppcoreguidelines-no-malloc)
-    if (buf == nullptr) {
-      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t room = kBatch - b.used;
+    const std::size_t n =
+        room > 4 ? dnstap::encode_prefixed(m, prefix_, {b.buf + b.used + 4, room - 4}) : 0;
+    if (n > 0) {
+      put_be32(b.buf + b.used, n);
+      b.used += 4 + n;
+      ++b.frames;
       return;
     }
-    dnstap::encode_prefixed(m, size, prefix_, buf);
+    if (b.frames == 0) break;  // larger than a whole batch
+    flush(queue);
   }
-  // fstrm hands the buffer back (pool) or frees it once written; on failure it stays ours.
-  const fstrm_res res =
-      pooled ? fstrm_iothr_submit(iothr_, queues_[queue], buf, n, &FramePool::give_back, &pool)
-             : fstrm_iothr_submit(iothr_, queues_[queue], buf, n, fstrm_free_wrapper, nullptr);
-  if (res != fstrm_res_success) {
-    if (pooled) {
-      pool.untake(buf);
-    } else {
-      std::free(buf);  // NOLINT(cppcoreguidelines-no-malloc)
-    }
+  write_alone(queue, m);
+}
+
+void DnstapWriter::write_alone(unsigned queue, const dnstap::Message& m) noexcept {
+  // A frame larger than a batch (a big TCP answer) goes as a batch of its own, in order: the
+  // batch being filled was submitted before it.
+  flush(queue);
+  const dnstap::EncodedSize size = dnstap::measure_prefixed(m, prefix_.size());
+  auto* buf =
+      static_cast<uint8_t*>(std::malloc(4 + size.total));  // NOLINT(cppcoreguidelines-no-malloc)
+  if (buf == nullptr) {
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  put_be32(buf, size.total);
+  dnstap::encode_prefixed(m, size, prefix_, buf + 4);
+  // fstrm frees the buffer once written; on failure it stays ours.
+  if (fstrm_iothr_submit(iothr_, queues_[queue], buf, 4 + size.total, fstrm_free_wrapper,
+                         nullptr) != fstrm_res_success) {
+    std::free(buf);  // NOLINT(cppcoreguidelines-no-malloc)
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   counters_.written.fetch_add(1, std::memory_order_relaxed);
+}
+
+void DnstapWriter::flush(unsigned queue) noexcept {
+  if (queue >= batches_.size()) return;
+  Batch& b = batches_[queue];
+  if (b.frames == 0) return;
+  FramePool& pool = *pools_[queue];
+  // fstrm hands the buffer back to the pool once written; on failure it stays ours.
+  if (fstrm_iothr_submit(iothr_, queues_[queue], b.buf, b.used, &FramePool::give_back, &pool) ==
+      fstrm_res_success) {
+    counters_.written.fetch_add(b.frames, std::memory_order_relaxed);
+    b.buf = nullptr;
+  } else {
+    counters_.dropped.fetch_add(b.frames, std::memory_order_relaxed);
+  }
+  b.used = 0;
+  b.frames = 0;
 }
 
 bool DnstapWriter::still_current() const noexcept {

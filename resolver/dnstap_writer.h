@@ -2,9 +2,13 @@
 // content type "protobuf:dnstap.Dnstap", written by libfstrm's I/O thread.
 //
 // Workers never wait for it. Each worker thread owns one fstrm input queue (a bounded
-// single-producer ring): write() encodes the message into a heap buffer and offers it; when
-// the queue is full the message is dropped and counted (hourglass_dnstap_dropped_total),
-// never retried. The I/O thread drains the queues, batches frames and writes them.
+// single-producer ring) and one batch: write() encodes the message as a Frame Streams frame
+// at the end of the batch, and flush() -- called by the worker at the end of each event-loop
+// iteration, and by write() when the batch is full -- offers the batch to the queue as one
+// entry. When the queue is full the batch's messages are dropped and counted
+// (hourglass_dnstap_dropped_total), never retried. The I/O thread drains the queues and
+// writes the batches as they are (the sink drops the length fstrm puts in front of each
+// entry: the batch already holds whole frames).
 //
 // Targets:
 //   PATH       a Frame Streams file, created or truncated at open (as fstrm's own file writer
@@ -47,7 +51,7 @@ class DnstapWriter {
     std::string identity;        ///< Dnstap.identity; empty: none
     std::string version;         ///< Dnstap.version
     unsigned queues = 1;         ///< one per worker thread
-    unsigned queue_size = 8192;  ///< frames per queue, a power of 2 from 2 to 16384
+    unsigned queue_size = 2048;  ///< batches per queue, a power of 2 from 2 to 16384
   };
 
   /// Opens the target (a file is created now, so that a bad path fails here with a message
@@ -59,10 +63,15 @@ class DnstapWriter {
   DnstapWriter(const DnstapWriter&) = delete;
   DnstapWriter& operator=(const DnstapWriter&) = delete;
 
+  /// A batch holds up to this many bytes of frames; a larger frame is an entry of its own.
+  static constexpr std::size_t kBatch = 4096;
+
   /// Encodes `m` with the writer's identity and version (m.identity and m.version are ignored)
-  /// and queues it on `queue`, which only the calling thread may use. Never blocks: a full
-  /// queue drops the message and counts it.
+  /// into the batch of `queue`, which only the calling thread may use. Never blocks: a full
+  /// queue drops the message and counts it. The frame reaches the file at the next flush().
   void write(unsigned queue, const dnstap::Message& m) noexcept;
+  /// Offers the batch of `queue` (the calling thread's) to the I/O thread; no-op when empty.
+  void flush(unsigned queue) noexcept;
 
   const Options& options() const noexcept { return options_; }
   /// For a file target: whether PATH still names the file being written. Always true for a
@@ -71,6 +80,15 @@ class DnstapWriter {
 
  private:
   explicit DnstapWriter(const Options& options, DnstapCounters& counters);
+  void write_alone(unsigned queue, const dnstap::Message& m) noexcept;
+
+  // The frames a queue's worker has written and not yet offered to the I/O thread.
+  struct Batch {
+    uint8_t* buf = nullptr;  // a pool slot of kBatch bytes, or none yet
+    std::size_t used = 0;
+    uint64_t frames = 0;
+  };
+  static constexpr unsigned kOutputQueue = 64;  // batches the I/O thread takes per pass
 
   Options options_;
   std::vector<uint8_t> prefix_;  // identity and version as encoded at the start of each frame
@@ -81,6 +99,7 @@ class DnstapWriter {
   std::vector<std::unique_ptr<FramePool>> pools_;
   fstrm_iothr* iothr_ = nullptr;
   std::vector<fstrm_iothr_queue*> queues_;
+  std::vector<Batch> batches_;  // one per queue
   uint64_t file_dev_ = 0;
   uint64_t file_ino_ = 0;
 };

@@ -140,9 +140,16 @@ class QueryEngine {
   }
 
   /// dnstap (dnstap_tap.cc): the writer this worker logs to, or nullptr (the default: then
-  /// dnstap costs one branch per query). Set on the engine's own thread.
-  void set_dnstap(DnstapWriter* w) noexcept { dnstap_ = w; }
+  /// dnstap costs one branch per query). Set on the engine's own thread; what this worker
+  /// wrote to the previous writer is flushed to it first.
+  void set_dnstap(DnstapWriter* w) noexcept {
+    if (dnstap_ != nullptr) dnstap_->flush(static_cast<unsigned>(worker_));
+    dnstap_ = w;
+  }
   DnstapWriter* dnstap() const noexcept { return dnstap_; }
+  /// Writes `m` to this worker's dnstap batch (dnstap() must be set). The batch goes to the
+  /// writer's I/O thread at the end of the loop iteration, or at once outside of one.
+  void tap_write(const dnstap::Message& m);
   int worker() const noexcept { return worker_; }
 
   // --- the fleet (--redis; resolver/server_fleet.cc) ---
@@ -204,7 +211,8 @@ class QueryEngine {
   std::vector<uint8_t> buf_;    // answers rendered for waiters
   std::vector<uint8_t> norm_buf_;
   DnstapWriter* dnstap_ = nullptr;
-  int64_t tap_query_ns_ = 0;  // arrival time of the query being handled, when dnstap is on
+  int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
+  bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
   wire::Message l2_msg_;
 };

@@ -242,6 +242,33 @@ TEST_F(Dnstap, FileHoldsEveryClientQueryAndUpstreamTrafficForMissesOnly) {
   EXPECT_NE(kd.find("(TCP)"), std::string::npos) << kd;
 }
 
+// A worker hands its frames to the I/O thread at the end of each loop iteration, and the I/O
+// thread writes at least every second: a query shows up in the file while the daemon runs,
+// not only when it stops.
+TEST_F(Dnstap, FramesReachTheFileWhileTheDaemonRuns) {
+  const std::string label = random_label();
+  const std::string name = label + ".tap.test";
+  upstream_.on(name, FakeReply::records({FakeRecord::a(name, 300, "192.0.2.11")}));
+  const std::string file = dir_.file("live.dnstap");
+  start({"--dnstap", file});
+  EXPECT_EQ(dig(port(), name + " A").status(), "NOERROR");
+  // The name as it is on the wire: its first label, preceded by the label's length.
+  std::string wire(1, static_cast<char>(label.size()));
+  wire += label;
+  auto count = [&] {
+    const std::string bytes = slurp(file);
+    int n = 0;
+    for (auto p = bytes.find(wire); p != std::string::npos; p = bytes.find(wire, p + 1))
+      ++n;
+    return n;
+  };
+  // CLIENT_QUERY, FORWARDER_QUERY, FORWARDER_RESPONSE, CLIENT_RESPONSE: each holds the name
+  // (an answer twice: question and record, unless compressed).
+  EXPECT_TRUE(eventually([&] { return count() >= 4; })) << count();
+  EXPECT_TRUE(daemon_->running());
+  stop_daemon();
+}
+
 TEST_F(Dnstap, ErrorAnswersAreRecordedAsSent) {
   const std::string fail = random_label() + ".tap.test";
   upstream_.on(fail, FakeReply::servfail());
@@ -307,7 +334,7 @@ TEST_F(Dnstap, StalledReaderDropsMessagesNotAnswers) {
   int answered = 0;
   int sent = 0;
   long drops = 0;
-  // Each hit is two messages; the queue holds 8192 and the socket some more. Bounded: at
+  // Each hit is two messages; the queue holds 2048 batches and the socket some more. Bounded: at
   // most 60000 queries, checking the counter every 2000.
   while (sent < 60000 && drops <= 0) {
     ASSERT_TRUE(client.send(port(), q));

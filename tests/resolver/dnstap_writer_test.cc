@@ -1,7 +1,8 @@
 // DnstapWriter to a file: every frame handed to it comes out whole and in order, whatever its
-// size (pooled slots, frames of their own, frames larger than the file sink's 64 KiB buffer),
-// between a START and a STOP control frame; the file is read back here byte by byte as the
-// Frame Streams format lays it out, and each frame decoded.
+// size (many frames in a batch, frames larger than a batch that go alone) and however the
+// batches were cut (full, flushed, left for the destructor), between a START and a STOP
+// control frame; the file is read back here byte by byte as the Frame Streams format lays it
+// out, and each frame decoded.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -75,8 +76,8 @@ TEST(DnstapWriter, FileHoldsEveryFrameWholeAndInOrder) {
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   const std::string path = dir + "/out.dnstap";
 
-  // Queries of 0..699 bytes (frames in pooled slots and, past ~450 bytes, frames of their
-  // own), then three answers of 70,000 bytes: larger than the sink's buffer.
+  // Queries of 0..699 bytes (several to a batch), then three answers of 70,000 bytes: each
+  // larger than a batch.
   std::vector<std::vector<uint8_t>> sent;
   for (int i = 0; i < 1500; ++i) {
     std::vector<uint8_t> q(static_cast<std::size_t>(i % 700));
@@ -126,6 +127,70 @@ TEST(DnstapWriter, FileHoldsEveryFrameWholeAndInOrder) {
     EXPECT_TRUE(std::equal(got.begin(), got.end(), sent[i].begin(), sent[i].end()))
         << "frame " << i;
   }
+  unlink(path.c_str());
+  rmdir(dir.c_str());
+}
+
+// Two workers' queues, each flushed at its own moments (as each worker does at the end of its
+// loop iterations), with frames larger than a batch among them: per queue, every frame in the
+// order written; the counters count frames, not batches.
+TEST(DnstapWriter, EachQueueKeepsItsOrderAcrossFlushesAndLargeFrames) {
+  std::string dir = ::testing::TempDir() + "hg_dnstap_writer_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/two.dnstap";
+
+  constexpr uint32_t kPerQueue = 3000;
+  auto size_of = [](uint32_t i) -> std::size_t {
+    if (i % 997 == 0) return DnstapWriter::kBatch + 100;  // alone, between batches
+    return 20 + (i * 37) % 300;
+  };
+  DnstapCounters counters;
+  {
+    DnstapWriter::Options o;
+    o.target = path;
+    o.queues = 2;
+    auto w = DnstapWriter::open(o, counters);
+    ASSERT_TRUE(w) << w.error();
+    const uint8_t client[4] = {192, 0, 2, 7};
+    std::vector<uint8_t> payload;
+    for (uint32_t i = 0; i < kPerQueue; ++i) {
+      for (unsigned q = 0; q < 2; ++q) {
+        payload.assign(size_of(i), static_cast<uint8_t>(i + q));
+        dnstap::Message m;
+        m.type = dnstap::MessageType::ClientQuery;
+        m.family = dnstap::Family::Inet;
+        m.protocol = dnstap::Protocol::Udp;
+        m.query_address = client;
+        m.query_port = q;                                    // which queue
+        m.query_time = dnstap::Timestamp{1'800'000'000, i};  // its place in that queue
+        m.query_message = payload;
+        w.value()->write(q, m);
+        // Queue 0 flushes every 7 frames, queue 1 every 50; both leave the rest to the end.
+        if (q == 0 && i % 7 == 6) w.value()->flush(0);
+        if (q == 1 && i % 50 == 49) w.value()->flush(1);
+      }
+    }
+  }
+
+  EXPECT_EQ(counters.written.load(), 2 * kPerQueue);
+  EXPECT_EQ(counters.dropped.load(), 0U);
+  const FrameFile f = read_frames(path);
+  EXPECT_TRUE(f.ok);
+  ASSERT_EQ(f.data.size(), 2 * kPerQueue);
+  uint32_t next[2] = {0, 0};
+  for (std::size_t k = 0; k < f.data.size(); ++k) {
+    dnstap::Message m;
+    ASSERT_EQ(dnstap::decode(f.data[k], m), dnstap::DecodeStatus::Ok) << "frame " << k;
+    ASSERT_TRUE(m.query_port.has_value() && *m.query_port < 2);
+    const uint32_t q = *m.query_port;
+    const uint32_t i = m.query_time->nsec;
+    ASSERT_EQ(i, next[q]) << "queue " << q << ", frame " << k;
+    ++next[q];
+    EXPECT_EQ(m.query_message.size(), size_of(i));
+    EXPECT_EQ(m.query_message.front(), static_cast<uint8_t>(i + q));
+  }
+  EXPECT_EQ(next[0], kPerQueue);
+  EXPECT_EQ(next[1], kPerQueue);
   unlink(path.c_str());
   rmdir(dir.c_str());
 }

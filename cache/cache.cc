@@ -2,6 +2,7 @@
 #include "cache/cache.h"
 
 #include "cache/flat_index.h"
+#include "cache/slotted_shared_mutex.h"
 
 #include <algorithm>
 #include <bit>
@@ -46,7 +47,8 @@ struct FailureState {
 struct alignas(64) Cache::Shard {
   explicit Shard(const S3FifoSettings& s) : policy(s) {}
 
-  mutable std::shared_mutex mu;
+  // Lookups take it shared and write only their thread's slot; inserts and sweeps exclusive.
+  mutable SlottedSharedMutex mu;
   FlatIndex index;                                  // key hash → policy handle
   std::vector<std::shared_ptr<const Entry>> slots;  // by policy handle
   S3Fifo policy;
@@ -122,7 +124,7 @@ Hit Cache::peek(const CacheKey& key, Time now) const {
   return Hit{};
 }
 
-Hit Cache::lookup(const CacheKey& key, Time now) {
+Hit Cache::lookup_impl(const CacheKey& key, Time now, void* ctx, FreshFn fresh) {
   Shard& s = shard_for(key.hash);
   {
     std::shared_lock lock(s.mu);
@@ -135,14 +137,18 @@ Hit Cache::lookup(const CacheKey& key, Time now) {
     if (now < e->expires_at()) {
       s.policy.touch(h);
       hits_.fetch_add(1);
-      Hit hit{e, Freshness::Fresh, false, settings_.stale_ttl};
+      bool prefetch = false;
       // The random draw is taken only inside the window: most hits pay one comparison.
       if (settings_.prefetch && in_prefetch_window(*e, now, settings_.prefetch_window) &&
           prefetch_due(e->inserted_at(), e->expires_at(), now, settings_.prefetch_window,
                        uniform01())) {
-        hit.prefetch = e->try_claim_prefetch();
+        prefetch = e->try_claim_prefetch();
       }
-      return hit;
+      if (fresh != nullptr) {
+        fresh(ctx, *e, prefetch);  // under the shared lock: no reference taken
+        return Hit{nullptr, Freshness::Fresh, prefetch, settings_.stale_ttl};
+      }
+      return Hit{e, Freshness::Fresh, prefetch, settings_.stale_ttl};
     }
     if (now < e->expires_at() + settings_.stale_max) {
       s.policy.touch(h);

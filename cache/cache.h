@@ -38,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -139,7 +140,22 @@ class Cache {
 
   /// Fresh before the entry's shortest TTL runs out; Stale for stale_max after that; Miss
   /// otherwise (an entry found past its stale window is removed on the way).
-  Hit lookup(const CacheKey& key, Time now);
+  Hit lookup(const CacheKey& key, Time now) { return lookup_impl(key, now, nullptr, nullptr); }
+
+  /// The hit path without taking a reference to the entry. On a fresh hit, calls
+  /// `fresh(const Entry&, bool prefetch)` while the entry's shard is read-locked (the entry
+  /// cannot be freed meanwhile; `fresh` must not call into this cache) and returns a Hit with
+  /// no entry: freshness Fresh, prefetch as lookup() sets it. Anything else (stale, miss) is
+  /// returned as lookup() returns it, and `fresh` is not called. Counted as lookup() counts.
+  /// For a fresh answer rendered and sent at once, this saves the shared_ptr copy, whose
+  /// reference count every thread answering the same name would otherwise write.
+  template <class F>
+  Hit lookup_fresh(const CacheKey& key, Time now, F&& fresh) {
+    using Fn = std::remove_reference_t<F>;
+    return lookup_impl(
+        key, now, const_cast<void*>(static_cast<const void*>(&fresh)),
+        [](void* f, const Entry& e, bool prefetch) { (*static_cast<Fn*>(f))(e, prefetch); });
+  }
 
   /// Like lookup() but for the cache's own bookkeeping's sake invisible: no frequency bump
   /// (so it does not promote the entry out of S3-FIFO's probationary queue), no hit/miss
@@ -193,6 +209,8 @@ class Cache {
   const CacheSettings& settings() const noexcept { return settings_; }
 
  private:
+  using FreshFn = void (*)(void* ctx, const Entry& entry, bool prefetch);
+  Hit lookup_impl(const CacheKey& key, Time now, void* ctx, FreshFn fresh);
   struct Shard;
   Shard& shard_for(uint64_t hash) const noexcept;
   template <class Pred>

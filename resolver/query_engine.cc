@@ -75,10 +75,18 @@ bool QueryEngine::allowed(const sockaddr* peer) const noexcept {
 std::size_t QueryEngine::answer_hit(const cache::Hit& hit, const ClientQuery& q,
                                     std::span<uint8_t> out, std::size_t limit,
                                     std::optional<EdeSpec> ede) {
+  return answer_entry(*hit.entry,
+                      hit.stale() ? std::optional<uint32_t>(hit.stale_ttl) : std::nullopt, q, out,
+                      limit, ede);
+}
+
+std::size_t QueryEngine::answer_entry(const cache::Entry& entry, std::optional<uint32_t> stale_ttl,
+                                      const ClientQuery& q, std::span<uint8_t> out,
+                                      std::size_t limit, std::optional<EdeSpec> ede) {
   wire::WireWriter w(out, limit);
-  const auto opt = response_opt(q.dnssec_ok, static_cast<RCode>(hit.entry->rcode()), ede);
+  const auto opt = response_opt(q.dnssec_ok, static_cast<RCode>(entry.rcode()), ede);
   const std::size_t reserve = q.has_edns ? wire::opt_size(opt) : 0;
-  const auto r = cache::render(hit, q, loop_.now(), w, reserve);
+  const auto r = cache::render_entry(entry, q, loop_.now(), stale_ttl, w, reserve);
   if (!r.ok) {
     // Cannot happen for a question of the key's length; answer rather than stay silent.
     return write_error(out.first(limit), q, RCode::ServFail, EdeSpec{wire::ede::Other, {}});
@@ -141,22 +149,36 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
-  const cache::Hit hit = cache.lookup(key, now);
-  // shadow-ttl: while no shadow zone is set this is the hit path's only cost.
-  if (shared_.shadow.active()) [[unlikely]]
-    shared_.shadow.on_query(
-        key, hit.freshness == cache::Freshness::Fresh ? hit.entry.get() : nullptr, now);
+  // A fresh hit is rendered inside the lookup, under the shard's read lock: no reference to
+  // the entry is taken. shadow-ttl (off unless a shadow zone is set) needs the entry after
+  // the lookup, so it takes the reference.
+  std::size_t fresh_size = 0;
+  uint8_t fresh_rcode = 0;
+  cache::Hit hit;
+  if (!shared_.shadow.active()) [[likely]] {
+    hit = cache.lookup_fresh(key, now, [&](const cache::Entry& e, bool) {
+      fresh_size = answer_entry(e, std::nullopt, q, out, limit, std::nullopt);
+      fresh_rcode = e.rcode();
+    });
+  } else {
+    hit = cache.lookup(key, now);
+    const bool fresh = hit.freshness == cache::Freshness::Fresh;
+    shared_.shadow.on_query(key, fresh ? hit.entry.get() : nullptr, now);
+    if (fresh) {
+      fresh_size = answer_hit(hit, q, out, limit, std::nullopt);
+      fresh_rcode = hit.entry->rcode();
+    }
+  }
 
   if (hit.freshness == cache::Freshness::Fresh) {
     st.hits.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t size = answer_hit(hit, q, out, limit, std::nullopt);
     if (hit.prefetch && shared_.inflight.start_background(key, now, worker_)) {
       st.prefetches.fetch_add(1, std::memory_order_relaxed);
       start_upstream(key);
     }
     if (shared_.config.log_queries)
-      log_query(*q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "hit", now);
-    return {size, false};
+      log_query(*q.qname, q.qtype, static_cast<RCode>(fresh_rcode), "hit", now);
+    return {fresh_size, false};
   }
 
   // RFC 9520 / RFC 8767 failure recheck: a key that failed recently is not asked again yet.

@@ -173,6 +173,11 @@ class QueryEngine {
   bool allowed(const sockaddr* peer) const noexcept;
   std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                          std::size_t limit, std::optional<EdeSpec> ede);
+  /// The same from the entry itself (a fresh hit rendered inside Cache::lookup_fresh);
+  /// `stale_ttl` set for a stale answer.
+  std::size_t answer_entry(const cache::Entry& entry, std::optional<uint32_t> stale_ttl,
+                           const ClientQuery& q, std::span<uint8_t> out, std::size_t limit,
+                           std::optional<EdeSpec> ede);
   /// A stale hit with EDE 3 (or 19 for NXDOMAIN), counted; answer_stale_now() also logs.
   std::size_t answer_stale(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                            std::size_t limit);

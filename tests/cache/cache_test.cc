@@ -197,6 +197,52 @@ TEST_F(CacheTest, PrefetchIsGrantedToOneLookupPerEntry) {
   EXPECT_EQ(granted, 1);
 }
 
+// lookup_fresh: the entry is handed to the callback for a fresh hit only (no reference kept
+// in the Hit); stale hits and misses come back as lookup() returns them; counting and the
+// prefetch grant are lookup()'s.
+TEST_F(CacheTest, LookupFreshHandsOverAFreshEntryOnlyAndCountsAsLookup) {
+  ASSERT_EQ(put_a("www.example.com", 100), InsertOutcome::Cached);
+  int calls = 0;
+  std::string seen;
+  auto visit = [&](const Entry& e, bool) {
+    ++calls;
+    seen = std::string(reinterpret_cast<const char*>(e.qname_wire().data()), e.qname_wire().size());
+  };
+  Hit h = cache_->lookup_fresh(key("www.example.com"), clock_.now(), visit);
+  EXPECT_EQ(h.freshness, Freshness::Fresh);
+  EXPECT_EQ(h.entry, nullptr);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, std::string("\3www\7example\3com\0", 17));
+
+  h = cache_->lookup_fresh(key("other.example.com"), clock_.now(), visit);
+  EXPECT_EQ(h.freshness, Freshness::Miss);
+  EXPECT_EQ(calls, 1);
+
+  // Near expiry one lookup is granted the prefetch, passed to the callback and in the Hit.
+  clock_.advance(Seconds{99} + Millis{999});
+  int granted_arg = 0;
+  int granted_hit = 0;
+  for (int i = 0; i < 100; ++i) {
+    const Hit g =
+        cache_->lookup_fresh(key("www.example.com"), clock_.now(),
+                             [&](const Entry&, bool prefetch) { granted_arg += prefetch; });
+    granted_hit += g.prefetch ? 1 : 0;
+  }
+  EXPECT_EQ(granted_arg, 1);
+  EXPECT_EQ(granted_hit, 1);
+
+  clock_.advance(Seconds{1});  // stale now
+  h = cache_->lookup_fresh(key("www.example.com"), clock_.now(), visit);
+  EXPECT_EQ(h.freshness, Freshness::Stale);
+  ASSERT_NE(h.entry, nullptr);  // a stale answer outlives eviction: it keeps its reference
+  EXPECT_EQ(calls, 1);
+
+  const CacheStats st = cache_->stats();
+  EXPECT_EQ(st.hits, 101u);
+  EXPECT_EQ(st.stale_hits, 1u);
+  EXPECT_EQ(st.misses, 1u);
+}
+
 TEST_F(CacheTest, PrefetchCanBeDisabled) {
   reset({.max_bytes = 1 << 20, .shards = 1, .prefetch = false});
   ASSERT_EQ(put_a("www.example.com", 100), InsertOutcome::Cached);

@@ -65,36 +65,30 @@ TEST(SlottedSharedMutex, ReadersShare) {
   EXPECT_TRUE(second_in.load());
 }
 
-// The waiting side must not get in while the other holds the lock. Bounded: it is given
-// 100 ms to (wrongly) get in, then the holder lets go and it must get in.
+// `enter` (on a thread of its own) must not get in while the lock is held: it is given
+// 100 ms to (wrongly) get in; then `release` lets go and it must get in. Bounded.
+template <class Enter, class Release>
+void expect_held_off(Enter enter, Release release, const char* what) {
+  std::atomic<bool> in{false};
+  std::thread waiter([&] {
+    enter();
+    in = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(in.load()) << what;
+  release();
+  waiter.join();
+  EXPECT_TRUE(in.load());
+}
+
 TEST(SlottedSharedMutex, AWriterWaitsForAReaderAndAReaderForAWriter) {
   SlottedSharedMutex mu;
-  {
-    std::shared_lock reader(mu);
-    std::atomic<bool> in{false};
-    std::thread writer([&] {
-      std::unique_lock lock(mu);
-      in = true;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_FALSE(in.load()) << "a writer got in while a reader held the lock";
-    reader.unlock();
-    writer.join();
-    EXPECT_TRUE(in.load());
-  }
-  {
-    std::unique_lock writer(mu);
-    std::atomic<bool> in{false};
-    std::thread reader([&] {
-      std::shared_lock lock(mu);
-      in = true;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_FALSE(in.load()) << "a reader got in while a writer held the lock";
-    writer.unlock();
-    reader.join();
-    EXPECT_TRUE(in.load());
-  }
+  std::shared_lock reader(mu);
+  expect_held_off([&] { std::unique_lock lock(mu); }, [&] { reader.unlock(); },
+                  "a writer got in while a reader held the lock");
+  std::unique_lock writer(mu);
+  expect_held_off([&] { std::shared_lock lock(mu); }, [&] { writer.unlock(); },
+                  "a reader got in while a writer held the lock");
 }
 
 }  // namespace

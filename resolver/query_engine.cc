@@ -7,6 +7,7 @@
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/owned.h"
+#include "wire/reencode.h"
 #include "wire/writer.h"
 
 namespace hg::resolver {
@@ -311,11 +312,8 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
   // bytes after the last record. This costs a few microseconds per upstream answer, never
   // anything on the cache-hit path.
   if (!raw_msg_.parse(answer, wire::ParseMode::Lenient)) return false;
-  auto owned = wire::to_owned(raw_msg_);
-  if (!owned) return false;
-  owned->edns.reset();
   wire::WireWriter w(norm_buf_);
-  const auto out = wire::write_message(w, *owned);
+  const auto out = wire::rewrite_without_opt(w, raw_msg_);
   if (!out.ok || out.truncated) return false;
   return upstream_msg_.parse(w.written(), wire::ParseMode::Strict).has_value();
 }

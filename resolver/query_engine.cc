@@ -193,7 +193,13 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
   // waiter is answered earlier (release_timer), so timers never outnumber waiters.
   w.loop = &loop_;
-  w.timer = loop_.add_timer_at(w.deadline, [this, key] { on_deadline(key); });
+  w.engine = this;
+  w.key_slot = keys_.hold(key);
+  const uint32_t slot = w.key_slot;
+  w.timer = loop_.add_timer_at(w.deadline, [this, slot] {
+    on_deadline(keys_[slot]);
+    keys_.drop(slot);
+  });
   const TimerId timer = w.timer;
 
   switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
@@ -206,7 +212,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
       break;
     case JoinOutcome::TableFull:
     case JoinOutcome::WaitersFull: {
-      loop_.cancel_timer(timer);
+      cancel_deadline(timer, slot);
       st.overload.fetch_add(1, std::memory_order_relaxed);
       if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
       st.servfail.fetch_add(1, std::memory_order_relaxed);
@@ -244,8 +250,10 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
     on_upstream(key, UpstreamStatus::BadQuery, {});
     return;
   }
-  sender_(w.written(), [this, key](UpstreamStatus status, std::span<const uint8_t> answer) {
-    on_upstream(key, status, answer);
+  const uint32_t slot = keys_.hold(key);
+  sender_(w.written(), [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
+    on_upstream(keys_[slot], status, answer);
+    keys_.drop(slot);
   });
 }
 
@@ -336,11 +344,29 @@ void QueryEngine::on_deadline(const cache::CacheKey& key) {
   }
 }
 
+uint32_t QueryEngine::KeySlots::hold(const cache::CacheKey& key) {
+  if (free_.empty()) {
+    keys_.push_back(key);
+    return static_cast<uint32_t>(keys_.size() - 1);
+  }
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  keys_[slot] = key;
+  return slot;
+}
+
+void QueryEngine::cancel_deadline(TimerId timer, uint32_t slot) {
+  // A timer that already ran has freed its slot itself.
+  if (loop_.cancel_timer(timer)) keys_.drop(slot);
+}
+
 void QueryEngine::release_timer(const Waiter& w) {
-  if (w.loop == &loop_) {
-    loop_.cancel_timer(w.timer);
-  } else if (w.loop != nullptr) {
-    w.loop->post([loop = w.loop, timer = w.timer] { loop->cancel_timer(timer); });
+  if (w.engine == this) {
+    cancel_deadline(w.timer, w.key_slot);
+  } else if (w.engine != nullptr) {
+    w.loop->post([engine = w.engine, timer = w.timer, slot = w.key_slot] {
+      engine->cancel_deadline(timer, slot);
+    });
   }
 }
 

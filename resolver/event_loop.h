@@ -147,7 +147,7 @@ class EventLoop {
   };
   struct HeapEntry {
     MonoTime when;
-    uint64_t id;  // ids grow monotonically, so they also order timers due at the same time
+    uint64_t id;     // ids grow monotonically, so they also order timers due at the same time
     uint64_t timer;  // the TimerId's value: which slot, and which use of it
     bool operator>(const HeapEntry& o) const noexcept {
       return when != o.when ? when > o.when : id > o.id;

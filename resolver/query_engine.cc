@@ -321,9 +321,9 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
   // anything on the cache-hit path.
   if (!raw_msg_.parse(answer, wire::ParseMode::Lenient)) return false;
   wire::WireWriter w(norm_buf_);
-  const auto out = wire::rewrite_without_opt(w, raw_msg_);
-  if (!out.ok || out.truncated) return false;
-  return upstream_msg_.parse(w.written(), wire::ParseMode::Strict).has_value();
+  // upstream_msg_ becomes the view of what is written, as parsing it again would give.
+  const auto out = wire::rewrite_without_opt(w, raw_msg_, &upstream_msg_);
+  return out.ok && !out.truncated;
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {

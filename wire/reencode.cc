@@ -4,6 +4,24 @@
 
 namespace hg::wire {
 
+// Fills a Message's private fields for rewrite_without_opt (a friend of Message).
+struct MessageViewBuilder {
+  static void start(Message& v) {
+    v.questions_.clear();
+    v.records_.clear();
+    v.edns_.reset();
+    v.section_end_[0] = v.section_end_[1] = v.section_end_[2] = 0;
+    v.packet_ = {};
+  }
+  static void question(Message& v, const Question& q) { v.questions_.push_back(q); }
+  static void record(Message& v, const RecordView& rr) { v.records_.push_back(rr); }
+  static void end_section(Message& v, int s) { v.section_end_[s] = v.records_.size(); }
+  static void finish(Message& v, const Header& h, std::span<const uint8_t> packet) {
+    v.header_ = h;
+    v.packet_ = packet;
+  }
+};
+
 namespace {
 
 // Types whose RDATA holds a name (read_rdata decodes it; the writer may compress it).
@@ -23,10 +41,14 @@ bool rdata_has_name(RRType type) noexcept {
 }
 
 // One record; rolls back and returns false when it does not fit or its RDATA does not decode.
-bool rewrite_record(WireWriter& w, const Message& m, const RecordView& rr, bool& bad_rdata) {
+// On success, `out` describes the record as written (offsets relative to `base`).
+bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const RecordView& rr,
+                    bool& bad_rdata, RecordView& out) {
   const std::size_t mark = w.mark();
-  bool ok = w.name(m.owner(rr)) && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass) &&
-            w.u32(rr.ttl);
+  bool ok = w.name(m.owner(rr)) && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass);
+  const std::size_t ttl_at = w.mark();
+  ok = ok && w.u32(rr.ttl);
+  const std::size_t rdata_at = w.mark() + 2;
   if (ok) {
     if (rdata_has_name(rr.type)) {
       auto rd = read_rdata(m, rr);
@@ -42,15 +64,24 @@ bool rewrite_record(WireWriter& w, const Message& m, const RecordView& rr, bool&
       ok = w.u16(rr.rdlength) && w.bytes(m.packet().subspan(rr.rdata_offset, rr.rdlength));
     }
   }
-  if (!ok) w.rollback(mark);
-  return ok;
+  if (!ok) {
+    w.rollback(mark);
+    return false;
+  }
+  out = rr;
+  out.offset = static_cast<uint16_t>(mark - base);
+  out.ttl_offset = static_cast<uint16_t>(ttl_at - base);
+  out.rdata_offset = static_cast<uint16_t>(rdata_at - base);
+  out.rdlength = static_cast<uint16_t>(w.mark() - rdata_at);
+  return true;
 }
 
 }  // namespace
 
-WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m) {
+WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view) {
   WriteOutcome out;
   const std::size_t base = w.mark();
+  if (view != nullptr) MessageViewBuilder::start(*view);
   const auto questions = m.questions();
   if (questions.size() > 0xFFFF) return out;
   Header h = m.header();
@@ -59,19 +90,30 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m) {
   const uint8_t zeros[kHeaderSize] = {};
   if (!w.bytes(zeros)) return out;
   for (const Question& q : questions) {
+    const std::size_t at = w.mark();
     if (!w.name(q.name) || !w.u16(static_cast<uint16_t>(q.type)) || !w.u16(q.klass)) {
       w.rollback(base);
+      if (view != nullptr) MessageViewBuilder::start(*view);
       return out;
+    }
+    if (view != nullptr) {
+      Question written = q;
+      written.offset = static_cast<uint16_t>(at - base);
+      written.end = static_cast<uint16_t>(w.mark() - base);
+      MessageViewBuilder::question(*view, written);
     }
   }
   uint16_t* counts[3] = {&h.ancount, &h.nscount, &h.arcount};
   bool full = false;
-  for (int s = 0; s < 3 && !full; ++s) {
+  for (int s = 0; s < 3; ++s) {
     for (const RecordView& rr : m.section(static_cast<Section>(s))) {
+      if (full) break;
       bool bad_rdata = false;
-      if (*counts[s] == 0xFFFF || !rewrite_record(w, m, rr, bad_rdata)) {
+      RecordView written{};
+      if (*counts[s] == 0xFFFF || !rewrite_record(w, base, m, rr, bad_rdata, written)) {
         if (bad_rdata) {
           w.rollback(base);
+          if (view != nullptr) MessageViewBuilder::start(*view);
           return WriteOutcome{};
         }
         full = true;
@@ -81,10 +123,13 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m) {
       }
       ++*counts[s];
       ++out.records;
+      if (view != nullptr) MessageViewBuilder::record(*view, written);
     }
+    if (view != nullptr) MessageViewBuilder::end_section(*view, s);
   }
   if (out.truncated) h.set(flag::TC, true);
   h.write_unchecked(w.written_mut().data() + base);
+  if (view != nullptr) MessageViewBuilder::finish(*view, h, w.written().subspan(base));
   out.ok = true;
   return out;
 }

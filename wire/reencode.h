@@ -21,6 +21,10 @@ namespace hg::wire {
 /// and no OPT record. Truncation as write_message(): a record that does not fit ends the
 /// message, TC=1 if it was an answer or authority record. ok=false when not even the header
 /// and questions fit, or a record's RDATA does not decode (parse() rules that out).
-WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m);
+///
+/// `view`, when given and the outcome is ok, is set to the view of the bytes written — what
+/// view->parse(w.written(), ParseMode::Strict) would give, without parsing them again. It
+/// refers to the writer's buffer, which must outlive it. `view` must not be `m`.
+WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view = nullptr);
 
 }  // namespace hg::wire

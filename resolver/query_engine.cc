@@ -262,12 +262,12 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   const MonoTime now = loop_.now();
   auto& st = shared_.stats;
   if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
-    const auto outcome = shared_.cache.insert(key, upstream_msg_, now);
+    cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
+    const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
     using O = cache::InsertOutcome;
     if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
         outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
       st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
-      const cache::Hit hit = outcome == O::Cached ? shared_.cache.peek(key, now) : cache::Hit{};
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 namespace hg::resolver {
@@ -182,21 +183,23 @@ struct Upstream::Server {
   Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
 };
 
-// One ares_send of a query, to one server, with its own ID (and letter case).
+// One ares_send of a query, to one server, with its own ID (and letter case). No default
+// member initialisers, so a Query's array of them costs nothing to create: launch() sets each
+// one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
 struct Upstream::Attempt {
-  Query* query = nullptr;
-  Server* server = nullptr;
-  Micros sent{0};
-  upstream_wire::CaseBits case_bits{};
-  uint16_t id = 0;
-  bool outstanding = false;    // c-ares has not reported it yet
-  bool edns = false;           // sent with the OPT record
-  bool edns_retry = false;     // the retry without OPT after an EDNS rejection
-  bool use_0x20 = false;       // sent with a random letter case
-  bool probe = false;          // hedged to a suspect server
-  bool timed_out = false;      // its retransmission timer expired (Karn: no RTT sample)
-  bool case_mismatch = false;  // a reply with the wrong letter case was dropped
-  bool formerr = false;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
+  Query* query;
+  Server* server;
+  Micros sent;
+  upstream_wire::CaseBits case_bits;
+  uint16_t id;
+  bool outstanding;    // c-ares has not reported it yet
+  bool edns;           // sent with the OPT record
+  bool edns_retry;     // the retry without OPT after an EDNS rejection
+  bool use_0x20;       // sent with a random letter case
+  bool probe;          // hedged to a suspect server
+  bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
+  bool case_mismatch;  // a reply with the wrong letter case was dropped
+  bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
 };
 
 // One send(): the caller's query, its attempts, its retransmission timer.

@@ -40,12 +40,31 @@ bool rdata_has_name(RRType type) noexcept {
   }
 }
 
+// True when the record's owner is a pointer to the first question's name (the usual case)
+// and the writer would answer it with a pointer to the question it wrote: the question was
+// the first name written, literally, at offset 12 of an empty writer, so it is the writer's
+// first compression target and the full-name match it finds first. (A root question name
+// gives no target: it is written literally again.)
+bool owner_is_question(std::size_t base, const Message& m, const RecordView& rr) {
+  const auto p = m.packet();
+  const auto qs = m.questions();
+  return base == 0 && !qs.empty() && qs.front().offset == kHeaderSize &&
+         qs.front().name.size() > 1 && rr.offset + 1u < p.size() && p[rr.offset] == 0xC0 &&
+         p[rr.offset + 1] == kHeaderSize;
+}
+
 // One record; rolls back and returns false when it does not fit or its RDATA does not decode.
 // On success, `out` describes the record as written (offsets relative to `base`).
 bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const RecordView& rr,
                     bool& bad_rdata, RecordView& out) {
   const std::size_t mark = w.mark();
-  bool ok = w.name(m.owner(rr)) && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass);
+  bool ok = false;
+  if (owner_is_question(base, m, rr)) {
+    ok = w.u16(static_cast<uint16_t>(0xC000 | kHeaderSize));
+  } else {
+    ok = w.name(m.owner(rr));
+  }
+  ok = ok && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass);
   const std::size_t ttl_at = w.mark();
   ok = ok && w.u32(rr.ttl);
   const std::size_t rdata_at = w.mark() + 2;

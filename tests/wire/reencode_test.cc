@@ -89,6 +89,29 @@ TEST(RewriteWithoutOpt, SameBytesAsTheOwnedModelOnEveryVector) {
   EXPECT_GT(truncated, 0);  // and truncation really happens somewhere
 }
 
+TEST(RewriteWithoutOpt, OwnerPointingAtTheQuestionMatchesTheWriterForAnyName) {
+  // An answer whose owner points at the question (C0 0C): written as the same pointer, except
+  // for a root question, which the writer gives no compression target.
+  for (const bool root : {false, true}) {
+    SCOPED_TRACE(root ? "root" : "a.hg.test");
+    std::vector<uint8_t> p = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
+    const std::vector<uint8_t> name = {1, 'a', 2, 'h', 'g', 4, 't', 'e', 's', 't'};
+    // The question's root label, type and class; then A 192.0.2.1, TTL 3600, owner C0 0C.
+    const std::vector<uint8_t> rest = {0, 0, 1,    0,    1, 0xC0, 12,  0, 1, 0, 1,
+                                       0, 0, 0x0E, 0x10, 0, 4,    192, 0, 2, 1};
+    if (!root) p.insert(p.end(), name.begin(), name.end());
+    p.insert(p.end(), rest.begin(), rest.end());
+    Message m;
+    ASSERT_TRUE(m.parse(p, ParseMode::Strict).has_value());
+    expect_same(m, 65535);
+    std::vector<uint8_t> buf(512);
+    WireWriter w(buf);
+    ASSERT_TRUE(rewrite_without_opt(w, m).ok);
+    const std::size_t owner_at = p.size() - 16;
+    EXPECT_EQ(w.written()[owner_at], root ? 0x00 : 0xC0);
+  }
+}
+
 TEST(RewriteWithoutOpt, DropsTheOptRecordAndItsCount) {
   const auto packet = test::read_vector("nsid_cookie");
   Message m;

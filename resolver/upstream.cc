@@ -851,11 +851,9 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
   const MonoTime now = loop_.now();
   if (a->use_0x20) {
     // 0x20: the reply must carry the question exactly as sent, letter case included.
-    std::array<uint8_t, kMaxQuery> expected;  // the first qlen bytes are set below
-    const std::size_t qlen = q.qend - kHeaderSize;
-    std::memcpy(expected.data(), q.base.data() + kHeaderSize, qlen);
-    uw::apply_case(std::span<uint8_t>(expected.data(), qlen - 4), a->case_bits);
-    const auto match = uw::match_question(d, std::span<const uint8_t>(expected.data(), qlen));
+    const auto question =
+        std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+    const auto match = uw::match_question_cased(d, question, a->case_bits);
     if (match != uw::QuestionMatch::Exact) {
       if (match == uw::QuestionMatch::CaseOnly) {
         // A forgery, or a server that does not echo case. The attempt stays open for the

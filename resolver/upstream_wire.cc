@@ -86,6 +86,43 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
   return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
 }
 
+QuestionMatch match_question_cased(std::span<const uint8_t> reply,
+                                   std::span<const uint8_t> question,
+                                   const CaseBits& bits) noexcept {
+  if (reply.size() < kHeaderSize + question.size()) return QuestionMatch::Other;
+  const auto got = reply.subspan(kHeaderSize, question.size());
+  const std::size_t name_end = question.size() >= 4 ? question.size() - 4 : 0;
+  // The bytes apply_case() may change: label bytes within the name's first 256, label by
+  // label until a root or invalid length byte.
+  const std::size_t n = name_end < 256 ? name_end : 256;
+  std::size_t next = 0;       // the next label's length byte
+  std::size_t label_end = 0;  // one past the current label
+  bool walking = true;
+  bool exact = true;
+  for (std::size_t i = 0; i < question.size(); ++i) {
+    uint8_t want = question[i];
+    if (walking && i < n) {
+      if (i == next) {
+        if (want == 0 || want > 63) {
+          walking = false;
+        } else {
+          label_end = i + 1 + want;
+          next = label_end;
+        }
+      } else if (i < label_end) {
+        const auto low = static_cast<uint8_t>(want | 0x20);
+        if (static_cast<uint8_t>(low - 'a') < 26)
+          want = static_cast<uint8_t>(low ^ (((bits[i / 64] >> (i % 64)) & 1) << 5));
+      }
+    }
+    const uint8_t g = got[i];
+    if (g == want) continue;
+    if (i >= name_end || lower(g) != lower(want) || !is_letter(g)) return QuestionMatch::Other;
+    exact = false;
+  }
+  return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
+}
+
 // A message that cannot be walked to its end gives {valid = false, present = false}: an OPT
 // record seen before the damage is not trusted.
 OptInfo find_opt(std::span<const uint8_t> msg) noexcept {

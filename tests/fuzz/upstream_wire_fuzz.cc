@@ -11,6 +11,8 @@
 //  4. find_opt() reports an OPT record only for a message it could walk.
 //  5. apply_case() sets each letter of each label to the case its bit says (bit i for byte i
 //     of the name, 1 = upper), and nothing else — checked against a plain reference.
+//  6. match_question_cased(reply, q, bits) is match_question(reply, q with apply_case(bits)),
+//     for the message itself and for its cased copy as the reply.
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise linked
 // with replay_main.cc and ctest replays tests/fuzz/corpus/upstream_wire/.
@@ -74,6 +76,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> ref(msg.begin(), msg.end());
   reference_case(std::span<uint8_t>(ref.data() + uw::kHeaderSize, question.size() - 4), bits);
   check(ref == copy, "apply_case differs from the reference");
+  const auto cased = std::span<const uint8_t>(copy).subspan(uw::kHeaderSize, question.size());
+  check(uw::match_question_cased(msg, question, bits) == uw::match_question(msg, cased),
+        "match_question_cased differs on the message");
+  check(uw::match_question_cased(copy, question, bits) == uw::match_question(copy, cased),
+        "match_question_cased differs on the cased copy");
   const auto m = uw::match_question(copy, question);
   check(m != uw::QuestionMatch::Other, "case change made the question differ otherwise");
   for (std::size_t i = 0; i < size; ++i) {

@@ -173,7 +173,8 @@ Hit Cache::lookup_impl(const CacheKey& key, Time now, void* ctx, FreshFn fresh) 
   return Hit{};
 }
 
-InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, Time now) {
+InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, Time now,
+                            Hit* stored) {
   Entry::Built built = Entry::build(key, response, settings_.ttl, caps_, now);
   Shard& s = shard_for(key.hash);
   if (built.outcome == InsertOutcome::RemovedZeroTtl) {
@@ -207,6 +208,13 @@ InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, 
     if (h == S3Fifo::kNone) return InsertOutcome::TooLarge;
     s.index.insert_or_assign(key.hash, h, s.hash_of());
     if (s.slots.size() < s.policy.handle_limit()) s.slots.resize(s.policy.handle_limit());
+    if (stored != nullptr) {
+      const Entry& e = *built.entry;
+      const Freshness f = now < e.expires_at()                         ? Freshness::Fresh
+                          : now < e.expires_at() + settings_.stale_max ? Freshness::Stale
+                                                                       : Freshness::Miss;
+      *stored = f == Freshness::Miss ? Hit{} : Hit{built.entry, f, false, settings_.stale_ttl};
+    }
     s.slots[h] = std::move(built.entry);
     ++s.inserts;
   }

@@ -171,7 +171,10 @@ class Cache {
   /// a new header and new TTLs, so a pointer into a header or TTL field (which an upstream may
   /// send and a parser accepts) would decode differently later. The resolver re-encodes
   /// upstream answers before inserting them (QueryEngine::normalize_upstream).
-  InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now);
+  /// `stored`, when given and the outcome is Cached, receives what peek(key, now) would give
+  /// right after — the entry just stored — without a second look-up.
+  InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now,
+                       Hit* stored = nullptr);
 
   /// Removes one key; false when it was not cached.
   bool erase(const CacheKey& key);

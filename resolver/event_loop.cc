@@ -125,22 +125,46 @@ TimerId EventLoop::add_timer_at(MonoTime when, Callback callback) {
   // Clamping to now_ keeps the heap invariant run_timers() relies on: a timer added during
   // this iteration is due no earlier than now_, so it sorts after every older due timer.
   when = std::max(when, now_);
-  uint64_t id = next_timer_id_++;
-  heap_.push_back(HeapEntry{when, id});
+  uint32_t slot = 0;
+  if (!free_timer_slots_.empty()) {
+    slot = free_timer_slots_.back();
+    free_timer_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(timer_slots_.size());
+    timer_slots_.emplace_back();
+  }
+  TimerSlot& s = timer_slots_[slot];
+  s.callback = std::move(callback);
+  s.live = true;
+  ++live_timers_;
+  const uint64_t timer = (uint64_t{s.generation} << 32) | slot;
+  heap_.push_back(HeapEntry{when, next_timer_id_++, timer});
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
-  timers_.emplace(id, std::move(callback));
-  return TimerId{id};
+  return TimerId{timer};
+}
+
+EventLoop::Callback EventLoop::take_timer(uint64_t timer) {
+  const auto slot = static_cast<uint32_t>(timer);
+  TimerSlot& s = timer_slots_[slot];
+  Callback cb = std::move(s.callback);
+  s.callback = nullptr;
+  s.live = false;
+  if (++s.generation == 0) s.generation = 1;
+  free_timer_slots_.push_back(slot);
+  --live_timers_;
+  return cb;
 }
 
 bool EventLoop::cancel_timer(TimerId id) {
-  if (timers_.erase(id.value) == 0) return false;
+  if (!timer_live(id.value)) return false;
+  take_timer(id.value);  // the callback and its captures are destroyed here
   compact_heap_if_wasteful();
   return true;
 }
 
 void EventLoop::compact_heap_if_wasteful() {
-  if (heap_.size() < 1024 || heap_.size() < 2 * timers_.size()) return;
-  std::erase_if(heap_, [this](const HeapEntry& e) { return !timers_.contains(e.id); });
+  if (heap_.size() < 1024 || heap_.size() < 2 * live_timers_) return;
+  std::erase_if(heap_, [this](const HeapEntry& e) { return !timer_live(e.timer); });
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
 }
 
@@ -150,13 +174,11 @@ std::size_t EventLoop::run_timers() {
   const uint64_t limit = next_timer_id_;
   while (ran < options_.max_timers && !heap_.empty() && heap_.front().when <= now_ &&
          heap_.front().id < limit) {
-    uint64_t id = heap_.front().id;
+    const uint64_t timer = heap_.front().timer;
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
     heap_.pop_back();
-    auto it = timers_.find(id);
-    if (it == timers_.end()) continue;  // cancelled
-    Callback cb = std::move(it->second);
-    timers_.erase(it);
+    if (!timer_live(timer)) continue;  // cancelled
+    Callback cb = take_timer(timer);
     cb();
     ++ran;
   }
@@ -212,7 +234,7 @@ MonoTime EventLoop::update_now() {
 
 int EventLoop::epoll_timeout(Millis max_wait) {
   // Skip cancelled entries so a dead deadline does not wake us early (harmless, but wasteful).
-  while (!heap_.empty() && !timers_.contains(heap_.front().id)) {
+  while (!heap_.empty() && !timer_live(heap_.front().timer)) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
     heap_.pop_back();
   }

@@ -110,7 +110,7 @@ class EventLoop {
   TimerId add_timer_at(MonoTime when, Callback callback);
   /// Cancels a pending timer. Returns false if it already ran or was cancelled.
   bool cancel_timer(TimerId id);
-  std::size_t pending_timers() const noexcept { return timers_.size(); }
+  std::size_t pending_timers() const noexcept { return live_timers_; }
 
   // --- cross-thread (any thread) -----------------------------------------------------------
 
@@ -147,7 +147,8 @@ class EventLoop {
   };
   struct HeapEntry {
     MonoTime when;
-    uint64_t id;  // ids grow monotonically, so they also order timers due at the same time
+    uint64_t id;     // ids grow monotonically, so they also order timers due at the same time
+    uint64_t timer;  // the TimerId's value: which slot, and which use of it
     bool operator>(const HeapEntry& o) const noexcept {
       return when != o.when ? when > o.when : id > o.id;
     }
@@ -172,11 +173,28 @@ class EventLoop {
   uint32_t next_generation_ = 1;
   std::vector<epoll_event> events_;
 
-  // Min-heap (std::push_heap with greater<>) of deadlines. Cancelling only erases from
-  // timers_; the heap entry is skipped when it surfaces, and the heap is rebuilt when dead
+  // Min-heap (std::push_heap with greater<>) of deadlines. Cancelling only frees the timer's
+  // slot; the heap entry is skipped when it surfaces, and the heap is rebuilt when dead
   // entries outnumber live ones (a deadline timer per query, usually cancelled).
+  // The callbacks live in slots reused through a free list, so adding a timer allocates
+  // nothing once the loop has run a while. A TimerId's value is the slot's generation (high
+  // 32 bits, never 0, bumped when the slot is freed) and its index (low 32 bits): an id of a
+  // timer that ran or was cancelled no longer matches its slot.
+  struct TimerSlot {
+    Callback callback;
+    uint32_t generation = 1;
+    bool live = false;
+  };
+  bool timer_live(uint64_t timer) const noexcept {
+    const auto slot = static_cast<uint32_t>(timer);
+    return slot < timer_slots_.size() && timer_slots_[slot].live &&
+           timer_slots_[slot].generation == static_cast<uint32_t>(timer >> 32);
+  }
+  Callback take_timer(uint64_t timer);
   std::vector<HeapEntry> heap_;
-  std::unordered_map<uint64_t, Callback> timers_;
+  std::vector<TimerSlot> timer_slots_;
+  std::vector<uint32_t> free_timer_slots_;
+  std::size_t live_timers_ = 0;
   uint64_t next_timer_id_ = 1;
 
   std::mutex posted_mu_;

@@ -7,6 +7,7 @@
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/owned.h"
+#include "wire/reencode.h"
 #include "wire/writer.h"
 
 namespace hg::resolver {
@@ -214,7 +215,13 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
   // waiter is answered earlier (release_timer), so timers never outnumber waiters.
   w.loop = &loop_;
-  w.timer = loop_.add_timer_at(w.deadline, [this, key] { on_deadline(key); });
+  w.engine = this;
+  w.key_slot = keys_.hold(key);
+  const uint32_t slot = w.key_slot;
+  w.timer = loop_.add_timer_at(w.deadline, [this, slot] {
+    on_deadline(keys_[slot]);
+    keys_.drop(slot);
+  });
   const TimerId timer = w.timer;
 
   switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
@@ -227,7 +234,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
       break;
     case JoinOutcome::TableFull:
     case JoinOutcome::WaitersFull: {
-      loop_.cancel_timer(timer);
+      cancel_deadline(timer, slot);
       st.overload.fetch_add(1, std::memory_order_relaxed);
       if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
       st.servfail.fetch_add(1, std::memory_order_relaxed);
@@ -265,8 +272,10 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
     on_upstream(key, UpstreamStatus::BadQuery, {});
     return;
   }
-  sender_(w.written(), [this, key](UpstreamStatus status, std::span<const uint8_t> answer) {
-    on_upstream(key, status, answer);
+  const uint32_t slot = keys_.hold(key);
+  sender_(w.written(), [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
+    on_upstream(keys_[slot], status, answer);
+    keys_.drop(slot);
   });
 }
 
@@ -275,12 +284,12 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   const MonoTime now = loop_.now();
   auto& st = shared_.stats;
   if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
-    const auto outcome = shared_.cache.insert(key, upstream_msg_, now);
+    cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
+    const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
     using O = cache::InsertOutcome;
     if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
         outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
       st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
-      const cache::Hit hit = outcome == O::Cached ? shared_.cache.peek(key, now) : cache::Hit{};
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();
@@ -333,13 +342,10 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
   // bytes after the last record. This costs a few microseconds per upstream answer, never
   // anything on the cache-hit path.
   if (!raw_msg_.parse(answer, wire::ParseMode::Lenient)) return false;
-  auto owned = wire::to_owned(raw_msg_);
-  if (!owned) return false;
-  owned->edns.reset();
   wire::WireWriter w(norm_buf_);
-  const auto out = wire::write_message(w, *owned);
-  if (!out.ok || out.truncated) return false;
-  return upstream_msg_.parse(w.written(), wire::ParseMode::Strict).has_value();
+  // upstream_msg_ becomes the view of what is written, as parsing it again would give.
+  const auto out = wire::rewrite_without_opt(w, raw_msg_, &upstream_msg_);
+  return out.ok && !out.truncated;
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {
@@ -360,11 +366,29 @@ void QueryEngine::on_deadline(const cache::CacheKey& key) {
   }
 }
 
+uint32_t QueryEngine::KeySlots::hold(const cache::CacheKey& key) {
+  if (free_.empty()) {
+    keys_.push_back(key);
+    return static_cast<uint32_t>(keys_.size() - 1);
+  }
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  keys_[slot] = key;
+  return slot;
+}
+
+void QueryEngine::cancel_deadline(TimerId timer, uint32_t slot) {
+  // A timer that already ran has freed its slot itself.
+  if (loop_.cancel_timer(timer)) keys_.drop(slot);
+}
+
 void QueryEngine::release_timer(const Waiter& w) {
-  if (w.loop == &loop_) {
-    loop_.cancel_timer(w.timer);
-  } else if (w.loop != nullptr) {
-    w.loop->post([loop = w.loop, timer = w.timer] { loop->cancel_timer(timer); });
+  if (w.engine == this) {
+    cancel_deadline(w.timer, w.key_slot);
+  } else if (w.engine != nullptr) {
+    w.loop->post([engine = w.engine, timer = w.timer, slot = w.key_slot] {
+      engine->cancel_deadline(timer, slot);
+    });
   }
 }
 

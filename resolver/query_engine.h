@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -51,6 +52,10 @@ struct Waiter {
   MonoTime deadline{};  ///< answer (stale or SERVFAIL) at this time at the latest
   MonoTime received{};
   Route route;
+  /// The engine whose loop runs the deadline timer, and where it keeps the key that timer
+  /// will look up (QueryEngine::KeySlots).
+  class QueryEngine* engine = nullptr;
+  uint32_t key_slot = 0;
   /// What the client asked, without its pointers into the packet (`question` empty, `qname`
   /// null): the question bytes are kept below, and client() points at them.
   ClientQuery query;
@@ -206,6 +211,24 @@ class QueryEngine {
                  MonoTime received);
   void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
 
+  /// Keys that this engine's pending callbacks (an upstream answer, a waiter's deadline) will
+  /// need, each in a numbered slot: the callbacks capture [this, slot], which std::function
+  /// keeps inline, instead of a copy of the key (~270 bytes), which it would allocate for.
+  /// A deque, so a key stays put while slots are added. Loop thread only.
+  class KeySlots {
+   public:
+    uint32_t hold(const cache::CacheKey& key);
+    const cache::CacheKey& operator[](uint32_t slot) const noexcept { return keys_[slot]; }
+    void drop(uint32_t slot) { free_.push_back(slot); }
+
+   private:
+    std::deque<cache::CacheKey> keys_;
+    std::vector<uint32_t> free_;
+  };
+  /// Cancels a waiter's deadline timer on this engine's loop, freeing its key slot.
+  void cancel_deadline(TimerId timer, uint32_t slot);
+
+  KeySlots keys_;
   Shared& shared_;
   EventLoop& loop_;
   Sender sender_;

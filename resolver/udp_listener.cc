@@ -36,7 +36,18 @@ UdpListener::UdpListener(EventLoop& loop, int fd, Endpoint local, Handler handle
       handler_(std::move(handler)),
       in_(kBatch),
       out_(kBatch),
-      peers_(kBatch) {}
+      peers_(kBatch),
+      in_msgs_(kBatch),
+      in_iov_(kBatch) {
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    in_iov_[i] = {in_[i].data(), kMaxQuery};
+    std::memset(&in_msgs_[i], 0, sizeof in_msgs_[i]);
+    in_msgs_[i].msg_hdr.msg_iov = &in_iov_[i];
+    in_msgs_[i].msg_hdr.msg_iovlen = 1;
+    in_msgs_[i].msg_hdr.msg_name = &peers_[i].addr;
+    in_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+  }
+}
 
 UdpListener::~UdpListener() {
   pause();
@@ -147,30 +158,24 @@ bool UdpListener::send_later(const UdpPeer& peer, std::span<const uint8_t> bytes
 }
 
 void UdpListener::on_readable() {
-  mmsghdr in_msgs[kBatch];
-  iovec in_iov[kBatch];
+  mmsghdr* const in_msgs = in_msgs_.data();
   mmsghdr out_msgs[kBatch];
   iovec out_iov[kBatch];
   // Bounded: at most a few batches per readiness event, so one busy socket cannot starve the
   // rest of the loop (timers, TCP, upstream answers).
   for (int round = 0; round < 8; ++round) {
-    for (std::size_t i = 0; i < kBatch; ++i) {
-      in_iov[i] = {in_[i].data(), kMaxQuery};
-      std::memset(&in_msgs[i], 0, sizeof in_msgs[i]);
-      in_msgs[i].msg_hdr.msg_iov = &in_iov[i];
-      in_msgs[i].msg_hdr.msg_iovlen = 1;
-      in_msgs[i].msg_hdr.msg_name = &peers_[i].addr;
-      in_msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
-    }
     int n = ::recvmmsg(fd_, in_msgs, kBatch, MSG_DONTWAIT, nullptr);
     if (n <= 0) return;  // EAGAIN, or an error the next readiness will report again
     unsigned nout = 0;
     for (int i = 0; i < n; ++i) {
       auto& m = in_msgs[i];
+      // The kernel wrote this header's address length; the next call needs the full room.
+      const socklen_t addr_len = m.msg_hdr.msg_namelen;
+      m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
       if (m.msg_hdr.msg_flags & MSG_TRUNC) continue;  // longer than any sane query
       UdpPeer& peer = peers_[static_cast<std::size_t>(i)];
       peer.fd = fd_;
-      peer.addr_len = m.msg_hdr.msg_namelen;
+      peer.addr_len = addr_len;
       const std::size_t size =
           handler_({in_[static_cast<std::size_t>(i)].data(), m.msg_len}, peer, out_[nout]);
       if (size == 0) continue;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <array>
 #include <cstdint>
@@ -75,6 +76,10 @@ class UdpListener {
   std::vector<std::array<uint8_t, kMaxQuery>> in_;
   std::vector<std::array<uint8_t, kMaxAnswer>> out_;
   std::vector<UdpPeer> peers_;
+  // recvmmsg's headers, pointing at in_ and peers_: set up once, and after each call only
+  // the address lengths the kernel overwrote are reset (the rest is left as it was).
+  std::vector<mmsghdr> in_msgs_;
+  std::vector<iovec> in_iov_;
 };
 
 }  // namespace hg::resolver

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 namespace hg::resolver {
@@ -182,21 +183,23 @@ struct Upstream::Server {
   Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
 };
 
-// One ares_send of a query, to one server, with its own ID (and letter case).
+// One ares_send of a query, to one server, with its own ID (and letter case). No default
+// member initialisers, so a Query's array of them costs nothing to create: launch() sets each
+// one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
 struct Upstream::Attempt {
-  Query* query = nullptr;
-  Server* server = nullptr;
-  Micros sent{0};
-  upstream_wire::CaseBits case_bits{};
-  uint16_t id = 0;
-  bool outstanding = false;    // c-ares has not reported it yet
-  bool edns = false;           // sent with the OPT record
-  bool edns_retry = false;     // the retry without OPT after an EDNS rejection
-  bool use_0x20 = false;       // sent with a random letter case
-  bool probe = false;          // hedged to a suspect server
-  bool timed_out = false;      // its retransmission timer expired (Karn: no RTT sample)
-  bool case_mismatch = false;  // a reply with the wrong letter case was dropped
-  bool formerr = false;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
+  Query* query;
+  Server* server;
+  Micros sent;
+  upstream_wire::CaseBits case_bits;
+  uint16_t id;
+  bool outstanding;    // c-ares has not reported it yet
+  bool edns;           // sent with the OPT record
+  bool edns_retry;     // the retry without OPT after an EDNS rejection
+  bool use_0x20;       // sent with a random letter case
+  bool probe;          // hedged to a suspect server
+  bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
+  bool case_mismatch;  // a reply with the wrong letter case was dropped
+  bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
 };
 
 // One send(): the caller's query, its attempts, its retransmission timer.
@@ -204,7 +207,7 @@ struct Upstream::Query {
   Query* prev = nullptr;
   Query* next = nullptr;
   Callback done;
-  std::array<uint8_t, kMaxQuery> base{};
+  std::array<uint8_t, kMaxQuery> base;  // the first `len` bytes are set by send()
   uint16_t len = 0;
   uint16_t qend = 0;  // end of the question
   bool has_opt = false;
@@ -217,9 +220,32 @@ struct Upstream::Query {
   UpstreamStatus failure = UpstreamStatus::Timeout;
   uint8_t n_attempts = 0;
   uint8_t outstanding = 0;
-  int timeouts = 0;  // times the retransmission timer fired
-  std::array<Attempt, kMaxAttempts> attempts{};
+  int timeouts = 0;                            // times the retransmission timer fired
+  std::array<Attempt, kMaxAttempts> attempts;  // the first n_attempts are set by launch()
 };
+
+namespace {
+// Spare Query objects kept for reuse: a Query is ~1.8 KiB, past the allocator's per-thread
+// cache, so allocating one per upstream query costs far more than keeping it. This many cover
+// the queries in flight at full speed on a fast upstream; a burst beyond returns to the heap.
+constexpr std::size_t kSpareQueries = 256;
+}  // namespace
+
+Upstream::Query* Upstream::make_query() {
+  if (spare_queries_.empty()) return new Query;
+  Query* q = spare_queries_.back();
+  spare_queries_.pop_back();
+  return ::new (static_cast<void*>(q)) Query;  // default-initialised, as `new Query` is
+}
+
+void Upstream::drop_query(Query* q) {
+  if (spare_queries_.size() >= kSpareQueries) {
+    delete q;
+    return;
+  }
+  q->~Query();
+  spare_queries_.push_back(q);
+}
 
 Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
     : loop_(loop),
@@ -266,6 +292,8 @@ Upstream::~Upstream() {
     live_ = q->next;
     delete q;
   }
+  for (Query* q : spare_queries_)
+    ::operator delete(q);  // already destroyed by drop_query
 }
 
 Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
@@ -480,7 +508,7 @@ std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback 
     report_later(std::move(done), UpstreamStatus::NoServers, {});
     return std::nullopt;
   }
-  auto* q = new Query;
+  Query* q = make_query();
   q->done = std::move(done);
   std::memcpy(q->base.data(), query.data(), query.size());
   q->len = static_cast<uint16_t>(query.size());
@@ -811,7 +839,7 @@ void Upstream::release_if_done(Query* q) {
   if (q->prev != nullptr) q->prev->next = q->next;
   if (q->next != nullptr) q->next->prev = q->prev;
   if (live_ == q) live_ = q->next;
-  delete q;
+  drop_query(q);
 }
 
 bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
@@ -823,11 +851,9 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
   const MonoTime now = loop_.now();
   if (a->use_0x20) {
     // 0x20: the reply must carry the question exactly as sent, letter case included.
-    std::array<uint8_t, kMaxQuery> expected{};
-    const std::size_t qlen = q.qend - kHeaderSize;
-    std::memcpy(expected.data(), q.base.data() + kHeaderSize, qlen);
-    uw::apply_case(std::span<uint8_t>(expected.data(), qlen - 4), a->case_bits);
-    const auto match = uw::match_question(d, std::span<const uint8_t>(expected.data(), qlen));
+    const auto question =
+        std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+    const auto match = uw::match_question_cased(d, question, a->case_bits);
     if (match != uw::QuestionMatch::Exact) {
       if (match == uw::QuestionMatch::CaseOnly) {
         // A forgery, or a server that does not echo case. The attempt stays open for the

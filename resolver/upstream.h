@@ -155,6 +155,9 @@ class Upstream {
   void handle_result(Attempt& a, int status, unsigned char* abuf, int alen);
   void finish(Query& q, UpstreamStatus status, std::span<uint8_t> answer);
   void release_if_done(Query* q);
+  /// A Query from the spares (or the heap), default-initialised; and its return.
+  Query* make_query();
+  void drop_query(Query* q);
   void update_stats(Server& s);
   /// The sock_recvfrom hook: drops replies with the wrong 0x20 case; keeps c-ares from
   /// acting on an EDNS rejection itself; notes truncation. See upstream.cc.
@@ -177,6 +180,7 @@ class Upstream {
   std::vector<uint8_t> scratch_;       // the attempt being sent
   std::vector<TimerId> deferred_;      // report_later timers, cancelled by ~Upstream
   Query* live_ = nullptr;              // intrusive list of queries not yet freed
+  std::vector<Query*> spare_queries_;  // destroyed Query objects whose memory is reused
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
 };

@@ -1,5 +1,7 @@
 #include "resolver/upstream_wire.h"
 
+#include <cstring>
+
 namespace hg::resolver::upstream_wire {
 
 namespace {
@@ -49,15 +51,19 @@ std::size_t question_end(std::span<const uint8_t> msg) noexcept {
 }
 
 void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
+  const std::size_t n = name.size() < 256 ? name.size() : 256;
   std::size_t at = 0;
-  while (at < name.size() && at < 256) {
+  while (at < n) {
     const uint8_t len = name[at];
     if (len == 0 || len > 63) return;
-    for (std::size_t i = at + 1; i <= at + len && i < name.size() && i < 256; ++i) {
-      const uint8_t c = name[i];
-      if (!is_letter(c)) continue;
-      const bool upper = (bits[i / 64] >> (i % 64)) & 1;
-      name[i] = upper ? static_cast<uint8_t>(lower(c) - 32) : lower(c);
+    const std::size_t end = at + 1 + len < n ? at + 1 + len : n;
+    for (std::size_t i = at + 1; i < end; ++i) {
+      // A letter is one whose lower-case form (bit 5 set) is 'a'..'z'; its case bit is then
+      // bit 5 itself: set for lower case, cleared for upper.
+      const auto low = static_cast<uint8_t>(name[i] | 0x20);
+      if (static_cast<uint8_t>(low - 'a') >= 26) continue;
+      const auto up = static_cast<uint8_t>(((bits[i / 64] >> (i % 64)) & 1) << 5);
+      name[i] = static_cast<uint8_t>(low ^ up);
     }
     at += 1 + len;
   }
@@ -67,6 +73,7 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
                              std::span<const uint8_t> question) noexcept {
   if (reply.size() < kHeaderSize + question.size()) return QuestionMatch::Other;
   const auto got = reply.subspan(kHeaderSize, question.size());
+  if (std::memcmp(got.data(), question.data(), question.size()) == 0) return QuestionMatch::Exact;
   // The name may differ in letter case; the last 4 bytes (QTYPE, QCLASS) may not.
   const std::size_t name_end = question.size() >= 4 ? question.size() - 4 : 0;
   bool exact = true;
@@ -74,6 +81,43 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
     if (got[i] == question[i]) continue;
     if (i >= name_end || lower(got[i]) != lower(question[i]) || !is_letter(got[i]))
       return QuestionMatch::Other;
+    exact = false;
+  }
+  return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
+}
+
+QuestionMatch match_question_cased(std::span<const uint8_t> reply,
+                                   std::span<const uint8_t> question,
+                                   const CaseBits& bits) noexcept {
+  if (reply.size() < kHeaderSize + question.size()) return QuestionMatch::Other;
+  const auto got = reply.subspan(kHeaderSize, question.size());
+  const std::size_t name_end = question.size() >= 4 ? question.size() - 4 : 0;
+  // The bytes apply_case() may change: label bytes within the name's first 256, label by
+  // label until a root or invalid length byte.
+  const std::size_t n = name_end < 256 ? name_end : 256;
+  std::size_t next = 0;       // the next label's length byte
+  std::size_t label_end = 0;  // one past the current label
+  bool walking = true;
+  bool exact = true;
+  for (std::size_t i = 0; i < question.size(); ++i) {
+    uint8_t want = question[i];
+    if (walking && i < n) {
+      if (i == next) {
+        if (want == 0 || want > 63) {
+          walking = false;
+        } else {
+          label_end = i + 1 + want;
+          next = label_end;
+        }
+      } else if (i < label_end) {
+        const auto low = static_cast<uint8_t>(want | 0x20);
+        if (static_cast<uint8_t>(low - 'a') < 26)
+          want = static_cast<uint8_t>(low ^ (((bits[i / 64] >> (i % 64)) & 1) << 5));
+      }
+    }
+    const uint8_t g = got[i];
+    if (g == want) continue;
+    if (i >= name_end || lower(g) != lower(want) || !is_letter(g)) return QuestionMatch::Other;
     exact = false;
   }
   return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;

@@ -35,6 +35,11 @@ enum class QuestionMatch : uint8_t {
 /// the header and the end of the question).
 QuestionMatch match_question(std::span<const uint8_t> reply,
                              std::span<const uint8_t> question) noexcept;
+/// match_question(reply, q) where q is `question` with apply_case(bits) applied to its name
+/// (all but its last 4 bytes), without building q.
+QuestionMatch match_question_cased(std::span<const uint8_t> reply,
+                                   std::span<const uint8_t> question,
+                                   const CaseBits& bits) noexcept;
 
 struct OptInfo {
   bool valid = false;     ///< every section could be walked

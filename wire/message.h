@@ -73,6 +73,8 @@ class Message {
   Name owner(const RecordView& rr) const noexcept;
 
  private:
+  // rewrite_without_opt() (wire/reencode.h) fills a view of what it writes as it writes it.
+  friend struct MessageViewBuilder;
   std::span<const uint8_t> packet_;
   Header header_;
   std::vector<Question> questions_;

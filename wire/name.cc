@@ -174,6 +174,8 @@ std::size_t Name::hash() const noexcept {
 
 bool operator==(const Name& a, const Name& b) noexcept {
   if (a.len_ != b.len_) return false;
+  // Usually the same bytes (an answer echoes our own lowercased question): one memcmp.
+  if (std::memcmp(a.buf_.data(), b.buf_.data(), a.len_) == 0) return true;
   for (std::size_t i = 0; i < a.len_; ++i) {
     if (ascii_lower(a.buf_[i]) != ascii_lower(b.buf_[i])) return false;
   }

@@ -10,9 +10,13 @@
 //     minus the records it had to drop, with TC set exactly when it says it truncated.
 //  4. Printing the rewritten message gives the same text as printing the original.
 //  5. Name text round trip: from_text(to_text(n)) is identical to n.
+//  6. rewrite_without_opt() writes the same bytes, with the same outcome, as write_message() of
+//     the owned model with its EDNS removed — with room for everything and within 512 bytes;
+//     and the view it builds of its output is what parsing that output (Strict) gives.
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise the same
 // file is linked with replay_main.cc and ctest replays tests/fuzz/corpus/message/.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +28,7 @@
 #include "wire/name.h"
 #include "wire/owned.h"
 #include "wire/print.h"
+#include "wire/reencode.h"
 
 namespace {
 
@@ -48,6 +53,49 @@ void check_name_text(std::span<const uint8_t> data) {
         "Name lowercase/root properties");
 }
 
+bool same_view(const Message& a, const Message& b) {
+  const auto same_q = [](const Question& x, const Question& y) {
+    return x.name.identical(y.name) && x.type == y.type && x.klass == y.klass &&
+           x.offset == y.offset && x.end == y.end;
+  };
+  const auto same_rr = [](const RecordView& x, const RecordView& y) {
+    return x.offset == y.offset && x.ttl_offset == y.ttl_offset &&
+           x.rdata_offset == y.rdata_offset && x.rdlength == y.rdlength && x.type == y.type &&
+           x.klass == y.klass && x.ttl == y.ttl && x.section == y.section;
+  };
+  const Header &ha = a.header(), &hb = b.header();
+  return std::ranges::equal(a.packet(), b.packet()) && ha.id == hb.id && ha.flags == hb.flags &&
+         ha.qdcount == hb.qdcount && ha.ancount == hb.ancount && ha.nscount == hb.nscount &&
+         ha.arcount == hb.arcount && !a.edns() && !b.edns() &&
+         std::ranges::equal(a.questions(), b.questions(), same_q) &&
+         std::ranges::equal(a.section(Section::Answer), b.section(Section::Answer), same_rr) &&
+         std::ranges::equal(a.section(Section::Authority), b.section(Section::Authority),
+                            same_rr) &&
+         std::ranges::equal(a.section(Section::Additional), b.section(Section::Additional),
+                            same_rr);
+}
+
+void check_rewrite(const Message& m, const OwnedMessage& owned) {
+  OwnedMessage no_opt = owned;
+  no_opt.edns.reset();
+  for (const std::size_t limit : {std::size_t{65535}, std::size_t{512}}) {
+    std::vector<uint8_t> a(limit), b(limit);
+    WireWriter wa(a), wb(b);
+    const auto oa = write_message(wa, no_opt);
+    Message view;
+    const auto ob = rewrite_without_opt(wb, m, &view);
+    check(oa.ok == ob.ok && oa.truncated == ob.truncated && oa.records == ob.records,
+          "rewrite_without_opt outcome differs from write_message");
+    check(!oa.ok || std::ranges::equal(wa.written(), wb.written()),
+          "rewrite_without_opt bytes differ from write_message");
+    if (!ob.ok) continue;
+    Message parsed;
+    check(parsed.parse(wb.written(), ParseMode::Strict).has_value(),
+          "rewrite_without_opt output does not parse (Strict)");
+    check(same_view(view, parsed), "rewrite_without_opt view differs from parsing its output");
+  }
+}
+
 void check_message(std::span<const uint8_t> data) {
   Message strict, lenient;
   const auto s = strict.parse(data, ParseMode::Strict);
@@ -59,6 +107,7 @@ void check_message(std::span<const uint8_t> data) {
   const std::string text = print_message(lenient);
   auto owned = to_owned(lenient);
   check(owned.has_value(), "to_owned failed on a parsed message");
+  check_rewrite(lenient, *owned);
 
   std::vector<uint8_t> buf(65535);
   WireWriter w(buf);

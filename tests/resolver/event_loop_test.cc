@@ -147,6 +147,48 @@ TEST(EventLoopTimer, ManyCancelledTimersLeaveLiveOnesInOrder) {
   EXPECT_EQ(fired, (std::vector<int>{0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500}));
 }
 
+TEST(EventLoopTimer, StaleIdDoesNotCancelTheTimerThatReusedItsSlot) {
+  // Timers live in reused slots: the id of a timer that ran or was cancelled must not reach
+  // the newer timer now in its slot, however often the slot has been reused.
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  int ran = 0;
+  TimerId cancelled = loop.add_timer(5ms, [&] { ran += 100; });
+  EXPECT_TRUE(loop.cancel_timer(cancelled));
+  TimerId done = loop.add_timer(0ms, [&] { ran += 1; });
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 1);
+  std::vector<TimerId> old;
+  for (int i = 0; i < 100; ++i) {
+    old.push_back(loop.add_timer(1ms, [] {}));
+    EXPECT_TRUE(loop.cancel_timer(old.back()));
+  }
+  TimerId live = loop.add_timer(5ms, [&] { ran += 10; });
+  EXPECT_FALSE(loop.cancel_timer(cancelled));
+  EXPECT_FALSE(loop.cancel_timer(done));
+  for (TimerId t : old)
+    EXPECT_FALSE(loop.cancel_timer(t));
+  EXPECT_EQ(loop.pending_timers(), 1u);
+  clock.advance(5ms);
+  loop.run_once(0ms);
+  EXPECT_EQ(ran, 11);
+  EXPECT_FALSE(loop.cancel_timer(live));
+  EXPECT_EQ(loop.pending_timers(), 0u);
+}
+
+TEST(EventLoopTimer, CancellingDestroysTheCallbackAtOnce) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  auto token = std::make_shared<int>(0);
+  TimerId t = loop.add_timer(5ms, [token] {});
+  EXPECT_EQ(token.use_count(), 2);
+  EXPECT_TRUE(loop.cancel_timer(t));
+  EXPECT_EQ(token.use_count(), 1);
+  loop.add_timer(0ms, [token] {});
+  loop.run_once(0ms);
+  EXPECT_EQ(token.use_count(), 1);  // ran, and is gone
+}
+
 TEST(EventLoopTimer, ManyDueTimersRunInSlicesWithTheSocketsReadBetween) {
   // 600 timers due at once (a flood's retransmissions) must not keep a readable socket
   // waiting until all of them have run: each iteration runs at most max_timers of them, in

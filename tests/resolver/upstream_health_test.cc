@@ -225,6 +225,26 @@ TEST(UpstreamWire, ApplyCaseChangesOnlyLetters) {
   EXPECT_EQ(name, (std::vector<uint8_t>{2, 'a', '1', 1, 'c', 0}));
 }
 
+TEST(UpstreamWire, MatchQuestionCasedComparesWithTheCaseAsSent) {
+  // Header, then "ab.c" A IN; the bits ask for upper case at byte 2 ('b') of the name.
+  std::vector<uint8_t> reply(12, 0);
+  const std::vector<uint8_t> question = {2, 'a', 'b', 1, 'c', 0, 0, 1, 0, 1};
+  CaseBits bits{};
+  bits[0] = uint64_t{1} << 2;
+  auto with = [&](std::vector<uint8_t> q) {
+    std::vector<uint8_t> m = reply;
+    m.insert(m.end(), q.begin(), q.end());
+    return m;
+  };
+  EXPECT_EQ(match_question_cased(with({2, 'a', 'B', 1, 'c', 0, 0, 1, 0, 1}), question, bits),
+            QuestionMatch::Exact);
+  EXPECT_EQ(match_question_cased(with(question), question, bits), QuestionMatch::CaseOnly);
+  EXPECT_EQ(match_question_cased(with({2, 'a', 'B', 1, 'd', 0, 0, 1, 0, 1}), question, bits),
+            QuestionMatch::Other);
+  EXPECT_EQ(match_question_cased(with({2, 'a', 'B', 1, 'c', 0, 0, 1}), question, bits),
+            QuestionMatch::Other);  // too short
+}
+
 TEST(UpstreamWire, FindsOptAndItsExtendedRcode) {
   // OPT: root, type 41, payload 1232, ext-rcode 1 (BADVERS with header rcode 0), version 0.
   const std::vector<uint8_t> opt = {0, 0, 41, 0x04, 0xd0, 1, 0, 0, 0, 0, 0};

@@ -1,0 +1,156 @@
+#include "wire/reencode.h"
+
+#include "wire/rdata.h"
+
+namespace hg::wire {
+
+// Fills a Message's private fields for rewrite_without_opt (a friend of Message).
+struct MessageViewBuilder {
+  static void start(Message& v) {
+    v.questions_.clear();
+    v.records_.clear();
+    v.edns_.reset();
+    v.section_end_[0] = v.section_end_[1] = v.section_end_[2] = 0;
+    v.packet_ = {};
+  }
+  static void question(Message& v, const Question& q) { v.questions_.push_back(q); }
+  static void record(Message& v, const RecordView& rr) { v.records_.push_back(rr); }
+  static void end_section(Message& v, int s) { v.section_end_[s] = v.records_.size(); }
+  static void finish(Message& v, const Header& h, std::span<const uint8_t> packet) {
+    v.header_ = h;
+    v.packet_ = packet;
+  }
+};
+
+namespace {
+
+// Types whose RDATA holds a name (read_rdata decodes it; the writer may compress it).
+bool rdata_has_name(RRType type) noexcept {
+  switch (type) {
+    case RRType::NS:
+    case RRType::CNAME:
+    case RRType::PTR:
+    case RRType::DNAME:
+    case RRType::MX:
+    case RRType::SRV:
+    case RRType::SOA:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// True when the record's owner is a pointer to the first question's name (the usual case)
+// and the writer would answer it with a pointer to the question it wrote: the question was
+// the first name written, literally, at offset 12 of an empty writer, so it is the writer's
+// first compression target and the full-name match it finds first. (A root question name
+// gives no target: it is written literally again.)
+bool owner_is_question(std::size_t base, const Message& m, const RecordView& rr) {
+  const auto p = m.packet();
+  const auto qs = m.questions();
+  return base == 0 && !qs.empty() && qs.front().offset == kHeaderSize &&
+         qs.front().name.size() > 1 && rr.offset + 1u < p.size() && p[rr.offset] == 0xC0 &&
+         p[rr.offset + 1] == kHeaderSize;
+}
+
+// One record; rolls back and returns false when it does not fit or its RDATA does not decode.
+// On success, `out` describes the record as written (offsets relative to `base`).
+bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const RecordView& rr,
+                    bool& bad_rdata, RecordView& out) {
+  const std::size_t mark = w.mark();
+  bool ok = false;
+  if (owner_is_question(base, m, rr)) {
+    ok = w.u16(static_cast<uint16_t>(0xC000 | kHeaderSize));
+  } else {
+    ok = w.name(m.owner(rr));
+  }
+  ok = ok && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass);
+  const std::size_t ttl_at = w.mark();
+  ok = ok && w.u32(rr.ttl);
+  const std::size_t rdata_at = w.mark() + 2;
+  if (ok) {
+    if (rdata_has_name(rr.type)) {
+      auto rd = read_rdata(m, rr);
+      if (!rd) {
+        bad_rdata = true;
+        ok = false;
+      } else {
+        ok = write_rdata_with_length(w, rr.type, *rd);
+      }
+    } else {
+      // A, AAAA, TXT, CAA and opaque types: parse() validated exactly what read_rdata() checks,
+      // and write_rdata() writes those bytes back unchanged.
+      ok = w.u16(rr.rdlength) && w.bytes(m.packet().subspan(rr.rdata_offset, rr.rdlength));
+    }
+  }
+  if (!ok) {
+    w.rollback(mark);
+    return false;
+  }
+  out = rr;
+  out.offset = static_cast<uint16_t>(mark - base);
+  out.ttl_offset = static_cast<uint16_t>(ttl_at - base);
+  out.rdata_offset = static_cast<uint16_t>(rdata_at - base);
+  out.rdlength = static_cast<uint16_t>(w.mark() - rdata_at);
+  return true;
+}
+
+}  // namespace
+
+WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view) {
+  WriteOutcome out;
+  const std::size_t base = w.mark();
+  if (view != nullptr) MessageViewBuilder::start(*view);
+  const auto questions = m.questions();
+  if (questions.size() > 0xFFFF) return out;
+  Header h = m.header();
+  h.qdcount = static_cast<uint16_t>(questions.size());
+  h.ancount = h.nscount = h.arcount = 0;
+  const uint8_t zeros[kHeaderSize] = {};
+  if (!w.bytes(zeros)) return out;
+  for (const Question& q : questions) {
+    const std::size_t at = w.mark();
+    if (!w.name(q.name) || !w.u16(static_cast<uint16_t>(q.type)) || !w.u16(q.klass)) {
+      w.rollback(base);
+      if (view != nullptr) MessageViewBuilder::start(*view);
+      return out;
+    }
+    if (view != nullptr) {
+      Question written = q;
+      written.offset = static_cast<uint16_t>(at - base);
+      written.end = static_cast<uint16_t>(w.mark() - base);
+      MessageViewBuilder::question(*view, written);
+    }
+  }
+  uint16_t* counts[3] = {&h.ancount, &h.nscount, &h.arcount};
+  bool full = false;
+  for (int s = 0; s < 3; ++s) {
+    for (const RecordView& rr : m.section(static_cast<Section>(s))) {
+      if (full) break;
+      bool bad_rdata = false;
+      RecordView written{};
+      if (*counts[s] == 0xFFFF || !rewrite_record(w, base, m, rr, bad_rdata, written)) {
+        if (bad_rdata) {
+          w.rollback(base);
+          if (view != nullptr) MessageViewBuilder::start(*view);
+          return WriteOutcome{};
+        }
+        full = true;
+        // RFC 2181 §9: leaving out additional data alone does not make an answer truncated.
+        if (s < 2) out.truncated = true;
+        break;
+      }
+      ++*counts[s];
+      ++out.records;
+      if (view != nullptr) MessageViewBuilder::record(*view, written);
+    }
+    if (view != nullptr) MessageViewBuilder::end_section(*view, s);
+  }
+  if (out.truncated) h.set(flag::TC, true);
+  h.write_unchecked(w.written_mut().data() + base);
+  if (view != nullptr) MessageViewBuilder::finish(*view, h, w.written().subspan(base));
+  out.ok = true;
+  return out;
+}
+
+}  // namespace hg::wire

@@ -117,7 +117,10 @@ Hit Cache::peek(const CacheKey& key, Time now) const {
   std::shared_lock lock(s.mu);
   const S3Fifo::Handle h = s.find(key.hash);
   if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) return Hit{};
-  const std::shared_ptr<const Entry>& e = s.slots[h];
+  return hit_at(s.slots[h], now);
+}
+
+Hit Cache::hit_at(const std::shared_ptr<const Entry>& e, Time now) const {
   if (now < e->expires_at()) return Hit{e, Freshness::Fresh, false, settings_.stale_ttl};
   if (now < e->expires_at() + settings_.stale_max)
     return Hit{e, Freshness::Stale, false, settings_.stale_ttl};
@@ -208,13 +211,7 @@ InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, 
     if (h == S3Fifo::kNone) return InsertOutcome::TooLarge;
     s.index.insert_or_assign(key.hash, h, s.hash_of());
     if (s.slots.size() < s.policy.handle_limit()) s.slots.resize(s.policy.handle_limit());
-    if (stored != nullptr) {
-      const Entry& e = *built.entry;
-      const Freshness f = now < e.expires_at()                         ? Freshness::Fresh
-                          : now < e.expires_at() + settings_.stale_max ? Freshness::Stale
-                                                                       : Freshness::Miss;
-      *stored = f == Freshness::Miss ? Hit{} : Hit{built.entry, f, false, settings_.stale_ttl};
-    }
+    if (stored != nullptr) *stored = hit_at(built.entry, now);
     s.slots[h] = std::move(built.entry);
     ++s.inserts;
   }

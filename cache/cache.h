@@ -214,6 +214,8 @@ class Cache {
  private:
   using FreshFn = void (*)(void* ctx, const Entry& entry, bool prefetch);
   Hit lookup_impl(const CacheKey& key, Time now, void* ctx, FreshFn fresh);
+  /// What peek() reports for `e` at `now`: Fresh, Stale (no prefetch) or a miss.
+  Hit hit_at(const std::shared_ptr<const Entry>& e, Time now) const;
   struct Shard;
   Shard& shard_for(uint64_t hash) const noexcept;
   template <class Pred>

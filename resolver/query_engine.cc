@@ -214,7 +214,6 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   // Each waiter's deadline runs on the loop of the worker that received it; whichever worker
   // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
   // waiter is answered earlier (release_timer), so timers never outnumber waiters.
-  w.loop = &loop_;
   w.engine = this;
   w.key_slot = keys_.hold(key);
   const uint32_t slot = w.key_slot;
@@ -386,7 +385,7 @@ void QueryEngine::release_timer(const Waiter& w) {
   if (w.engine == this) {
     cancel_deadline(w.timer, w.key_slot);
   } else if (w.engine != nullptr) {
-    w.loop->post([engine = w.engine, timer = w.timer, slot = w.key_slot] {
+    w.engine->loop_.post([engine = w.engine, timer = w.timer, slot = w.key_slot] {
       engine->cancel_deadline(timer, slot);
     });
   }

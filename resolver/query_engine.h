@@ -52,10 +52,11 @@ struct Waiter {
   MonoTime deadline{};  ///< answer (stale or SERVFAIL) at this time at the latest
   MonoTime received{};
   Route route;
-  /// The engine whose loop runs the deadline timer, and where it keeps the key that timer
-  /// will look up (QueryEngine::KeySlots).
+  /// The engine that received the query: its loop runs the deadline timer (`timer`), and it
+  /// keeps the key that timer will look up (QueryEngine::KeySlots).
   class QueryEngine* engine = nullptr;
   uint32_t key_slot = 0;
+  TimerId timer{};
   /// What the client asked, without its pointers into the packet (`question` empty, `qname`
   /// null): the question bytes are kept below, and client() points at them.
   ClientQuery query;
@@ -63,9 +64,6 @@ struct Waiter {
   std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
   /// The stale entry this client may be given if the upstream fails or is late.
   std::shared_ptr<const cache::Entry> stale;
-  /// The loop that received the query, and the deadline timer on it.
-  EventLoop* loop = nullptr;
-  TimerId timer{};
   int64_t tap_ns = 0;  ///< dnstap on: wall-clock arrival time (ns), for CLIENT_RESPONSE
 
   /// Keeps `q` (its question bytes copied) for answering later.

@@ -41,6 +41,21 @@ bool rdata_names_compressible(RRType type) noexcept {
   }
 }
 
+bool rdata_has_names(RRType type) noexcept {
+  switch (type) {
+    case RRType::NS:
+    case RRType::CNAME:
+    case RRType::PTR:
+    case RRType::DNAME:
+    case RRType::MX:
+    case RRType::SRV:
+    case RRType::SOA:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Result<Rdata> read_rdata(std::span<const uint8_t> packet, RRType type, std::size_t rdata_offset,
                          std::size_t rdlength) {
   WireReader whole(packet, rdata_offset);

@@ -94,6 +94,9 @@ using Rdata = std::variant<RdataA, RdataAAAA, RdataName, RdataMX, RdataTXT, Rdat
 /// True for the types whose RDATA names may be compressed when written (RFC 3597 §4:
 /// only the "well-known" RFC 1035 types).
 bool rdata_names_compressible(RRType type) noexcept;
+/// True for the types whose RDATA read_rdata() decodes a name in (the above, DNAME and SRV);
+/// for every other type the RDATA is a copy of its bytes.
+bool rdata_has_names(RRType type) noexcept;
 
 /// Decodes the RDATA at [rdata_offset, rdata_offset + rdlength) of `packet` as `type`.
 /// Names may be compressed and point anywhere earlier in the packet.

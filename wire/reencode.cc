@@ -24,22 +24,6 @@ struct MessageViewBuilder {
 
 namespace {
 
-// Types whose RDATA holds a name (read_rdata decodes it; the writer may compress it).
-bool rdata_has_name(RRType type) noexcept {
-  switch (type) {
-    case RRType::NS:
-    case RRType::CNAME:
-    case RRType::PTR:
-    case RRType::DNAME:
-    case RRType::MX:
-    case RRType::SRV:
-    case RRType::SOA:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // True when the record's owner is a pointer to the first question's name (the usual case)
 // and the writer would answer it with a pointer to the question it wrote: the question was
 // the first name written, literally, at offset 12 of an empty writer, so it is the writer's
@@ -69,7 +53,7 @@ bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const Rec
   ok = ok && w.u32(rr.ttl);
   const std::size_t rdata_at = w.mark() + 2;
   if (ok) {
-    if (rdata_has_name(rr.type)) {
+    if (rdata_has_names(rr.type)) {
       auto rd = read_rdata(m, rr);
       if (!rd) {
         bad_rdata = true;

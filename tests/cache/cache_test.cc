@@ -128,6 +128,32 @@ TEST_F(CacheTest, ZeroTtlAnswerRemovesCachedCopy) {
   EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
 }
 
+// insert(..., &stored): the entry just stored, as peek() gives it right after; nothing when
+// the answer was not cached.
+TEST_F(CacheTest, InsertHandsBackTheEntryItStored) {
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(A("www.example.com", 300));
+  const Packet p(m);
+  Hit stored;
+  ASSERT_EQ(cache_->insert(key("www.example.com"), p.msg, clock_.now(), &stored),
+            InsertOutcome::Cached);
+  const Hit peeked = cache_->peek(key("www.example.com"), clock_.now());
+  EXPECT_EQ(stored.freshness, Freshness::Fresh);
+  ASSERT_NE(stored.entry, nullptr);
+  EXPECT_EQ(stored.entry, peeked.entry);
+  EXPECT_FALSE(stored.prefetch);
+  EXPECT_EQ(stored.stale_ttl, peeked.stale_ttl);
+
+  OwnedMessage zero = response("www.example.com");
+  zero.answer.push_back(A("www.example.com", 0));
+  const Packet pz(zero);
+  Hit untouched;
+  ASSERT_EQ(cache_->insert(key("www.example.com"), pz.msg, clock_.now(), &untouched),
+            InsertOutcome::RemovedZeroTtl);
+  EXPECT_EQ(untouched.freshness, Freshness::Miss);
+  EXPECT_EQ(untouched.entry, nullptr);
+}
+
 TEST_F(CacheTest, RefusedAnswersLeaveCachedCopyAlone) {
   ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
   EXPECT_EQ(put(response("www.example.com", RRType::A, RCode::ServFail), key("www.example.com")),

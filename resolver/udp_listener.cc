@@ -62,29 +62,39 @@ void UdpListener::pause() {
 namespace {
 
 bool send_one(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept {
-  ssize_t n = ::sendto(peer.fd, bytes.data(), bytes.size(), MSG_DONTWAIT, peer.sa(), peer.addr_len);
+  const sockaddr* to = peer.addr_len != 0 ? peer.sa() : nullptr;  // 0: a connected socket
+  ssize_t n = ::sendto(peer.fd, bytes.data(), bytes.size(), MSG_DONTWAIT, to, peer.addr_len);
   return n == static_cast<ssize_t>(bytes.size());
 }
 
 // Sends msgs[0, n) on fd with as few sendmmsg calls as the kernel allows. A full send buffer
 // drops the rest (those clients retry); a datagram refused for itself (EPERM, EINVAL...) is
-// skipped and the others still go.
+// skipped and the others still go. ECONNREFUSED on a connected (upstream) socket is the
+// ICMP error of an earlier datagram, reported by this send instead of being sent: the
+// datagram is tried once more, so that it still leaves and the refusal it draws reaches
+// whoever reads the socket (c-ares, which then gives up on that server).
 void send_all(int fd, mmsghdr* msgs, unsigned n) noexcept {
+  bool retried = false;
   for (unsigned sent = 0; sent < n;) {
     const int k = ::sendmmsg(fd, msgs + sent, n - sent, MSG_DONTWAIT);
     if (k > 0) {
       sent += static_cast<unsigned>(k);
+      retried = false;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       break;
+    } else if (errno == ECONNREFUSED && !retried) {
+      retried = true;
     } else {
       ++sent;
+      retried = false;
     }
   }
 }
 
-// The answers a thread's loop iteration produces after upstream queries (one per c-ares
-// callback), gathered and sent at the iteration's end with one sendmmsg per socket instead of
-// one sendto each. An answer waits at most for the rest of its iteration.
+// The datagrams a thread's loop iteration produces outside the listeners' own batches — the
+// answers after upstream queries (one per c-ares callback) and the upstream queries c-ares
+// sends — gathered and sent at the iteration's end with one sendmmsg per socket instead of
+// one sendto each. A datagram waits at most for the rest of its iteration.
 class Outbox {
  public:
   static constexpr std::size_t kMax = 64;             // answers; then flushed at once
@@ -121,7 +131,7 @@ class Outbox {
       std::memset(&msgs_[i], 0, sizeof msgs_[i]);
       msgs_[i].msg_hdr.msg_iov = &iov_[i];
       msgs_[i].msg_hdr.msg_iovlen = 1;
-      msgs_[i].msg_hdr.msg_name = &it.peer.addr;
+      msgs_[i].msg_hdr.msg_name = it.peer.addr_len != 0 ? &it.peer.addr : nullptr;
       msgs_[i].msg_hdr.msg_namelen = it.peer.addr_len;
     }
     // One sendmmsg per run of answers on the same socket (usually one run: one listener).
@@ -155,6 +165,10 @@ thread_local Outbox t_outbox;
 bool UdpListener::send_later(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept {
   if (t_outbox.add(peer, bytes)) return true;
   return send_one(peer, bytes);
+}
+
+void UdpListener::send_held_now() noexcept {
+  t_outbox.flush();
 }
 
 void UdpListener::on_readable() {

@@ -6,6 +6,8 @@
 // ares_destroy() is not allowed.
 #include "resolver/upstream.h"
 
+#include "resolver/udp_listener.h"
+
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
@@ -75,26 +77,10 @@ std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
   return std::nullopt;
 }
 
-// Socket functions: plain POSIX calls. recvfrom is Upstream::recv_hook (below), which
-// looks at each UDP datagram before c-ares does. sendmsg with MSG_NOSIGNAL: a TCP upstream
-// that resets must not kill the daemon with SIGPIPE.
-ares_socket_t sock_open(int domain, int type, int protocol, void*) {
-  return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-}
-
-int sock_close(ares_socket_t fd, void*) {
-  return close(fd);
-}
-
+// Socket functions: POSIX calls, batched for UDP. Upstream::open_hook, close_hook,
+// send_hook and recv_hook (below) are the ones that know the server; connect is plain.
 int sock_connect(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void*) {
   return connect(fd, addr, len);
-}
-
-ares_ssize_t sock_sendv(ares_socket_t fd, const iovec* iov, int iovcnt, void*) {
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
-  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
-  return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
 
 int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
@@ -177,7 +163,8 @@ struct Upstream::Server {
   TimerId destroy_timer;
   TimerId timer;
   MonoTime timer_at{};
-  std::vector<int> fds;  // sockets c-ares asked us to watch
+  std::vector<int> fds;      // sockets c-ares asked us to watch
+  std::vector<int> udp_fds;  // c-ares's UDP sockets to this server (open_hook, close_hook)
   ServerHealth health;
   std::shared_ptr<UpstreamServerStats> stats;
   Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
@@ -224,6 +211,58 @@ struct Upstream::Query {
   std::array<Attempt, kMaxAttempts> attempts;  // the first n_attempts are set by launch()
 };
 
+// The UDP answers of one upstream socket, read with one recvmmsg and handed to c-ares one per
+// recvfrom call (recv_hook). c-ares reads a readable socket until EAGAIN, so a batch is used
+// up within the ares_process_fd that filled it; when the last recvmmsg found fewer datagrams
+// than it had room for, the socket was empty, and the EAGAIN that ends c-ares' loop is given
+// without a system call (a datagram that arrives meanwhile makes the socket readable again).
+struct Upstream::RecvBatch {
+  static constexpr unsigned kSize = 32;
+  int fd = -1;           // the socket being processed (process()); -1: none
+  unsigned next = 0;     // the next datagram to hand out
+  unsigned count = 0;    // datagrams in the batch
+  bool drained = false;  // the last recvmmsg emptied the socket
+  std::size_t slot = 0;  // bytes per datagram: c-ares's buffer size
+  std::vector<uint8_t> bytes;
+  std::array<mmsghdr, kSize> msgs{};
+  std::array<iovec, kSize> iov{};
+  std::array<sockaddr_storage, kSize> from{};
+
+  void start(int socket) noexcept {
+    fd = socket;
+    next = count = 0;
+    drained = false;
+  }
+  bool holds(int socket) const noexcept { return fd == socket && next < count; }
+
+  // One recvmmsg into datagrams of `size` bytes; false (errno set) when nothing was read.
+  bool fill(std::size_t size) noexcept {
+    if (slot != size) {
+      try {
+        bytes.resize(std::size_t{kSize} * size);
+      } catch (...) {
+        errno = ENOMEM;
+        return false;
+      }
+      slot = size;
+    }
+    for (unsigned i = 0; i < kSize; ++i) {
+      iov[i] = {bytes.data() + std::size_t{i} * slot, slot};
+      std::memset(&msgs[i], 0, sizeof msgs[i]);
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_name = &from[i];
+      msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+    }
+    const int n = recvmmsg(fd, msgs.data(), kSize, MSG_DONTWAIT, nullptr);
+    if (n <= 0) return false;
+    next = 0;
+    count = static_cast<unsigned>(n);
+    drained = count < kSize;
+    return true;
+  }
+};
+
 namespace {
 // Spare Query objects kept for reuse: a Query is ~1.8 KiB, past the allocator's per-thread
 // cache, so allocating one per upstream query costs far more than keeping it. This many cover
@@ -252,7 +291,8 @@ Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
       options_(std::move(options)),
       table_(std::make_shared<UpstreamTable>()),
       by_id_(65536, nullptr),
-      scratch_(kMaxQuery) {
+      scratch_(kMaxQuery),
+      rx_(std::make_unique<RecvBatch>()) {
   if (!options_.clock_us) options_.clock_us = steady_micros;
   table_->worker = options_.worker;
 }
@@ -299,8 +339,9 @@ Upstream::~Upstream() {
 Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
     const Endpoint& endpoint, std::shared_ptr<UpstreamServerStats> stats) {
   using R = Checked<std::unique_ptr<Server>>;
-  static const ares_socket_functions kSocketFunctions = {sock_open, sock_close, sock_connect,
-                                                         &Upstream::recv_hook, sock_sendv};
+  static const ares_socket_functions kSocketFunctions = {
+      &Upstream::open_hook, &Upstream::close_hook, sock_connect, &Upstream::recv_hook,
+      &Upstream::send_hook};
   auto s = std::make_unique<Server>();
   s->owner = this;
   s->endpoint = endpoint;
@@ -384,7 +425,13 @@ void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
 }
 
 void Upstream::process(Server& s, int read_fd, int write_fd) {
+  rx_->start(read_fd);
   ares_process_fd(s.ares, read_fd, write_fd);
+  // c-ares stops reading before the batch is used up only after a long run of dropped
+  // datagrams (recv_hook); the rest is handed out here, a bounded number of times.
+  for (int again = 0; again < 4 && s.ares != nullptr && rx_->holds(read_fd); ++again)
+    ares_process_fd(s.ares, read_fd, ARES_SOCKET_BAD);
+  rx_->start(-1);
   rearm_timer_if_needed(s);
   retire_if_idle(s);
 }
@@ -890,13 +937,32 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
 ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
                                  ares_socklen_t* from_len, void* user) {
   auto* s = static_cast<Server*>(user);
-  const ares_socklen_t room = from_len != nullptr ? *from_len : 0;
+  // TCP reads (from == nullptr) are a byte stream: passed on as they are.
+  if (from == nullptr || from_len == nullptr) return recvfrom(fd, buf, len, flags, from, from_len);
+  RecvBatch& b = *s->owner->rx_;
+  const ares_socklen_t room = *from_len;
   for (int dropped = 0; dropped < 1024; ++dropped) {
-    if (from_len != nullptr) *from_len = room;
-    const ssize_t n = recvfrom(fd, buf, len, flags, from, from_len);
-    // TCP reads (from == nullptr) are a byte stream: passed on as they are.
-    if (n <= 0 || from == nullptr || from_len == nullptr) return n;
-    const auto peer = Endpoint::from_sockaddr(from, *from_len);
+    ssize_t n;
+    if (b.fd != fd) {  // not the socket process() was called for: one datagram at a time
+      *from_len = room;
+      n = recvfrom(fd, buf, len, flags, from, from_len);
+      if (n <= 0) return n;
+    } else {
+      if (b.next == b.count) {
+        if (b.drained) {
+          errno = EAGAIN;
+          return -1;
+        }
+        if (!b.fill(len)) return -1;
+      }
+      const unsigned i = b.next++;
+      n = static_cast<ssize_t>(std::min<std::size_t>(b.msgs[i].msg_len, len));
+      std::memcpy(buf, b.iov[i].iov_base, static_cast<std::size_t>(n));
+      const socklen_t got = b.msgs[i].msg_hdr.msg_namelen;
+      std::memcpy(from, &b.from[i], std::min<std::size_t>(got, room));
+      *from_len = got;
+    }
+    const auto peer = Endpoint::from_sockaddr(from, std::min<ares_socklen_t>(*from_len, room));
     if (!peer || !peer->same_ip(s->endpoint) || peer->port() != s->endpoint.port())
       return n;  // c-ares drops datagrams from other addresses itself
     if (s->owner->inspect_datagram(
@@ -906,6 +972,50 @@ ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int fl
   }
   errno = EAGAIN;
   return -1;
+}
+
+ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
+  auto* s = static_cast<Server*>(user);
+  const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  if (fd < 0 || type != SOCK_DGRAM) return fd;
+  try {
+    s->udp_fds.push_back(fd);
+  } catch (...) {
+    close(fd);
+    errno = ENOMEM;
+    return ARES_SOCKET_BAD;
+  }
+  return fd;
+}
+
+int Upstream::close_hook(ares_socket_t fd, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (std::erase(s->udp_fds, fd) != 0) {
+    // Queries held for the end of the iteration leave now, before the number can be reused;
+    // answers read and not handed out are dropped (c-ares closes a socket when no query is
+    // waiting on it, or on an error, after which it sends its queries again).
+    UdpListener::send_held_now();
+    if (s->owner->rx_->fd == fd) s->owner->rx_->start(-1);
+  }
+  return close(fd);
+}
+
+// UDP queries wait for the end of the loop iteration and leave together, one sendmmsg per
+// socket (UdpListener::send_later); c-ares is told they were sent. TCP is written now, with
+// MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
+ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (iovcnt == 1 && std::find(s->udp_fds.begin(), s->udp_fds.end(), fd) != s->udp_fds.end()) {
+    UdpPeer peer;
+    peer.fd = fd;  // addr_len 0: the socket is connected to the server
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(iov[0].iov_base),
+                                         iov[0].iov_len);
+    return UdpListener::send_later(peer, bytes) ? static_cast<ares_ssize_t>(bytes.size()) : -1;
+  }
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
+  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+  return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
 
 std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> servers) {

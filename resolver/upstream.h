@@ -128,6 +128,7 @@ class Upstream {
   struct Server;
   struct Attempt;
   struct Query;
+  struct RecvBatch;
 
   Upstream(EventLoop& loop, UpstreamOptions options);
   Checked<std::unique_ptr<Server>> open_server(const Endpoint& endpoint,
@@ -167,6 +168,9 @@ class Upstream {
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
   static ares_ssize_t recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
                                 ares_socklen_t* from_len, void* user);
+  static ares_socket_t open_hook(int domain, int type, int protocol, void* user);
+  static int close_hook(ares_socket_t fd, void* user);
+  static ares_ssize_t send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user);
 
   EventLoop& loop_;
   UpstreamOptions options_;
@@ -181,6 +185,7 @@ class Upstream {
   std::vector<TimerId> deferred_;      // report_later timers, cancelled by ~Upstream
   Query* live_ = nullptr;              // intrusive list of queries not yet freed
   std::vector<Query*> spare_queries_;  // destroyed Query objects whose memory is reused
+  std::unique_ptr<RecvBatch> rx_;      // the UDP answers of the socket being processed
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
 };

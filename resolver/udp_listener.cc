@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -123,6 +124,11 @@ class Outbox {
     return true;
   }
 
+  bool holds(int fd) const noexcept {
+    return std::any_of(items_.begin(), items_.end(),
+                       [fd](const Item& it) { return it.peer.fd == fd; });
+  }
+
   void flush() noexcept {
     const std::size_t n = items_.size();
     for (std::size_t i = 0; i < n; ++i) {
@@ -167,8 +173,8 @@ bool UdpListener::send_later(const UdpPeer& peer, std::span<const uint8_t> bytes
   return send_one(peer, bytes);
 }
 
-void UdpListener::send_held_now() noexcept {
-  t_outbox.flush();
+void UdpListener::send_held_now(int fd) noexcept {
+  if (t_outbox.holds(fd)) t_outbox.flush();
 }
 
 void UdpListener::on_readable() {

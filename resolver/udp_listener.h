@@ -61,9 +61,10 @@ class UdpListener {
   /// A peer with `addr_len` 0 is a connected socket (an upstream's): the datagram goes to the
   /// address it is connected to.
   static bool send_later(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
-  /// Sends what send_later() holds for this thread now. For a socket about to be closed: its
-  /// number could otherwise be reused before the end of the iteration.
-  static void send_held_now() noexcept;
+  /// Sends what send_later() holds for this thread now, if any of it is for socket `fd`. For
+  /// a socket about to be closed: its number could otherwise be reused before the end of
+  /// the iteration.
+  static void send_held_now(int fd) noexcept;
 
   /// Stops reading (shutdown); the socket stays open for late answers until destruction.
   void pause();

@@ -223,6 +223,7 @@ struct Upstream::RecvBatch {
   unsigned count = 0;    // datagrams in the batch
   bool drained = false;  // the last recvmmsg emptied the socket
   std::size_t slot = 0;  // bytes per datagram: c-ares's buffer size
+  unsigned written = 0;  // headers whose address length the last recvmmsg changed
   std::vector<uint8_t> bytes;
   std::array<mmsghdr, kSize> msgs{};
   std::array<iovec, kSize> iov{};
@@ -236,6 +237,8 @@ struct Upstream::RecvBatch {
   bool holds(int socket) const noexcept { return fd == socket && next < count; }
 
   // One recvmmsg into datagrams of `size` bytes; false (errno set) when nothing was read.
+  // The headers are set up once per size; after that only the address lengths the kernel
+  // wrote are reset.
   bool fill(std::size_t size) noexcept {
     if (slot != size) {
       try {
@@ -245,19 +248,22 @@ struct Upstream::RecvBatch {
         return false;
       }
       slot = size;
+      for (unsigned i = 0; i < kSize; ++i) {
+        iov[i] = {bytes.data() + std::size_t{i} * slot, slot};
+        std::memset(&msgs[i], 0, sizeof msgs[i]);
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &from[i];
+      }
+      written = kSize;
     }
-    for (unsigned i = 0; i < kSize; ++i) {
-      iov[i] = {bytes.data() + std::size_t{i} * slot, slot};
-      std::memset(&msgs[i], 0, sizeof msgs[i]);
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_name = &from[i];
+    for (unsigned i = 0; i < written; ++i)
       msgs[i].msg_hdr.msg_namelen = sizeof from[i];
-    }
+    written = 0;
     const int n = recvmmsg(fd, msgs.data(), kSize, MSG_DONTWAIT, nullptr);
     if (n <= 0) return false;
     next = 0;
-    count = static_cast<unsigned>(n);
+    count = written = static_cast<unsigned>(n);
     drained = count < kSize;
     return true;
   }
@@ -994,7 +1000,7 @@ int Upstream::close_hook(ares_socket_t fd, void* user) {
     // Queries held for the end of the iteration leave now, before the number can be reused;
     // answers read and not handed out are dropped (c-ares closes a socket when no query is
     // waiting on it, or on an error, after which it sends its queries again).
-    UdpListener::send_held_now();
+    UdpListener::send_held_now(fd);
     if (s->owner->rx_->fd == fd) s->owner->rx_->start(-1);
   }
   return close(fd);

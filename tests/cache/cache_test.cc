@@ -26,14 +26,14 @@ class CacheTest : public ::testing::Test {
     settings_ = s;
     cache_ = std::make_unique<Cache>(s);
   }
-  InsertOutcome put(const OwnedMessage& m, const CacheKey& k) {
+  InsertOutcome put(const OwnedMessage& m, const CacheKey& k, Hit* stored = nullptr) {
     const Packet p(m);
-    return cache_->insert(k, p.msg, clock_.now());
+    return cache_->insert(k, p.msg, clock_.now(), stored);
   }
-  InsertOutcome put_a(std::string_view name, uint32_t ttl) {
+  InsertOutcome put_a(std::string_view name, uint32_t ttl, Hit* stored = nullptr) {
     OwnedMessage m = response(name);
     m.answer.push_back(A(name, ttl));
-    return put(m, key(name));
+    return put(m, key(name), stored);
   }
   Hit get(std::string_view name) { return cache_->lookup(key(name), clock_.now()); }
 };
@@ -131,12 +131,8 @@ TEST_F(CacheTest, ZeroTtlAnswerRemovesCachedCopy) {
 // insert(..., &stored): the entry just stored, as peek() gives it right after; nothing when
 // the answer was not cached.
 TEST_F(CacheTest, InsertHandsBackTheEntryItStored) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(A("www.example.com", 300));
-  const Packet p(m);
   Hit stored;
-  ASSERT_EQ(cache_->insert(key("www.example.com"), p.msg, clock_.now(), &stored),
-            InsertOutcome::Cached);
+  ASSERT_EQ(put_a("www.example.com", 300, &stored), InsertOutcome::Cached);
   const Hit peeked = cache_->peek(key("www.example.com"), clock_.now());
   EXPECT_EQ(stored.freshness, Freshness::Fresh);
   ASSERT_NE(stored.entry, nullptr);
@@ -144,12 +140,8 @@ TEST_F(CacheTest, InsertHandsBackTheEntryItStored) {
   EXPECT_FALSE(stored.prefetch);
   EXPECT_EQ(stored.stale_ttl, peeked.stale_ttl);
 
-  OwnedMessage zero = response("www.example.com");
-  zero.answer.push_back(A("www.example.com", 0));
-  const Packet pz(zero);
   Hit untouched;
-  ASSERT_EQ(cache_->insert(key("www.example.com"), pz.msg, clock_.now(), &untouched),
-            InsertOutcome::RemovedZeroTtl);
+  ASSERT_EQ(put_a("www.example.com", 0, &untouched), InsertOutcome::RemovedZeroTtl);
   EXPECT_EQ(untouched.freshness, Freshness::Miss);
   EXPECT_EQ(untouched.entry, nullptr);
 }

@@ -138,9 +138,29 @@ TimerId EventLoop::add_timer_at(MonoTime when, Callback callback) {
   s.live = true;
   ++live_timers_;
   const uint64_t timer = (uint64_t{s.generation} << 32) | slot;
-  heap_.push_back(HeapEntry{when, next_timer_id_++, timer});
-  std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
+  const HeapEntry e{when, next_timer_id_++, timer};
+  if (queue_.empty() || !(queue_.back() > e)) {
+    queue_.push_back(e);
+  } else {
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
+  }
   return TimerId{timer};
+}
+
+bool EventLoop::first_in_queue() const noexcept {
+  if (heap_.empty()) return true;
+  if (queue_.empty()) return false;
+  return heap_.front() > queue_.front();
+}
+
+void EventLoop::pop_first_timer() {
+  if (first_in_queue()) {
+    queue_.pop_front();
+  } else {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+    heap_.pop_back();
+  }
 }
 
 EventLoop::Callback EventLoop::take_timer(uint64_t timer) {
@@ -163,8 +183,11 @@ bool EventLoop::cancel_timer(TimerId id) {
 }
 
 void EventLoop::compact_heap_if_wasteful() {
-  if (heap_.size() < 1024 || heap_.size() < 2 * live_timers_) return;
-  std::erase_if(heap_, [this](const HeapEntry& e) { return !timer_live(e.timer); });
+  const std::size_t entries = heap_.size() + queue_.size();
+  if (entries < 1024 || entries < 2 * live_timers_) return;
+  auto dead = [this](const HeapEntry& e) { return !timer_live(e.timer); };
+  std::erase_if(heap_, dead);
+  std::erase_if(queue_, dead);  // keeps the queue's order
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
 }
 
@@ -172,11 +195,10 @@ std::size_t EventLoop::run_timers() {
   std::size_t ran = 0;
   // Timers added by the callbacks below get ids >= limit and wait for the next iteration.
   const uint64_t limit = next_timer_id_;
-  while (ran < options_.max_timers && !heap_.empty() && heap_.front().when <= now_ &&
-         heap_.front().id < limit) {
-    const uint64_t timer = heap_.front().timer;
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
-    heap_.pop_back();
+  while (ran < options_.max_timers && !no_timers() && first_timer().when <= now_ &&
+         first_timer().id < limit) {
+    const uint64_t timer = first_timer().timer;
+    pop_first_timer();
     if (!timer_live(timer)) continue;  // cancelled
     Callback cb = take_timer(timer);
     cb();
@@ -234,14 +256,12 @@ MonoTime EventLoop::update_now() {
 
 int EventLoop::epoll_timeout(Millis max_wait) {
   // Skip cancelled entries so a dead deadline does not wake us early (harmless, but wasteful).
-  while (!heap_.empty() && !timer_live(heap_.front().timer)) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
-    heap_.pop_back();
-  }
+  while (!no_timers() && !timer_live(first_timer().timer))
+    pop_first_timer();
   long long wait = max_wait.count() < 0 ? -1 : max_wait.count();
-  if (!heap_.empty()) {
+  if (!no_timers()) {
     // The cached now_ may be a whole iteration old; read the clock so a timer is not late.
-    long long until = (heap_.front().when - options_.clock()).count();
+    long long until = (first_timer().when - options_.clock()).count();
     if (until < 0) until = 0;
     if (wait < 0 || until < wait) wait = until;
   }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -173,9 +174,10 @@ class EventLoop {
   uint32_t next_generation_ = 1;
   std::vector<epoll_event> events_;
 
-  // Min-heap (std::push_heap with greater<>) of deadlines. Cancelling only frees the timer's
-  // slot; the heap entry is skipped when it surfaces, and the heap is rebuilt when dead
-  // entries outnumber live ones (a deadline timer per query, usually cancelled).
+  // Deadlines wait in a queue (those added in deadline order) and a min-heap
+  // (std::push_heap with greater<>, the rest). Cancelling only frees the timer's slot; the
+  // entry is skipped when it surfaces, and both are rid of dead entries when those outnumber
+  // live ones (a deadline timer per query, usually cancelled).
   // The callbacks live in slots reused through a free list, so adding a timer allocates
   // nothing once the loop has run a while. A TimerId's value is the slot's generation (high
   // 32 bits, never 0, bumped when the slot is freed) and its index (low 32 bits): an id of a
@@ -191,7 +193,18 @@ class EventLoop {
            timer_slots_[slot].generation == static_cast<uint32_t>(timer >> 32);
   }
   Callback take_timer(uint64_t timer);
+  // Most timers are added in deadline order (the same delay from a clock that only moves
+  // forward: a query's deadline, its retransmission): those go to the back of queue_, in
+  // O(1), and leave from its front. Only a timer due earlier than the queue's last goes to
+  // the heap. The next timer is the earlier of the two fronts.
+  bool first_in_queue() const noexcept;  // queue_'s front is the next timer (not both empty)
+  void pop_first_timer();
+  const HeapEntry& first_timer() const noexcept {
+    return first_in_queue() ? queue_.front() : heap_.front();
+  }
+  bool no_timers() const noexcept { return heap_.empty() && queue_.empty(); }
   std::vector<HeapEntry> heap_;
+  std::deque<HeapEntry> queue_;
   std::vector<TimerSlot> timer_slots_;
   std::vector<uint32_t> free_timer_slots_;
   std::size_t live_timers_ = 0;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,55 @@ TEST(EventLoopTimer, RunsTimersInDeadlineOrderThenAdditionOrder) {
   loop.run_once(0ms);
   EXPECT_EQ(order, "aAbc");
   EXPECT_EQ(loop.pending_timers(), 0u);
+}
+
+// Timers added in deadline order go to a queue, the others to a heap (event_loop.h). Mixed
+// both ways, with most of them cancelled (so the dead entries are also compacted away), the
+// survivors run in deadline order, then addition order.
+TEST(EventLoopTimer, QueueAndHeapTogetherKeepDeadlineThenAdditionOrder) {
+  ManualTime clock;
+  EventLoop loop(clock.options());
+  std::mt19937 rng(20261201);
+  struct Added {
+    Millis delay;
+    int seq;
+    TimerId id;
+    bool cancelled = false;
+  };
+  std::vector<Added> added;
+  std::vector<int> ran;
+  Millis next{0};
+  for (int i = 0; i < 3000; ++i) {
+    // Mostly later than the last one (queue), one in five earlier (heap), some equal.
+    Millis delay = next;
+    if (rng() % 5 == 0) {
+      delay = Millis{static_cast<int64_t>(rng() % (static_cast<uint64_t>(next.count()) + 1))};
+    } else {
+      next += Millis{static_cast<int64_t>(rng() % 3)};
+      delay = next;
+    }
+    added.push_back({delay, i, loop.add_timer(delay, [&ran, i] { ran.push_back(i); })});
+  }
+  EXPECT_EQ(loop.pending_timers(), 3000u);
+  for (Added& a : added) {
+    if (rng() % 10 < 6) {
+      EXPECT_TRUE(loop.cancel_timer(a.id));
+      a.cancelled = true;
+    }
+  }
+  std::vector<Added> want;
+  for (const Added& a : added)
+    if (!a.cancelled) want.push_back(a);
+  std::stable_sort(want.begin(), want.end(),
+                   [](const Added& x, const Added& y) { return x.delay < y.delay; });
+  EXPECT_EQ(loop.pending_timers(), want.size());
+  for (int step = 0; step < 10000 && loop.pending_timers() > 0; ++step) {
+    clock.advance(7ms);
+    loop.run_once(0ms);
+  }
+  ASSERT_EQ(ran.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(ran[i], want[i].seq) << "position " << i;
 }
 
 TEST(EventLoopTimer, DoesNotRunBeforeItsDeadline) {

@@ -62,18 +62,21 @@ void UdpListener::pause() {
 
 namespace {
 
+// ECONNREFUSED from a send on a connected (upstream) socket is the ICMP error of an earlier
+// datagram, reported by this send instead of sending: both senders below try such a datagram
+// once more, so that it still leaves and the refusal it draws reaches whoever reads the
+// socket (c-ares, which then gives up on that server).
 bool send_one(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept {
   const sockaddr* to = peer.addr_len != 0 ? peer.sa() : nullptr;  // 0: a connected socket
   ssize_t n = ::sendto(peer.fd, bytes.data(), bytes.size(), MSG_DONTWAIT, to, peer.addr_len);
+  if (n < 0 && errno == ECONNREFUSED)
+    n = ::sendto(peer.fd, bytes.data(), bytes.size(), MSG_DONTWAIT, to, peer.addr_len);
   return n == static_cast<ssize_t>(bytes.size());
 }
 
 // Sends msgs[0, n) on fd with as few sendmmsg calls as the kernel allows. A full send buffer
 // drops the rest (those clients retry); a datagram refused for itself (EPERM, EINVAL...) is
-// skipped and the others still go. ECONNREFUSED on a connected (upstream) socket is the
-// ICMP error of an earlier datagram, reported by this send instead of being sent: the
-// datagram is tried once more, so that it still leaves and the refusal it draws reaches
-// whoever reads the socket (c-ares, which then gives up on that server).
+// skipped and the others still go; a refused one is tried once more (above).
 void send_all(int fd, mmsghdr* msgs, unsigned n) noexcept {
   bool retried = false;
   for (unsigned sent = 0; sent < n;) {

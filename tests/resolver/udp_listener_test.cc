@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -93,6 +94,61 @@ TEST(UdpSendLater, OutsideOfALoopIterationTheAnswerLeavesAtOnce) {
   Socket server, client;
   EXPECT_TRUE(UdpListener::send_later(peer_of(server, client), bytes("now")));
   EXPECT_EQ(client.drain(), (std::vector<std::string>{"now"}));
+}
+
+// A socket connected to `to`: send_later takes it with an address length of 0 (an upstream's
+// socket) and the datagram goes to the connected peer, in an iteration and outside one.
+TEST(UdpSendLater, AConnectedSocketSendsToItsPeerWithoutAnAddress) {
+  EventLoop loop;
+  Socket from, to;
+  ASSERT_EQ(::connect(from.fd, reinterpret_cast<const sockaddr*>(&to.addr), sizeof to.addr), 0);
+  UdpPeer connected;
+  connected.fd = from.fd;  // addr_len 0
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(UdpListener::send_later(connected, bytes("held"))); });
+  loop.run_once(0ms);
+  EXPECT_TRUE(UdpListener::send_later(connected, bytes("now")));
+  EXPECT_EQ(to.drain(), (std::vector<std::string>{"held", "now"}));
+}
+
+// Waits (at most 2 s) for an ICMP error to be pending on `fd`, and takes it: ECONNREFUSED
+// once a datagram sent on it reached a closed port.
+int pending_error(int fd) {
+  pollfd p{fd, 0, 0};  // POLLERR is always reported
+  if (::poll(&p, 1, 2000) != 1) return 0;
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err;
+}
+
+// On a connected socket, a send reports the refusal an earlier datagram drew (ICMP port
+// unreachable) instead of sending. The datagram is tried again, so it still leaves: it draws
+// a refusal of its own, which the reader of the socket (c-ares) then sees.
+TEST(UdpSendLater, ARefusalReportedBySendingDoesNotLoseTheDatagram) {
+  sockaddr_in closed{};
+  {
+    Socket gone;  // a port that was just free, now closed
+    closed = gone.addr;
+  }
+  Socket from;
+  ASSERT_EQ(::connect(from.fd, reinterpret_cast<const sockaddr*>(&closed), sizeof closed), 0);
+  UdpPeer connected;
+  connected.fd = from.fd;
+  EventLoop loop;
+  const auto refuse_first = [&] {
+    ASSERT_EQ(::send(from.fd, "first", 5, 0), 5);
+    pollfd p{from.fd, 0, 0};
+    ASSERT_EQ(::poll(&p, 1, 2000), 1);  // the refusal is pending, not taken
+  };
+  // At the end of an iteration (sendmmsg).
+  refuse_first();
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(UdpListener::send_later(connected, bytes("held"))); });
+  loop.run_once(0ms);
+  EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);  // drawn by "held": it was sent
+  // Outside of one (sendto).
+  refuse_first();
+  EXPECT_TRUE(UdpListener::send_later(connected, bytes("now")));
+  EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);
 }
 
 }  // namespace

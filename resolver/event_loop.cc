@@ -138,7 +138,7 @@ TimerId EventLoop::add_timer_at(MonoTime when, Callback callback) {
   s.live = true;
   ++live_timers_;
   const uint64_t timer = (uint64_t{s.generation} << 32) | slot;
-  const HeapEntry e{when, next_timer_id_++, timer};
+  const TimerEntry e{when, next_timer_id_++, timer};
   if (queue_.empty() || !(queue_.back() > e)) {
     queue_.push_back(e);
   } else {
@@ -185,7 +185,7 @@ bool EventLoop::cancel_timer(TimerId id) {
 void EventLoop::compact_heap_if_wasteful() {
   const std::size_t entries = heap_.size() + queue_.size();
   if (entries < 1024 || entries < 2 * live_timers_) return;
-  auto dead = [this](const HeapEntry& e) { return !timer_live(e.timer); };
+  auto dead = [this](const TimerEntry& e) { return !timer_live(e.timer); };
   std::erase_if(heap_, dead);
   std::erase_if(queue_, dead);  // keeps the queue's order
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
@@ -195,9 +195,10 @@ std::size_t EventLoop::run_timers() {
   std::size_t ran = 0;
   // Timers added by the callbacks below get ids >= limit and wait for the next iteration.
   const uint64_t limit = next_timer_id_;
-  while (ran < options_.max_timers && !no_timers() && first_timer().when <= now_ &&
-         first_timer().id < limit) {
-    const uint64_t timer = first_timer().timer;
+  while (ran < options_.max_timers && !no_timers()) {
+    const TimerEntry& first = first_timer();
+    if (first.when > now_ || first.id >= limit) break;
+    const uint64_t timer = first.timer;
     pop_first_timer();
     if (!timer_live(timer)) continue;  // cancelled
     Callback cb = take_timer(timer);

@@ -146,11 +146,11 @@ class EventLoop {
     FdCallback callback;
     uint32_t generation = 0;
   };
-  struct HeapEntry {
+  struct TimerEntry {
     MonoTime when;
     uint64_t id;     // ids grow monotonically, so they also order timers due at the same time
     uint64_t timer;  // the TimerId's value: which slot, and which use of it
-    bool operator>(const HeapEntry& o) const noexcept {
+    bool operator>(const TimerEntry& o) const noexcept {
       return when != o.when ? when > o.when : id > o.id;
     }
   };
@@ -199,12 +199,12 @@ class EventLoop {
   // the heap. The next timer is the earlier of the two fronts.
   bool first_in_queue() const noexcept;  // queue_'s front is the next timer (not both empty)
   void pop_first_timer();
-  const HeapEntry& first_timer() const noexcept {
+  const TimerEntry& first_timer() const noexcept {
     return first_in_queue() ? queue_.front() : heap_.front();
   }
   bool no_timers() const noexcept { return heap_.empty() && queue_.empty(); }
-  std::vector<HeapEntry> heap_;
-  std::deque<HeapEntry> queue_;
+  std::vector<TimerEntry> heap_;
+  std::deque<TimerEntry> queue_;
   std::vector<TimerSlot> timer_slots_;
   std::vector<uint32_t> free_timer_slots_;
   std::size_t live_timers_ = 0;

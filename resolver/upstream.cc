@@ -21,7 +21,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <utility>
 
 namespace hg::resolver {
@@ -221,7 +220,6 @@ struct Upstream::RecvBatch {
   int fd = -1;           // the socket being processed (process()); -1: none
   unsigned next = 0;     // the next datagram to hand out
   unsigned count = 0;    // datagrams in the batch
-  bool drained = false;  // the last recvmmsg emptied the socket
   std::size_t slot = 0;  // bytes per datagram: c-ares's buffer size
   unsigned written = 0;  // headers whose address length the last recvmmsg changed
   std::vector<uint8_t> bytes;
@@ -232,9 +230,10 @@ struct Upstream::RecvBatch {
   void start(int socket) noexcept {
     fd = socket;
     next = count = 0;
-    drained = false;
   }
   bool holds(int socket) const noexcept { return fd == socket && next < count; }
+  // The last recvmmsg found fewer datagrams than it had room for: the socket was emptied.
+  bool drained() const noexcept { return count > 0 && count < kSize; }
 
   // One recvmmsg into datagrams of `size` bytes; false (errno set) when nothing was read.
   // The headers are set up once per size; after that only the address lengths the kernel
@@ -264,7 +263,6 @@ struct Upstream::RecvBatch {
     if (n <= 0) return false;
     next = 0;
     count = written = static_cast<unsigned>(n);
-    drained = count < kSize;
     return true;
   }
 };
@@ -955,7 +953,7 @@ ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int fl
       if (n <= 0) return n;
     } else {
       if (b.next == b.count) {
-        if (b.drained) {
+        if (b.drained()) {
           errno = EAGAIN;
           return -1;
         }

@@ -18,6 +18,15 @@ uint8_t lower(uint8_t c) noexcept {
   return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + 32) : c;
 }
 
+// Byte i of a name with its letter case from `bits` (bit i set: upper case); a byte that is
+// not a letter is returned as it is. A letter's lower-case form (bit 5 set) is 'a'..'z', and
+// bit 5 is then its case bit.
+uint8_t with_case(uint8_t c, const CaseBits& bits, std::size_t i) noexcept {
+  const auto low = static_cast<uint8_t>(c | 0x20);
+  if (static_cast<uint8_t>(low - 'a') >= 26) return c;
+  return static_cast<uint8_t>(low ^ (((bits[i / 64] >> (i % 64)) & 1) << 5));
+}
+
 // Skips a possibly compressed name at `at`; returns the offset after it, or 0.
 std::size_t skip_name(std::span<const uint8_t> msg, std::size_t at) noexcept {
   for (int labels = 0; labels < 128; ++labels) {
@@ -57,14 +66,8 @@ void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
     const uint8_t len = name[at];
     if (len == 0 || len > 63) return;
     const std::size_t end = at + 1 + len < n ? at + 1 + len : n;
-    for (std::size_t i = at + 1; i < end; ++i) {
-      // A letter is one whose lower-case form (bit 5 set) is 'a'..'z'; its case bit is then
-      // bit 5 itself: set for lower case, cleared for upper.
-      const auto low = static_cast<uint8_t>(name[i] | 0x20);
-      if (static_cast<uint8_t>(low - 'a') >= 26) continue;
-      const auto up = static_cast<uint8_t>(((bits[i / 64] >> (i % 64)) & 1) << 5);
-      name[i] = static_cast<uint8_t>(low ^ up);
-    }
+    for (std::size_t i = at + 1; i < end; ++i)
+      name[i] = with_case(name[i], bits, i);
     at += 1 + len;
   }
 }
@@ -110,9 +113,7 @@ QuestionMatch match_question_cased(std::span<const uint8_t> reply,
           next = label_end;
         }
       } else if (i < label_end) {
-        const auto low = static_cast<uint8_t>(want | 0x20);
-        if (static_cast<uint8_t>(low - 'a') < 26)
-          want = static_cast<uint8_t>(low ^ (((bits[i / 64] >> (i % 64)) & 1) << 5));
+        want = with_case(want, bits, i);
       }
     }
     const uint8_t g = got[i];

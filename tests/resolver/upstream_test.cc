@@ -497,6 +497,35 @@ TEST_F(UpstreamTest, ForgedReplyWithTheWrongCaseIsDroppedAndTheRealOneWins) {
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
+// The same in a burst: 40 queries leave in one turn; their 40 forgeries come back at once and
+// their 40 real answers 50 ms later, each wave more than one recvmmsg batch (32). Every
+// forgery is dropped where it falls in a batch, and every query gets its real answer.
+TEST_F(UpstreamTest, ForgedRepliesInABurstAreDroppedAcrossBatches) {
+  FakeReply real = FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")});
+  real.delay = 50ms;
+  fake.set_default(real);
+  fake.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  constexpr int kQueries = 40;
+  std::vector<Outcome> outcomes(kQueries);
+  bool ran = false;
+  loop.post([&] {
+    ran = true;
+    for (int i = 0; i < kQueries; ++i)
+      (void)up->send(make_query("burst" + std::to_string(i) + ".example", 1),
+                     record(outcomes[static_cast<std::size_t>(i)]));
+  });
+  run_until([&] { return ran && up->in_flight() == 0; });
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    ASSERT_EQ(outcomes[i].status, UpstreamStatus::Ok) << i;
+    EXPECT_EQ(a_records(outcomes[i].answer), std::vector<std::string>{"192.0.2.7"}) << i;
+  }
+  // (A forgery also brings each query's retransmission forward to the minimum RTO, so the
+  // fake sees some queries twice before the real answers come; the count is not fixed.)
+  EXPECT_GE(stats_of(board).case_mismatches.load(), static_cast<uint64_t>(kQueries));
+}
+
 TEST_F(UpstreamTest, ServerThatDoesNotEchoCaseGetsQueriesWithout0x20) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.8")}));
   fake.set_scramble_case(true);

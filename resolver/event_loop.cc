@@ -39,6 +39,7 @@ MonoTime system_now() {
 EventLoop::EventLoop() : EventLoop(Options{}) {}
 
 EventLoop::EventLoop(Options options) : options_(std::move(options)) {
+  real_clock_ = !options_.clock;
   if (!options_.clock) options_.clock = system_now;
   if (options_.max_events < 1) options_.max_events = 1;
   events_.resize(static_cast<std::size_t>(options_.max_events));
@@ -60,7 +61,7 @@ EventLoop::EventLoop(Options options) : options_(std::move(options)) {
     close(epoll_fd_);
     throw std::system_error(err, std::generic_category(), "epoll_ctl(eventfd)");
   }
-  now_ = options_.clock();
+  update_now();
 }
 
 EventLoop::~EventLoop() {
@@ -251,7 +252,14 @@ std::size_t EventLoop::run_posted() {
 // --- running ---------------------------------------------------------------------------------
 
 MonoTime EventLoop::update_now() {
-  now_ = options_.clock();
+  if (real_clock_) {  // one clock read gives both
+    now_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+    now_ = MonoTime{std::chrono::floor<Millis>(now_us_)};
+  } else {
+    now_ = options_.clock();
+    now_us_ = now_.time_since_epoch();
+  }
   return now_;
 }
 

@@ -138,6 +138,8 @@ class EventLoop {
   void at_iteration_end(Callback task);
   /// The time cached at the start of the current iteration.
   MonoTime now() const noexcept { return now_; }
+  /// The same instant in microseconds (with a substituted clock: its milliseconds × 1000).
+  std::chrono::microseconds now_us() const noexcept { return now_us_; }
   /// Re-reads the clock (e.g. after a long computation inside a callback).
   MonoTime update_now();
 
@@ -166,6 +168,8 @@ class EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   MonoTime now_{};
+  std::chrono::microseconds now_us_{};
+  bool real_clock_ = true;  // no clock substituted: now_us_ keeps the microseconds
 
   // Indexed by fd. unique_ptr so a callback keeps a stable Watch while others are added.
   std::vector<std::unique_ptr<Watch>> watches_;

@@ -6,6 +6,7 @@
 // ares_destroy() is not allowed.
 #include "resolver/upstream.h"
 
+#include "resolver/ares_memory.h"
 #include "resolver/udp_listener.h"
 
 #include <ares.h>
@@ -33,7 +34,10 @@ constexpr std::size_t kRandomBatch = 256;
 void init_library_once() {
   static std::once_flag once;
   // ARES_LIB_INIT_ALL only matters on Windows; c-ares asks for it everywhere all the same.
-  std::call_once(once, [] { ares_library_init(ARES_LIB_INIT_ALL); });
+  std::call_once(once, [] {
+    ares_library_init_mem(ARES_LIB_INIT_ALL, ares_memory::allocate, ares_memory::release,
+                          ares_memory::reallocate);
+  });
 }
 
 UpstreamStatus map_status(int status) {
@@ -137,10 +141,6 @@ constexpr std::size_t kMaxQuery = 512;
 constexpr std::size_t kMaxAttempts = 16;
 constexpr std::size_t kOptSize = 11;
 constexpr std::size_t kMaxServers = 64;
-
-Micros steady_micros() {
-  return std::chrono::duration_cast<Micros>(std::chrono::steady_clock::now().time_since_epoch());
-}
 
 Millis ceil_ms(Micros us) {
   return std::chrono::ceil<Millis>(us);
@@ -297,7 +297,7 @@ Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
       by_id_(65536, nullptr),
       scratch_(kMaxQuery),
       rx_(std::make_unique<RecvBatch>()) {
-  if (!options_.clock_us) options_.clock_us = steady_micros;
+  if (!options_.clock_us) options_.clock_us = [this] { return loop_.now_us(); };
   table_->worker = options_.worker;
 }
 
@@ -517,8 +517,13 @@ std::optional<uint16_t> Upstream::next_id() {
   return std::nullopt;
 }
 
-void Upstream::random_case(upstream_wire::CaseBits& bits) {
-  for (uint64_t& word : bits) {
+void Upstream::random_case(upstream_wire::CaseBits& bits, std::size_t name_len) {
+  // Bit i is the case of the name's byte i: only the words that cover the name are drawn
+  // (one for a name under 64 bytes), and the rest are zero — no byte of the name reads them.
+  const std::size_t words = std::min(bits.size(), (name_len + 63) / 64);
+  std::fill(bits.begin() + static_cast<std::ptrdiff_t>(words), bits.end(), 0);
+  for (std::size_t w = 0; w < words; ++w) {
+    uint64_t& word = bits[w];
     if (random_bits_.empty()) {
       random_bits_.resize(kRandomBatch);
       const std::size_t bytes = random_bits_.size() * sizeof(uint64_t);
@@ -627,9 +632,9 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe) {
     scratch_[11] = 0;
   }
   if (a.use_0x20) {
-    random_case(a.case_bits);
-    upstream_wire::apply_case(
-        std::span<uint8_t>(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4), a.case_bits);
+    const std::span<uint8_t> name(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4);
+    random_case(a.case_bits, name.size());
+    upstream_wire::apply_case(name, a.case_bits);
   }
   a.sent = options_.clock_us();
   a.outstanding = true;

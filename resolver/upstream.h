@@ -84,7 +84,11 @@ struct UpstreamOptions {
   /// Where per-server statistics are published (nullptr: nowhere), as worker `worker`.
   UpstreamBoard* board = nullptr;
   int worker = 0;
-  /// Reads the clock for RTT samples (tests); default: steady_clock in microseconds.
+  /// Reads the clock for RTT samples (tests). Default: the loop's time of the current
+  /// iteration in microseconds (EventLoop::now_us) — a sample is then the time from the start
+  /// of the iteration that sent the attempt to the start of the one that read the answer: at
+  /// most an iteration's work more than the path's round trip, against an RTO of >= 50 ms,
+  /// and no clock read per query.
   std::function<Micros()> clock_us{};
 };
 
@@ -140,7 +144,7 @@ class Upstream {
   void retire_if_idle(Server& s);
   void destroy_server(Server* s);
   std::optional<uint16_t> next_id();
-  void random_case(upstream_wire::CaseBits& bits);
+  void random_case(upstream_wire::CaseBits& bits, std::size_t name_len);
   void report_later(Callback done, UpstreamStatus status, std::vector<uint8_t> answer);
 
   std::optional<std::size_t> choose(const Query& q) const;

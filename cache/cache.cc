@@ -59,12 +59,16 @@ struct alignas(64) Cache::Shard {
 
   std::mutex failure_mu;
   std::unordered_map<uint64_t, FailureState> failures;  // key hash → state
+  // failures.size(), written under failure_mu: every miss asks about failures and every
+  // answer clears them, and with none recorded (the usual case) both skip the lock.
+  std::atomic<std::size_t> failure_count{0};
   // Every key of `failures`, least recently failed first: what a full table drops first.
   std::list<uint64_t> failure_order;
 
   void forget_failure_locked(std::unordered_map<uint64_t, FailureState>::iterator it) {
     failure_order.erase(it->second.order);
     failures.erase(it);
+    failure_count.store(failures.size(), std::memory_order_relaxed);
   }
 
   // The index keeps 32-bit fingerprints; the policy node holds each handle's full hash.
@@ -118,6 +122,15 @@ Hit Cache::peek(const CacheKey& key, Time now) const {
   const S3Fifo::Handle h = s.find(key.hash);
   if (h == S3Fifo::kNone || !s.slots[h]->matches(key)) return Hit{};
   return hit_at(s.slots[h], now);
+}
+
+void Cache::prefetch(const CacheKey& key) const {
+  Shard& s = shard_for(key.hash);
+  std::shared_lock lock(s.mu);
+  s.index.prefetch(key.hash);
+  s.policy.prefetch(key.hash);
+  const S3Fifo::Handle victim = s.policy.oldest_small();
+  if (victim < s.slots.size()) __builtin_prefetch(&s.slots[victim]);
 }
 
 Hit Cache::hit_at(const std::shared_ptr<const Entry>& e, Time now) const {
@@ -256,6 +269,7 @@ Millis Cache::note_failure(const CacheKey& key, Time now) {
     s.failure_order.push_back(key.hash);
     s.failures.emplace(key.hash,
                        FailureState{now + first, first, std::prev(s.failure_order.end())});
+    s.failure_count.store(s.failures.size(), std::memory_order_relaxed);
     return first;
   }
   FailureState& f = it->second;
@@ -272,6 +286,9 @@ Millis Cache::note_failure(const CacheKey& key, Time now) {
 
 Millis Cache::failure_holdoff(const CacheKey& key, Time now) {
   Shard& s = shard_for(key.hash);
+  // No record: nothing to wait for. A failure another thread is recording right now is
+  // ordered after this question, as it could be with the lock.
+  if (s.failure_count.load(std::memory_order_relaxed) == 0) return Millis{0};
   std::lock_guard lock(s.failure_mu);
   auto it = s.failures.find(key.hash);
   if (it == s.failures.end() || now >= it->second.until) return Millis{0};
@@ -280,6 +297,7 @@ Millis Cache::failure_holdoff(const CacheKey& key, Time now) {
 
 void Cache::note_success(const CacheKey& key) {
   Shard& s = shard_for(key.hash);
+  if (s.failure_count.load(std::memory_order_relaxed) == 0) return;  // as failure_holdoff
   std::lock_guard lock(s.failure_mu);
   auto it = s.failures.find(key.hash);
   if (it != s.failures.end()) s.forget_failure_locked(it);

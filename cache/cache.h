@@ -163,6 +163,10 @@ class Cache {
   /// inserted for the clients that waited: counting that as a hit would give every one-hit
   /// name the hit that promotes it, and a flood would wash out the hot set.
   Hit peek(const CacheKey& key, Time now) const;
+  /// A hint before insert(key, ...): starts loading the index slot, the policy's ghost slot
+  /// and the eviction candidates that insert will touch, so that the work done in between
+  /// (parsing the answer) hides the memory latency. Changes nothing.
+  void prefetch(const CacheKey& key) const;
 
   /// Offers a parsed upstream response for `key` (see InsertOutcome for what is refused).
   /// A response that resolves the key (Cached or RemovedZeroTtl) also clears its failure state.

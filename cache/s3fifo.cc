@@ -152,6 +152,12 @@ void S3Fifo::ghost_add(uint64_t hash, uint32_t bytes) noexcept {
   g.stamp = ghost_clock_;
 }
 
+void S3Fifo::prefetch(uint64_t hash) const noexcept {
+  if (!ghost_.empty()) __builtin_prefetch(&ghost_[mix(hash) & (ghost_.size() - 1)]);
+  if (small_.tail != kNone) __builtin_prefetch(&nodes_[small_.tail]);
+  if (main_.tail != kNone) __builtin_prefetch(&nodes_[main_.tail]);
+}
+
 bool S3Fifo::ghost_take(uint64_t hash) noexcept {
   const uint64_t m = mix(hash);
   GhostSlot& g = ghost_[m & (ghost_.size() - 1)];

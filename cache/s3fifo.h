@@ -85,6 +85,12 @@ class S3Fifo {
     if (v < kMaxFreq) f.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
   }
 
+  /// Asks the CPU to start loading what an insert of `hash` will read first: its ghost slot
+  /// and the nodes at the tails of S and M (where eviction starts). A hint only.
+  void prefetch(uint64_t hash) const noexcept;
+  /// The object eviction would look at first (S's oldest), or kNone: for the owner's hints.
+  Handle oldest_small() const noexcept { return small_.tail; }
+
   /// Removes an object explicitly (flush, expiry, a TTL-0 answer). It does not enter the ghost.
   void remove(Handle h) noexcept;
   /// Removes every object and forgets the ghost.

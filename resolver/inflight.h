@@ -53,6 +53,10 @@ class InflightTable {
       it = map_.emplace(key, Entry{}).first;
       it->second.owner = owner;
       it->second.started = now;
+      if (!spare_.empty()) {  // a list handed back by recycle(): no allocation
+        it->second.waiters = std::move(spare_.back());
+        spare_.pop_back();
+      }
       it->second.waiters.push_back(std::move(w));
       ++total_waiters_;
       return JoinOutcome::Created;
@@ -93,6 +97,16 @@ class InflightTable {
     return out;
   }
 
+  /// Hands back a list complete() returned, once its waiters are answered: its buffer serves
+  /// a later entry, so a steady stream of misses allocates no waiter lists. At most
+  /// kMaxSpare lists are kept.
+  void recycle(std::vector<W>&& done) {
+    done.clear();  // the waiters' own destructors run outside the lock
+    if (done.capacity() == 0) return;
+    std::lock_guard lock(mu_);
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(done));
+  }
+
   /// Removes and returns the waiters whose deadline is at or before `now`; the entry stays
   /// (the upstream query goes on, and its answer will still be cached).
   std::vector<W> take_due(const Key& key, MonoTime now) {
@@ -128,6 +142,8 @@ class InflightTable {
   mutable std::mutex mu_;
   std::unordered_map<Key, Entry, Hash> map_;
   std::size_t total_waiters_ = 0;
+  static constexpr std::size_t kMaxSpare = 64;
+  std::vector<std::vector<W>> spare_;  // empty lists with a buffer, from recycle()
 };
 
 }  // namespace hg::resolver

@@ -282,6 +282,9 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                               std::span<const uint8_t> answer) {
   const MonoTime now = loop_.now();
   auto& st = shared_.stats;
+  // The insert below meets cold memory (a cache bigger than the CPU's); start loading it now
+  // and parse the answer meanwhile.
+  if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
   if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
     cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
     const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
@@ -292,7 +295,8 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();
-      for (const Waiter& w : shared_.inflight.complete(key)) {
+      std::vector<Waiter> done = shared_.inflight.complete(key);
+      for (const Waiter& w : done) {
         release_timer(w);
         const ClientQuery q = w.client();
         const std::size_t limit =
@@ -306,6 +310,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
         }
         deliver(w, std::span<const uint8_t>(buf_.data(), size), "miss", rcode);
       }
+      shared_.inflight.recycle(std::move(done));
       return;
     }
     // A response we must not use (wrong question, SERVFAIL-like rcode, not a response):

@@ -146,6 +146,20 @@ TEST_F(CacheTest, InsertHandsBackTheEntryItStored) {
   EXPECT_EQ(untouched.entry, nullptr);
 }
 
+TEST_F(CacheTest, PrefetchIsOnlyAHint) {
+  cache_->prefetch(key("empty.example.com"));  // an empty cache: index and policy unsized
+  ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
+  const auto before = cache_->stats();
+  cache_->prefetch(key("www.example.com"));
+  cache_->prefetch(key("absent.example.com"));
+  const auto after = cache_->stats();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.misses, before.misses);
+  EXPECT_EQ(after.entries, before.entries);
+  EXPECT_EQ(get("www.example.com").freshness, Freshness::Fresh);
+  EXPECT_EQ(get("absent.example.com").freshness, Freshness::Miss);
+}
+
 TEST_F(CacheTest, RefusedAnswersLeaveCachedCopyAlone) {
   ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
   EXPECT_EQ(put(response("www.example.com", RRType::A, RCode::ServFail), key("www.example.com")),

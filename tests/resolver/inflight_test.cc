@@ -34,6 +34,25 @@ TEST(InflightTable, FirstQueryCreatesLaterIdenticalOnesJoin) {
   EXPECT_TRUE(t.complete("a").empty());
 }
 
+TEST(InflightTable, ARecycledListServesTheNextEntryWithItsOwnWaitersOnly) {
+  Table t;
+  ASSERT_EQ(t.join("a", W{t0, 1}, t0), JoinOutcome::Created);
+  ASSERT_EQ(t.join("a", W{t0, 2}, t0), JoinOutcome::Joined);
+  auto done = t.complete("a");
+  ASSERT_EQ(done.size(), 2u);
+  const W* buffer = done.data();
+  t.recycle(std::move(done));
+  ASSERT_EQ(t.join("b", W{t0, 3}, t0), JoinOutcome::Created);
+  auto next = t.complete("b");
+  ASSERT_EQ(next.size(), 1u);  // nothing of "a" left in the reused list
+  EXPECT_EQ(next[0].id, 3);
+  EXPECT_EQ(next.data(), buffer);  // the same buffer: no allocation
+  EXPECT_EQ(t.waiters(), 0u);
+  t.recycle(std::vector<W>{});  // an empty list without a buffer is simply dropped
+  ASSERT_EQ(t.join("c", W{t0, 4}, t0), JoinOutcome::Created);
+  EXPECT_EQ(t.complete("c").size(), 1u);
+}
+
 TEST(InflightTable, BoundsEntriesWaitersPerKeyAndWaitersInAll) {
   Table t(InflightSettings{.max_entries = 2, .max_waiters = 2, .max_total_waiters = 3});
   EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Created);

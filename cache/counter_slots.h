@@ -1,12 +1,16 @@
 // Per-thread counter slots: statistics that every worker thread bumps on its hot path, split
 // into cache-line-sized slots so that no line is written by every thread.
 //
-// A thread takes a slot number at its first count (round robin over kCounterSlots) and
-// adds to that slot only; a reader sums the slots. The adds are relaxed atomic RMWs, so two
-// threads that happen to share a slot (more than kCounterSlots threads) still count exactly —
-// they only share a line again. With at most kCounterSlots workers each writes its own line,
-// which stays in that core's cache: the add costs a locked instruction on an uncontended
-// line (tens of cycles at most), never a transfer between cores.
+// A thread takes a slot number at its first count and adds to that slot only; a reader sums
+// the slots. The first kCounterSlots - 1 threads to count get a slot each, of their own; every
+// later thread shares the last one. Each line stays in its writer's cache: never a transfer
+// between cores.
+//
+// SlottedCounter goes one step further: a thread that owns its slot is that slot's only
+// writer, so it adds with a relaxed load and store — no locked instruction, which would cost
+// tens of cycles and wait for every store before it (a miss that writes to cold memory has
+// several). Threads on the shared slot use an atomic add, so counts stay exact whatever the
+// number of threads. CounterSlots users below add with fetch_add everywhere.
 //
 //   struct alignas(64) MySlot { std::atomic<uint64_t> a{0}, b{0}; };
 //   CounterSlots<MySlot> slots;
@@ -27,12 +31,28 @@ namespace hg::cache {
 /// Slots per counter set: more than the daemon's worker threads in any sane configuration.
 inline constexpr std::size_t kCounterSlots = 16;
 
-/// This thread's slot number in [0, kCounterSlots): taken round robin at the first call.
-inline std::size_t counter_slot() noexcept {
+/// The slot every thread after the first kCounterSlots - 1 shares.
+inline constexpr std::size_t kSharedCounterSlot = kCounterSlots - 1;
+
+struct CounterClaim {
+  std::size_t slot;
+  bool sole;  ///< this thread is the slot's only writer
+};
+
+/// This thread's slot, taken at its first call: its own while there are free ones, else the
+/// shared one.
+inline CounterClaim counter_claim() noexcept {
   static std::atomic<std::size_t> next{0};
-  thread_local const std::size_t slot =
-      next.fetch_add(1, std::memory_order_relaxed) % kCounterSlots;
-  return slot;
+  thread_local const CounterClaim claim = [] {
+    const std::size_t n = next.fetch_add(1, std::memory_order_relaxed);
+    return n < kSharedCounterSlot ? CounterClaim{n, true} : CounterClaim{kSharedCounterSlot, false};
+  }();
+  return claim;
+}
+
+/// This thread's slot number in [0, kCounterSlots).
+inline std::size_t counter_slot() noexcept {
+  return counter_claim().slot;
 }
 
 /// kCounterSlots copies of a Slot struct of relaxed atomics. Slot should be alignas(64).
@@ -61,7 +81,13 @@ uint64_t sum_slots(const CounterSlots<Slot>& slots, std::atomic<uint64_t> Slot::
 class SlottedCounter {
  public:
   void fetch_add(uint64_t n, std::memory_order = std::memory_order_relaxed) noexcept {
-    slots_[counter_slot()].value.fetch_add(n, std::memory_order_relaxed);
+    const CounterClaim c = counter_claim();
+    std::atomic<uint64_t>& v = slots_[c.slot].value;
+    if (c.sole) {
+      v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    } else {
+      v.fetch_add(n, std::memory_order_relaxed);
+    }
   }
   uint64_t load(std::memory_order = std::memory_order_relaxed) const noexcept {
     return sum_slots(slots_, &Slot::value);

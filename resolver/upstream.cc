@@ -642,8 +642,8 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe) {
   ids_in_use_.set(*id);
   ++s.pending;
   ++q.outstanding;
-  s.stats->queries.fetch_add(1, std::memory_order_relaxed);
-  if (probe) s.stats->probes.fetch_add(1, std::memory_order_relaxed);
+  bump(s.stats->queries);
+  if (probe) bump(s.stats->probes);
 
   in_send_ = true;
   ares_send(s.ares, scratch_.data(), static_cast<int>(len), &Upstream::on_answer, &a);
@@ -693,13 +693,13 @@ void Upstream::on_retry(Query& q) {
     Server& s = *a.server;
     if (a.case_mismatch) {
       if (s.health.on_case_failure(now))
-        s.stats->case_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        bump(s.stats->case_fallbacks);
     } else {
       // A timeout counts toward the server's streak (backoff, suspicion) only if the server
       // has not answered anything since the attempt was sent: with many queries in flight,
       // one lost packet must not back off the timer of every other query.
       if (a.sent > s.last_answer) s.health.rtt.timeout();
-      s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
+      bump(s.stats->timeouts);
     }
     update_stats(s);
   }
@@ -788,7 +788,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
       if (!a.timed_out && a.probe) {
         a.timed_out = true;
         if (a.sent > s.last_answer) s.health.rtt.timeout();
-        s.stats->timeouts.fetch_add(1, std::memory_order_relaxed);
+        bump(s.stats->timeouts);
         update_stats(s);
       }
       if (!q.finished && q.outstanding == 0 && now >= q.give_up)
@@ -829,7 +829,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
         rejected = opt.present && opt.ext_rcode == 1;
       }
       if (rejected) {
-        s.stats->edns_rejections.fetch_add(1, std::memory_order_relaxed);
+        bump(s.stats->edns_rejections);
         s.health.rtt.answered();
         if (!q.finished && launch(q, s, true, false))
           set_retry_timer(q, now + retry_interval(q, s));
@@ -845,7 +845,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
   if (failure != UpstreamStatus::Ok) {
     if (failure != UpstreamStatus::Internal) {
       s.health.on_failure();
-      s.stats->failures.fetch_add(1, std::memory_order_relaxed);
+      bump(s.stats->failures);
       update_stats(s);
     }
     if (q.finished) return;
@@ -863,12 +863,12 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
   if (a.use_0x20) s.health.case_streak = 0;
   if (a.edns_retry && s.health.edns_ok(now)) {
     s.health.no_edns_until = now + ServerHealth::kRemember;
-    s.stats->edns_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    bump(s.stats->edns_fallbacks);
   }
-  s.stats->answers.fetch_add(1, std::memory_order_relaxed);
+  bump(s.stats->answers);
   update_stats(s);
   if (q.finished) {
-    s.stats->late_answers.fetch_add(1, std::memory_order_relaxed);
+    bump(s.stats->late_answers);
     return;
   }
   // Hand the caller an answer to exactly the query it gave: its ID, its question bytes.
@@ -915,7 +915,7 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
         // A forgery, or a server that does not echo case. The attempt stays open for the
         // real answer; the query moves on soon if none comes (on_retry decides which it was).
         a->case_mismatch = true;
-        s.stats->case_mismatches.fetch_add(1, std::memory_order_relaxed);
+        bump(s.stats->case_mismatches);
         if (!q.finished) {
           const MonoTime soon = now + ceil_ms(options_.rtt.min_rto);
           if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
@@ -926,7 +926,7 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
   }
   if (uw::truncated(d)) {
     // c-ares now asks again over TCP: give that connection time before retransmitting.
-    s.stats->truncated.fetch_add(1, std::memory_order_relaxed);
+    bump(s.stats->truncated);
     if (!q.finished && q.timer) {
       const MonoTime later = now + 2 * retry_interval(q, s);
       if (later > q.timer_at) set_retry_timer(q, later);

@@ -18,6 +18,12 @@
 
 namespace hg::resolver {
 
+/// Adds to a counter of UpstreamServerStats from its only writer (the owning worker): a
+/// relaxed load and store, without the locked instruction of fetch_add.
+inline void bump(std::atomic<uint64_t>& counter) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 struct UpstreamServerStats {
   explicit UpstreamServerStats(Endpoint e) : server(e) {}
   const Endpoint server;

@@ -692,8 +692,7 @@ void Upstream::on_retry(Query& q) {
     a.timed_out = true;
     Server& s = *a.server;
     if (a.case_mismatch) {
-      if (s.health.on_case_failure(now))
-        bump(s.stats->case_fallbacks);
+      if (s.health.on_case_failure(now)) bump(s.stats->case_fallbacks);
     } else {
       // A timeout counts toward the server's streak (backoff, suspicion) only if the server
       // has not answered anything since the attempt was sent: with many queries in flight,

@@ -124,13 +124,28 @@ Hit Cache::peek(const CacheKey& key, Time now) const {
   return hit_at(s.slots[h], now);
 }
 
+// A full cache evicts on every insert, and the victim's memory is as cold as the new key's:
+// its policy node, its index slot, its ghost slot, its entry (freed). The loads form chains
+// (node → hash → index slot; slot → entry), so the hints are spread over three stages:
+//   1. the end of each insert asks for the next victim's node and payload slot;
+//   2. prefetch(), before the answer is parsed, reads those two (warm by then) and asks for
+//      the victim's index slot, ghost slot and entry, and the new key's index and ghost slots;
+//   3. insert() finds them loaded.
+// The victim guessed is S's oldest object, which a flood of new names evicts in turn; when
+// the guess is wrong (another thread inserted first, or it is promoted), the hints cost a
+// few loads and nothing else.
 void Cache::prefetch(const CacheKey& key) const {
   Shard& s = shard_for(key.hash);
   std::shared_lock lock(s.mu);
   s.index.prefetch(key.hash);
-  s.policy.prefetch(key.hash);
+  s.policy.prefetch_ghost(key.hash);
   const S3Fifo::Handle victim = s.policy.oldest_small();
-  if (victim < s.slots.size()) __builtin_prefetch(&s.slots[victim]);
+  if (victim >= s.slots.size()) return;
+  const uint64_t victim_hash = s.policy.hash_of(victim);
+  s.index.prefetch(victim_hash);
+  s.policy.prefetch_ghost(victim_hash);
+  // make_shared: the control block sits just before the entry, in the same allocation.
+  if (const Entry* e = s.slots[victim].get()) __builtin_prefetch(e);
 }
 
 Hit Cache::hit_at(const std::shared_ptr<const Entry>& e, Time now) const {
@@ -227,6 +242,12 @@ InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, 
     if (stored != nullptr) *stored = hit_at(built.entry, now);
     s.slots[h] = std::move(built.entry);
     ++s.inserts;
+    // Stage 1 of the hints for the next insert (see prefetch()).
+    const S3Fifo::Handle next_victim = s.policy.oldest_small();
+    if (next_victim < s.slots.size()) {
+      s.policy.prefetch_node(next_victim);
+      __builtin_prefetch(&s.slots[next_victim]);
+    }
   }
   note_success(key);
   return InsertOutcome::Cached;

@@ -152,8 +152,12 @@ void S3Fifo::ghost_add(uint64_t hash, uint32_t bytes) noexcept {
   g.stamp = ghost_clock_;
 }
 
-void S3Fifo::prefetch(uint64_t hash) const noexcept {
+void S3Fifo::prefetch_ghost(uint64_t hash) const noexcept {
   if (!ghost_.empty()) __builtin_prefetch(&ghost_[mix(hash) & (ghost_.size() - 1)]);
+}
+
+void S3Fifo::prefetch(uint64_t hash) const noexcept {
+  prefetch_ghost(hash);
   if (small_.tail != kNone) __builtin_prefetch(&nodes_[small_.tail]);
   if (main_.tail != kNone) __builtin_prefetch(&nodes_[main_.tail]);
 }

@@ -88,6 +88,10 @@ class S3Fifo {
   /// Asks the CPU to start loading what an insert of `hash` will read first: its ghost slot
   /// and the nodes at the tails of S and M (where eviction starts). A hint only.
   void prefetch(uint64_t hash) const noexcept;
+  /// Asks for the ghost slot of `hash` only (where an evicted object of that hash will go).
+  void prefetch_ghost(uint64_t hash) const noexcept;
+  /// Asks for object h's node.
+  void prefetch_node(Handle h) const noexcept { __builtin_prefetch(&nodes_[h]); }
   /// The object eviction would look at first (S's oldest), or kNone: for the owner's hints.
   Handle oldest_small() const noexcept { return small_.tail; }
 

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "wire/header.h"
 #include "wire/reader.h"
@@ -18,7 +21,7 @@ using wire::Section;
 
 // What an allocation costs beyond its payload with glibc malloc (chunk header + rounding).
 constexpr std::size_t kAllocOverhead = 16;
-// A std::make_shared control block (vtable pointer + two counters).
+// A std::allocate_shared control block (vtable pointer + two counters), before the Entry.
 constexpr std::size_t kControlBlock = 16;
 
 uint32_t elapsed_seconds(Time inserted_at, Time now) noexcept {
@@ -61,7 +64,7 @@ const char* to_string(InsertOutcome o) noexcept {
   return "unknown";
 }
 
-Entry::Entry(const Entry& o)
+Entry::Entry(Storage, const Entry& o) noexcept
     : inserted_at_(o.inserted_at_),
       expires_at_(o.expires_at_),
       hash_(o.hash_),
@@ -76,15 +79,50 @@ Entry::Entry(const Entry& o)
       kind_(o.kind_),
       ad_(o.ad_),
       dnssec_ok_(o.dnssec_ok_),
-      checking_disabled_(o.checking_disabled_) {
-  allocate(o.record_count_, o.bytes_len_);
-  std::copy_n(o.buf_.get(), o.buf_records(), buf_.get());
-}
+      checking_disabled_(o.checking_disabled_) {}
 
-void Entry::allocate(std::size_t records, std::size_t bytes) {
-  record_count_ = static_cast<uint16_t>(records);
-  bytes_len_ = static_cast<uint32_t>(bytes);
-  buf_ = std::make_unique_for_overwrite<Record[]>(buf_records());
+namespace {
+
+// The extra bytes the next TailAllocator allocation carries, and where they begin. Thread
+// locals rather than allocator state: std::allocate_shared keeps a copy of the allocator in
+// the control block, and an empty one costs nothing there.
+thread_local std::size_t tail_bytes = 0;
+thread_local void* tail_at = nullptr;
+
+template <class T>
+struct TailAllocator {
+  using value_type = T;
+  TailAllocator() noexcept = default;
+  template <class U>
+  explicit TailAllocator(const TailAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    constexpr std::size_t kAlign = alignof(std::max_align_t);
+    const std::size_t head = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+    auto* p = static_cast<unsigned char*>(::operator new(head + tail_bytes));
+    tail_at = p + head;
+    return reinterpret_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+  template <class U>
+  bool operator==(const TailAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Entry> Entry::make(std::size_t records, std::size_t bytes, const Entry* like) {
+  const std::size_t units = records + (bytes + sizeof(Record) - 1) / sizeof(Record);
+  tail_bytes = units * sizeof(Record);
+  tail_at = nullptr;
+  std::shared_ptr<Entry> e =
+      like != nullptr ? std::allocate_shared<Entry>(TailAllocator<Entry>{}, Storage{}, *like)
+                      : std::allocate_shared<Entry>(TailAllocator<Entry>{}, Storage{});
+  e->buf_ = static_cast<Record*>(tail_at);
+  e->record_count_ = static_cast<uint16_t>(records);
+  e->bytes_len_ = static_cast<uint32_t>(bytes);
+  if (like != nullptr) std::copy_n(like->buf_, like->buf_records(), e->buf_);
+  return e;
 }
 
 Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
@@ -156,16 +194,15 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
   std::optional<uint32_t> qname_cap;
   if (kind != AnswerKind::Positive && !caps.empty()) qname_cap = caps.cap_for(key.qname);
 
-  auto e = std::make_shared<Entry>();
   const std::size_t sec_start = q.end;
   const std::size_t sec_end = kept.empty() ? sec_start : kept.back().end();
   const auto qname = key.qname.wire();
   // A parsed message is at most 65535 bytes: the record count fits 16 bits, the offsets too.
-  e->allocate(kept.size(), qname.size() + (sec_end - sec_start));
+  auto e = make(kept.size(), qname.size() + (sec_end - sec_start), nullptr);
   uint8_t* bytes = e->bytes_mut();
   std::memcpy(bytes, qname.data(), qname.size());
   std::memcpy(bytes + qname.size(), packet.data() + sec_start, sec_end - sec_start);
-  Record* records = e->buf_.get();
+  Record* records = e->buf_;
   uint32_t shortest = UINT32_MAX;
   for (const RecordView& rr : kept) {
     uint32_t ttl = is_negative_soa(rr, key.qclass)
@@ -203,7 +240,7 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
 }
 
 std::shared_ptr<const Entry> Entry::with_cap(uint32_t cap, Time now) const {
-  auto e = std::make_shared<Entry>(*this);
+  auto e = make(record_count_, bytes_len_, this);
   const uint64_t limit = uint64_t{elapsed_seconds(inserted_at_, now)} + cap;
   uint32_t shortest = UINT32_MAX;
   for (std::size_t i = 0; i < e->record_count_; ++i) {
@@ -237,8 +274,11 @@ uint32_t Entry::remaining_ttl(std::size_t i, Time now) const noexcept {
 }
 
 std::size_t Entry::memory_bytes() const noexcept {
-  return sizeof(Entry) + kControlBlock + kAllocOverhead +  // make_shared's one block
-         buf_records() * sizeof(Record) + kAllocOverhead;  // record table + qname + sections
+  // make()'s one block: control block and object (rounded as TailAllocator rounds them), the
+  // record table with the bytes, and malloc's chunk header and rounding.
+  constexpr std::size_t kAlign = alignof(std::max_align_t);
+  constexpr std::size_t kHead = (kControlBlock + sizeof(Entry) + kAlign - 1) / kAlign * kAlign;
+  return kHead + buf_records() * sizeof(Record) + kAllocOverhead;
 }
 
 std::vector<uint8_t> Entry::to_wire(Time now) const {

@@ -100,7 +100,7 @@ class Entry {
   std::span<const uint8_t> sections() const noexcept {
     return {bytes() + qname_len_, bytes_len_ - qname_len_};
   }
-  std::span<const Record> records() const noexcept { return {buf_.get(), record_count_}; }
+  std::span<const Record> records() const noexcept { return {buf_, record_count_}; }
 
   Time inserted_at() const noexcept { return inserted_at_; }
   /// When the shortest stored TTL runs out: fresh strictly before, stale from then on.
@@ -125,23 +125,33 @@ class Entry {
            !prefetch_claimed_.exchange(true, std::memory_order_relaxed);
   }
 
-  Entry() = default;
-  Entry(const Entry& other);
+  // Entries are made only by build() and with_cap(), through make(): the constructors take a
+  // key only Entry can create (std::allocate_shared needs them public).
+  struct Storage {
+    explicit Storage() = default;
+  };
+  explicit Entry(Storage) noexcept {}
+  /// `other`'s fields, without its records and bytes (make() gives the copy its own).
+  Entry(Storage, const Entry& other) noexcept;
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
 
  private:
-  // One allocation holds the record table and the bytes behind it:
-  //   buf_ = | Record × record_count_ | qname (lowercased) | sections | padding to 8 |
-  // (Record-typed, so the table is properly aligned; the bytes are read as uint8_t.)
-  void allocate(std::size_t records, std::size_t bytes);
+  // One allocation holds the shared_ptr control block, this object, and behind it the record
+  // table and the bytes:
+  //   | control block | Entry | Record × record_count_ | qname (lowercased) | sections | pad |
+  // buf_ points at the table (Record-typed, so it is aligned; the bytes are read as uint8_t).
+  // One malloc and one free per entry instead of two, and one chunk header less.
+  static std::shared_ptr<Entry> make(std::size_t records, std::size_t bytes, const Entry* like);
   const uint8_t* bytes() const noexcept {
-    return reinterpret_cast<const uint8_t*>(buf_.get() + record_count_);
+    return reinterpret_cast<const uint8_t*>(buf_ + record_count_);
   }
-  uint8_t* bytes_mut() noexcept { return reinterpret_cast<uint8_t*>(buf_.get() + record_count_); }
+  uint8_t* bytes_mut() noexcept { return reinterpret_cast<uint8_t*>(buf_ + record_count_); }
   std::size_t buf_records() const noexcept {
     return record_count_ + (bytes_len_ + sizeof(Record) - 1) / sizeof(Record);
   }
 
-  std::unique_ptr<Record[]> buf_;
+  Record* buf_ = nullptr;  // in the same allocation, after this object (see make())
   Time inserted_at_{};
   Time expires_at_{};
   uint64_t hash_ = 0;

@@ -186,6 +186,9 @@ struct Upstream::Attempt {
   bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
   bool case_mismatch;  // a reply with the wrong letter case was dropped
   bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
+  // The datagram hook found the reply's question byte for byte as sent (0x20 on, no TC): the
+  // only kind of reply c-ares can then complete it with, so handle_result need not compare.
+  bool question_exact;
 };
 
 // One send(): the caller's query, its attempts, its retransmission timer.
@@ -874,7 +877,9 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
   const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
   answer[0] = static_cast<uint8_t>(q.attempts[0].id >> 8);
   answer[1] = static_cast<uint8_t>(q.attempts[0].id & 0xff);
-  if (upstream_wire::match_question(answer, question) != upstream_wire::QuestionMatch::Other)
+  if (answer.size() >= kHeaderSize + question.size() &&
+      (a.question_exact ||
+       upstream_wire::match_question(answer, question) != upstream_wire::QuestionMatch::Other))
     std::memcpy(answer.data() + kHeaderSize, question.data(), question.size());
   finish(q, UpstreamStatus::Ok, answer);
 }
@@ -923,6 +928,9 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
       return false;
     }
   }
+  // Over TCP (after TC) the answer does not pass through here: only a complete UDP reply
+  // with the one question vouches for it (c-ares drops a reply whose QDCOUNT differs).
+  a->question_exact = a->use_0x20 && !uw::truncated(d) && get16(d.data() + 4) == 1;
   if (uw::truncated(d)) {
     // c-ares now asks again over TCP: give that connection time before retransmitting.
     bump(s.stats->truncated);

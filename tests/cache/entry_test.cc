@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <array>
 
 #include "cache/clock.h"
@@ -63,6 +65,32 @@ TEST(EntryBuild, StoresPositiveAnswerWithoutOpt) {
   const OwnedMessage out = decode(b.entry->to_wire(t0));
   EXPECT_FALSE(out.edns.has_value());
   EXPECT_EQ(out.answer, m.answer);
+}
+
+// One allocation: control block, entry, records and bytes. The charge (memory_bytes) is what
+// malloc really handed out, within its rounding; with_cap's copy has storage of its own.
+TEST(EntryBuild, OneAllocationHoldsTheEntryAndItsBytesAndIsChargedAsSuch) {
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(CNAME("www.example.com", 300, "web.example.net"));
+  m.answer.push_back(A("web.example.net", 60));
+  auto b = build(m, key("www.example.com"), t0);
+  ASSERT_EQ(b.outcome, InsertOutcome::Cached);
+  for (const auto& e : {b.entry, b.entry->with_cap(30, t0)}) {
+    // The allocation begins with the control block, two words before the entry.
+    auto* start = const_cast<char*>(reinterpret_cast<const char*>(e.get())) - 2 * sizeof(void*);
+    const std::size_t usable = malloc_usable_size(start);
+    const std::size_t requested = e->memory_bytes() - 16;  // less malloc's own overhead
+    EXPECT_GE(usable, requested);
+    EXPECT_LT(usable, requested + 32);
+    const OwnedMessage out = decode(e->to_wire(t0));
+    ASSERT_EQ(out.answer.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {  // the same records; the copy's TTLs capped at 30
+      OwnedRecord want = m.answer[i];
+      if (e != b.entry) want.ttl = std::min<uint32_t>(want.ttl, 30);
+      EXPECT_EQ(out.answer[i], want);
+    }
+  }
+  EXPECT_NE(b.entry->records().data(), b.entry->with_cap(30, t0)->records().data());
 }
 
 TEST(EntryBuild, RefusesTruncatedAnswer) {

@@ -43,7 +43,7 @@ TEST(AresMemory, AFreedBlockIsHandedOutAgainForTheSameSizeClass) {
 
 TEST(AresMemory, BlocksOfEverySizeKeepWhatIsWrittenAndAreAligned) {
   std::vector<std::pair<void*, std::size_t>> blocks;
-  for (std::size_t n : {0, 1, 31, 32, 33, 64, 200, 256, 511, 512, 513, 4096, 70000}) {
+  for (std::size_t n : {0u, 1u, 31u, 32u, 33u, 64u, 200u, 256u, 511u, 512u, 513u, 4096u, 70000u}) {
     void* p = am::allocate(n);
     ASSERT_NE(p, nullptr) << n;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << n;

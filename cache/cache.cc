@@ -144,7 +144,8 @@ void Cache::prefetch(const CacheKey& key) const {
   const uint64_t victim_hash = s.policy.hash_of(victim);
   s.index.prefetch(victim_hash);
   s.policy.prefetch_ghost(victim_hash);
-  // make_shared: the control block sits just before the entry, in the same allocation.
+  // The entry's first line: its fields, and its control block just before them (the same
+  // allocation, Entry::make), both read when the entry is freed.
   if (const Entry* e = s.slots[victim].get()) __builtin_prefetch(e);
 }
 

@@ -147,24 +147,18 @@ S3Fifo::Handle S3Fifo::evict_main() noexcept {
 void S3Fifo::ghost_add(uint64_t hash, uint32_t bytes) noexcept {
   ghost_clock_ += static_cast<uint32_t>((bytes + kGhostUnit - 1) / kGhostUnit);
   const uint64_t m = mix(hash);
-  GhostSlot& g = ghost_[m & (ghost_.size() - 1)];
+  GhostSlot& g = ghost_[ghost_index(m)];
   g.fingerprint = static_cast<uint32_t>(m >> 32) | 1;  // never 0, which marks an empty slot
   g.stamp = ghost_clock_;
 }
 
 void S3Fifo::prefetch_ghost(uint64_t hash) const noexcept {
-  if (!ghost_.empty()) __builtin_prefetch(&ghost_[mix(hash) & (ghost_.size() - 1)]);
-}
-
-void S3Fifo::prefetch(uint64_t hash) const noexcept {
-  prefetch_ghost(hash);
-  if (small_.tail != kNone) __builtin_prefetch(&nodes_[small_.tail]);
-  if (main_.tail != kNone) __builtin_prefetch(&nodes_[main_.tail]);
+  __builtin_prefetch(&ghost_[ghost_index(mix(hash))]);
 }
 
 bool S3Fifo::ghost_take(uint64_t hash) noexcept {
   const uint64_t m = mix(hash);
-  GhostSlot& g = ghost_[m & (ghost_.size() - 1)];
+  GhostSlot& g = ghost_[ghost_index(m)];
   if (g.fingerprint != (static_cast<uint32_t>(m >> 32) | 1)) return false;
   // The ghost remembers as many bytes of evictees as M can hold (the paper sizes G like M).
   const auto window = static_cast<uint32_t>((capacity_ - small_target_) / kGhostUnit);

@@ -85,10 +85,8 @@ class S3Fifo {
     if (v < kMaxFreq) f.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
   }
 
-  /// Asks the CPU to start loading what an insert of `hash` will read first: its ghost slot
-  /// and the nodes at the tails of S and M (where eviction starts). A hint only.
-  void prefetch(uint64_t hash) const noexcept;
-  /// Asks for the ghost slot of `hash` only (where an evicted object of that hash will go).
+  /// Asks the CPU to start loading the ghost slot of `hash` (what an insert of it reads, and
+  /// where an evicted object of that hash goes). A hint only, as the two below.
   void prefetch_ghost(uint64_t hash) const noexcept;
   /// Asks for object h's node.
   void prefetch_node(Handle h) const noexcept { __builtin_prefetch(&nodes_[h]); }
@@ -180,7 +178,9 @@ class S3Fifo {
   std::size_t small_bytes_ = 0;
   std::size_t main_bytes_ = 0;
   std::size_t count_ = 0;
-  std::vector<GhostSlot> ghost_;
+  std::vector<GhostSlot> ghost_;  // a power of two in size, never empty
+  // The slot of a mixed hash `m` (direct-mapped; the fingerprint is m's other half).
+  std::size_t ghost_index(uint64_t m) const noexcept { return m & (ghost_.size() - 1); }
   uint32_t ghost_clock_ = 0;  // bytes evicted from S, in kGhostUnit units (wraps; harmless)
 };
 

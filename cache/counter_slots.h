@@ -55,6 +55,12 @@ inline std::size_t counter_slot() noexcept {
   return counter_claim().slot;
 }
 
+/// Adds `n` to a counter that only the calling thread ever writes (readers may be anywhere):
+/// a relaxed load and store, without the locked instruction of fetch_add.
+inline void add_as_sole_writer(std::atomic<uint64_t>& counter, uint64_t n) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 /// kCounterSlots copies of a Slot struct of relaxed atomics. Slot should be alignas(64).
 template <class Slot>
 using CounterSlots = std::array<Slot, kCounterSlots>;
@@ -84,7 +90,7 @@ class SlottedCounter {
     const CounterClaim c = counter_claim();
     std::atomic<uint64_t>& v = slots_[c.slot].value;
     if (c.sole) {
-      v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      add_as_sole_writer(v, n);
     } else {
       v.fetch_add(n, std::memory_order_relaxed);
     }

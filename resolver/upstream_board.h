@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "cache/counter_slots.h"
 #include "resolver/endpoint.h"
 
 namespace hg::resolver {
 
-/// Adds to a counter of UpstreamServerStats from its only writer (the owning worker): a
-/// relaxed load and store, without the locked instruction of fetch_add.
+/// Adds one to a counter of UpstreamServerStats, from its only writer (the owning worker).
 inline void bump(std::atomic<uint64_t>& counter) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  cache::add_as_sole_writer(counter, 1);
 }
 
 struct UpstreamServerStats {

@@ -28,6 +28,14 @@ Built build(const OwnedMessage& m, const CacheKey& k, Time now, const TtlSetting
   return {b.entry, b.outcome};
 }
 
+// www.example.com. CNAME cdn.example.net. (cname_ttl), cdn.example.net. A (a_ttl).
+OwnedMessage cname_chain(uint32_t cname_ttl, uint32_t a_ttl) {
+  OwnedMessage m = response("www.example.com");
+  m.answer.push_back(CNAME("www.example.com", cname_ttl, "cdn.example.net"));
+  m.answer.push_back(A("cdn.example.net", a_ttl));
+  return m;
+}
+
 // Renders `e` for a client that asked `qname` (its own case), returning the decoded answer.
 struct Rendered {
   std::vector<uint8_t> bytes;
@@ -70,9 +78,7 @@ TEST(EntryBuild, StoresPositiveAnswerWithoutOpt) {
 // One allocation: control block, entry, records and bytes. The charge (memory_bytes) is what
 // malloc really handed out, within its rounding; with_cap's copy has storage of its own.
 TEST(EntryBuild, OneAllocationHoldsTheEntryAndItsBytesAndIsChargedAsSuch) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(CNAME("www.example.com", 300, "web.example.net"));
-  m.answer.push_back(A("web.example.net", 60));
+  OwnedMessage m = cname_chain(300, 60);
   auto b = build(m, key("www.example.com"), t0);
   ASSERT_EQ(b.outcome, InsertOutcome::Cached);
   for (const auto& e : {b.entry, b.entry->with_cap(30, t0)}) {
@@ -157,9 +163,7 @@ TEST(EntryBuild, HighBitTtlIsTreatedAsZero) {
 }
 
 TEST(EntryBuild, ClampsPositiveTtlsAtInsert) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(CNAME("www.example.com", 999999, "cdn.example.net"));
-  m.answer.push_back(A("cdn.example.net", 5));
+  OwnedMessage m = cname_chain(999999, 5);
   auto b = build(m, key("www.example.com"), t0, TtlSettings{.min_ttl = 10, .max_ttl = 3600});
   ASSERT_EQ(b.outcome, InsertOutcome::Cached);
   EXPECT_EQ(b.entry->records()[0].ttl, 3600u);
@@ -268,9 +272,7 @@ TEST(EntryRender, CompressionPointersResolveToClientSpelling) {
 }
 
 TEST(EntryRender, RecordsCountDownIndependentlyAcrossSeconds) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(CNAME("www.example.com", 3600, "cdn.example.net"));
-  m.answer.push_back(A("cdn.example.net", 60));
+  OwnedMessage m = cname_chain(3600, 60);
   auto b = build(m, key("www.example.com"), t0);
   ASSERT_EQ(b.outcome, InsertOutcome::Cached);
   EXPECT_EQ(b.entry->expires_at(), t0 + Seconds{60});
@@ -303,9 +305,7 @@ TEST(EntryRender, NegativeAnswerSoaCountsDown) {
 }
 
 TEST(EntryRender, StaleTtlIsThirtyButNeverAboveOriginal) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(CNAME("www.example.com", 3600, "cdn.example.net"));
-  m.answer.push_back(A("cdn.example.net", 10));
+  OwnedMessage m = cname_chain(3600, 10);
   auto b = build(m, key("www.example.com"), t0);
   const Rendered r = render_for(*b.entry, "www.example.com", t0 + Seconds{500}, 65535, 30u);
   ASSERT_TRUE(r.result.ok);
@@ -434,9 +434,7 @@ TEST(EntryRender, SetsAdOnlyForClientsAskingForIt) {
 }
 
 TEST(EntryWithCap, ShortensEveryRecordToCapFromNow) {
-  OwnedMessage m = response("www.example.com");
-  m.answer.push_back(CNAME("www.example.com", 3600, "cdn.example.net"));
-  m.answer.push_back(A("cdn.example.net", 30));
+  OwnedMessage m = cname_chain(3600, 30);
   auto b = build(m, key("www.example.com"), t0);
   auto capped = b.entry->with_cap(60, t0 + Seconds{10});
   EXPECT_EQ(capped->remaining_ttl(0, t0 + Seconds{10}), 60u);

@@ -50,6 +50,29 @@ struct Pipe {
   void put() { ASSERT_EQ(write(w, "x", 1), 1); }
 };
 
+// now_us() is the iteration's instant in microseconds: from a substituted clock its
+// milliseconds exactly; from the real clock the same read as now(), so they agree to the ms.
+TEST(EventLoopClock, NowUsIsTheIterationsInstantInMicroseconds) {
+  ManualTime t;
+  EventLoop fake(t.options());
+  EXPECT_EQ(fake.now_us(), std::chrono::microseconds{1'000'000'000});
+  t.advance(1234ms);
+  fake.run_once(0ms);
+  EXPECT_EQ(fake.now_us(), std::chrono::microseconds{1'001'234'000});
+  EXPECT_EQ(fake.now_us(), fake.now().time_since_epoch());
+
+  EventLoop real;
+  for (int i = 0; i < 3; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    real.run_once(0ms);
+    const auto after = std::chrono::steady_clock::now();
+    const auto us = real.now_us();
+    EXPECT_EQ(std::chrono::floor<Millis>(us), real.now().time_since_epoch());
+    EXPECT_GE(us, std::chrono::floor<std::chrono::microseconds>(before.time_since_epoch()));
+    EXPECT_LE(us, std::chrono::ceil<std::chrono::microseconds>(after.time_since_epoch()));
+  }
+}
+
 TEST(EventLoopTimer, RunsTimersInDeadlineOrderThenAdditionOrder) {
   ManualTime clock;
   EventLoop loop(clock.options());

@@ -238,6 +238,31 @@ TEST_F(UpstreamTest, TruncatedUdpAnswerIsRetriedOverTcp) {
   EXPECT_EQ(fake.queries("big.example", Transport::Tcp), 1u);
 }
 
+// The TCP answer never passes the datagram hook's exact-question check, so its question is
+// compared before the caller's bytes are put back: it must still come back in the caller's
+// (lower) case, though the fake echoes the 0x20 case it was sent.
+TEST_F(UpstreamTest, ATruncatedThenTcpAnswerCarriesTheCallersQuestion) {
+  const std::string name = "abcdefghijklmnopqrstuvwxyz.big.example";
+  fake.on(name, [] {
+    auto r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")});
+    r.truncate_udp = true;
+    return r;
+  }());
+  auto up = make();
+  Outcome o;
+  const auto query = make_query(name, 1);
+  (void)up->send(query, record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  ASSERT_EQ(fake.queries(name, Transport::Tcp), 1u);
+  const auto got = fake.received();
+  ASSERT_FALSE(got.empty());
+  EXPECT_NE(got.back().qname_raw, name);  // sent scrambled (30 letters: 2^-30)
+  const std::size_t qlen = query.size() - 12 - 11;
+  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
+                         o.answer.begin() + 12));
+}
+
 TEST_F(UpstreamTest, TruncatedAnswerWithMuteTcpTimesOut) {
   FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.1")});
   r.truncate_udp = true;
@@ -466,6 +491,32 @@ TEST_F(UpstreamTest, QueryNameGoesWithRandomCaseAndTheAnswerCarriesTheCallersQue
   EXPECT_NE(got[0].qname_raw, name);  // 59 letters all lower case: 2^-59
   // Question section of the answer = the caller's bytes (lower case), not the 0x20 ones.
   const std::size_t qlen = query.size() - 12 - 11;
+  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
+                         o.answer.begin() + 12));
+}
+
+// The case bits come in 64-bit words, one per 64 bytes of name, and only the words a name
+// covers are drawn: a long name must be scrambled beyond its first 64 bytes too.
+TEST_F(UpstreamTest, A0x20NameLongerThanOneWordOfCaseBitsIsScrambledToItsEnd) {
+  const std::string alpha = "abcdefghijklmnopqrstuvwxyz";
+  const std::string name = alpha + alpha + "." + alpha + alpha + "." + alpha + alpha + "." + alpha +
+                           alpha + ".example";  // 221 bytes on the wire
+  fake.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
+  auto up = make();
+  Outcome o;
+  const auto query = make_query(name, 1);
+  (void)up->send(query, record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  const auto got = fake.received();
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(lower(got[0].qname_raw), name);
+  // Each 52-letter label is its own stretch of bits; all lower case in one: 2^-52.
+  for (std::size_t label = 0; label < 4; ++label) {
+    const std::string sent = got[0].qname_raw.substr(label * 53, 52);
+    EXPECT_NE(sent, alpha + alpha) << "label " << label << " was sent in lower case";
+  }
+  const std::size_t qlen = query.size() - 12 - 11;  // the answer keeps the caller's question
   EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
                          o.answer.begin() + 12));
 }

@@ -64,6 +64,22 @@ Upstream::Callback record(Outcome& o) {
   };
 }
 
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// True when the answer's question section is the caller's, byte for byte (its letter case,
+// not the 0x20 one the upstream saw): `query` as make_query gives it, with its 11-byte OPT.
+bool carries_callers_question(const std::vector<uint8_t>& query,
+                              const std::vector<uint8_t>& answer) {
+  const std::size_t qlen = query.size() - 12 - 11;
+  return answer.size() >= 12 + qlen &&
+         std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
+                    answer.begin() + 12);
+}
+
 class UpstreamTest : public ::testing::Test {
  protected:
   std::unique_ptr<Upstream> make(UpstreamOptions opts = {}) {
@@ -81,6 +97,31 @@ class UpstreamTest : public ::testing::Test {
     while (!pred() && std::chrono::steady_clock::now() - start < 5s)
       loop.run_once(50ms);
     return std::chrono::steady_clock::now() - start;
+  }
+
+  // Sends `query` and runs the loop until it is answered (or run_until gives up).
+  Outcome resolve(Upstream& up, const std::vector<uint8_t>& query) {
+    Outcome o;
+    (void)up.send(query, record(o));
+    run_until([&] { return o.done; });
+    return o;
+  }
+
+  // Resolves `name` (A, 0x20 on) and returns the name as the upstream received it, having
+  // checked that it is the same name, asked once, and that the answer carries the caller's
+  // question (its lower case, not the 0x20 one).
+  std::string sent_with_0x20(const std::string& name) {
+    fake.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
+    auto up = make();
+    const auto query = make_query(name, 1);
+    const Outcome o = resolve(*up, query);
+    EXPECT_EQ(o.status, UpstreamStatus::Ok);
+    EXPECT_TRUE(carries_callers_question(query, o.answer));
+    const auto got = fake.received();
+    EXPECT_EQ(got.size(), 1u);
+    if (got.empty()) return {};
+    EXPECT_EQ(lower(got[0].qname_raw), name);
+    return got[0].qname_raw;
   }
 
   FakeUpstream fake;
@@ -249,18 +290,14 @@ TEST_F(UpstreamTest, ATruncatedThenTcpAnswerCarriesTheCallersQuestion) {
     return r;
   }());
   auto up = make();
-  Outcome o;
   const auto query = make_query(name, 1);
-  (void)up->send(query, record(o));
-  run_until([&] { return o.done; });
+  const Outcome o = resolve(*up, query);
   ASSERT_EQ(o.status, UpstreamStatus::Ok);
   ASSERT_EQ(fake.queries(name, Transport::Tcp), 1u);
   const auto got = fake.received();
   ASSERT_FALSE(got.empty());
   EXPECT_NE(got.back().qname_raw, name);  // sent scrambled (30 letters: 2^-30)
-  const std::size_t qlen = query.size() - 12 - 11;
-  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
-                         o.answer.begin() + 12));
+  EXPECT_TRUE(carries_callers_question(query, o.answer));
 }
 
 TEST_F(UpstreamTest, TruncatedAnswerWithMuteTcpTimesOut) {
@@ -430,12 +467,6 @@ std::vector<std::string> a_records(const std::vector<uint8_t>& m) {
   return out;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 const UpstreamServerStats& stats_of(const UpstreamBoard& board, std::size_t i = 0) {
   return *board.snapshot().at(0)->servers.at(i);
 }
@@ -478,21 +509,7 @@ TEST_F(UpstreamTest, ServFailWithOptIsAFailureNotAnEdnsRejection) {
 
 TEST_F(UpstreamTest, QueryNameGoesWithRandomCaseAndTheAnswerCarriesTheCallersQuestion) {
   const std::string name = "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.example";
-  fake.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
-  auto up = make();
-  Outcome o;
-  const auto query = make_query(name, 1);
-  (void)up->send(query, record(o));
-  run_until([&] { return o.done; });
-  ASSERT_EQ(o.status, UpstreamStatus::Ok);
-  const auto got = fake.received();
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(lower(got[0].qname_raw), name);
-  EXPECT_NE(got[0].qname_raw, name);  // 59 letters all lower case: 2^-59
-  // Question section of the answer = the caller's bytes (lower case), not the 0x20 ones.
-  const std::size_t qlen = query.size() - 12 - 11;
-  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
-                         o.answer.begin() + 12));
+  EXPECT_NE(sent_with_0x20(name), name);  // 59 letters all lower case: 2^-59
 }
 
 // The case bits come in 64-bit words, one per 64 bytes of name, and only the words a name
@@ -501,24 +518,11 @@ TEST_F(UpstreamTest, A0x20NameLongerThanOneWordOfCaseBitsIsScrambledToItsEnd) {
   const std::string alpha = "abcdefghijklmnopqrstuvwxyz";
   const std::string name = alpha + alpha + "." + alpha + alpha + "." + alpha + alpha + "." + alpha +
                            alpha + ".example";  // 221 bytes on the wire
-  fake.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
-  auto up = make();
-  Outcome o;
-  const auto query = make_query(name, 1);
-  (void)up->send(query, record(o));
-  run_until([&] { return o.done; });
-  ASSERT_EQ(o.status, UpstreamStatus::Ok);
-  const auto got = fake.received();
-  ASSERT_EQ(got.size(), 1u);
-  ASSERT_EQ(lower(got[0].qname_raw), name);
+  const std::string sent = sent_with_0x20(name);
+  ASSERT_EQ(sent.size(), name.size());
   // Each 52-letter label is its own stretch of bits; all lower case in one: 2^-52.
-  for (std::size_t label = 0; label < 4; ++label) {
-    const std::string sent = got[0].qname_raw.substr(label * 53, 52);
-    EXPECT_NE(sent, alpha + alpha) << "label " << label << " was sent in lower case";
-  }
-  const std::size_t qlen = query.size() - 12 - 11;  // the answer keeps the caller's question
-  EXPECT_TRUE(std::equal(query.begin() + 12, query.begin() + 12 + static_cast<long>(qlen),
-                         o.answer.begin() + 12));
+  for (std::size_t label = 0; label < 4; ++label)
+    EXPECT_NE(sent.substr(label * 53, 52), alpha + alpha) << "label " << label << " in lower case";
 }
 
 TEST_F(UpstreamTest, No0x20SendsTheNameAsGiven) {

@@ -431,6 +431,12 @@ std::optional<int> Daemon::wait_exit(Millis timeout) {
   const auto deadline = Clock::now() + timeout;
   while (running() && Clock::now() < deadline)
     std::this_thread::sleep_for(Millis{5});
+  if (exit_code_) {
+    // The process is gone, but the reader thread may not have drained the pipe yet: its last
+    // lines (the shutdown summary) would be missing from output(). Wait for end of file.
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, std::max(deadline, Clock::now() + Millis{5000}), [&] { return eof_; });
+  }
   return exit_code_;
 }
 

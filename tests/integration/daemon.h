@@ -161,6 +161,7 @@ class Daemon {
 
   bool signal(int sig) const;
   /// Waits up to `timeout` for the process to exit: its exit code, or 128 + signal number.
+  /// Once it has exited, also waits (up to 5 s more) until its output is read to the end.
   std::optional<int> wait_exit(Millis timeout);
   bool running();
 

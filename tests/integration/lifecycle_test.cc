@@ -167,6 +167,21 @@ TEST(Lifecycle, LogQueriesWritesOneLinePerQuery) {
   EXPECT_EQ(d->lines_with("query logged.test. A NOERROR miss").size(), 1u) << d->output();
 }
 
+// wait_exit() returns once everything the daemon wrote has been read, not merely once the
+// process is gone: tests read the last lines (the shutdown summary) right after it. Under a
+// loaded CI the reader thread once lagged and Dnstap.StalledReaderDropsMessagesNotAnswers
+// missed its "dropped" line. --help writes ~3.6 KB and exits at once; its last option is
+// --check-config. The race is timing-dependent, so it is run several times.
+TEST(Lifecycle, WaitExitReturnsWithTheLastLineRead) {
+  for (int i = 0; i < 20; ++i) {
+    auto d = Daemon::start_with({"--help"},
+                                StartOptions{.add_listen = false, .wait_ready = false});
+    ASSERT_EQ(d->wait_exit(Millis{5000}), 0) << d->output();
+    ASSERT_NE(d->output().find("--check-config"), std::string::npos)
+        << "run " << i << ": " << d->output();
+  }
+}
+
 TEST(Lifecycle, BadFlagValueExitsTwoNamingTheFlag) {
   auto d = Daemon::start({"--threads", "zero"});
   EXPECT_EQ(d->wait_exit(Millis{5000}), 2);

@@ -174,8 +174,7 @@ TEST(Lifecycle, LogQueriesWritesOneLinePerQuery) {
 // --check-config. The race is timing-dependent, so it is run several times.
 TEST(Lifecycle, WaitExitReturnsWithTheLastLineRead) {
   for (int i = 0; i < 20; ++i) {
-    auto d = Daemon::start_with({"--help"},
-                                StartOptions{.add_listen = false, .wait_ready = false});
+    auto d = Daemon::start_with({"--help"}, StartOptions{.add_listen = false, .wait_ready = false});
     ASSERT_EQ(d->wait_exit(Millis{5000}), 0) << d->output();
     ASSERT_NE(d->output().find("--check-config"), std::string::npos)
         << "run " << i << ": " << d->output();

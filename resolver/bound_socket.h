@@ -17,6 +17,10 @@ struct BoundSocket {
 /// SO_REUSEPORT when `reuse_port` (several threads on one port), IPV6_V6ONLY for IPv6, and
 /// for TCP SO_REUSEADDR, binds it to `addr` and, for TCP, listens. On failure the socket is
 /// closed and the message names the protocol, the address, the reason and the usual fix.
-Checked<BoundSocket> open_bound_socket(int type, const Endpoint& addr, bool reuse_port);
+/// `first_of_port`: the first of our sockets on a fixed port. With SO_REUSEPORT another
+/// program's socket that also set it could share the port without an error; so the port is
+/// first bound once without it, to fail with EADDRINUSE as a plain socket would.
+Checked<BoundSocket> open_bound_socket(int type, const Endpoint& addr, bool reuse_port,
+                                       bool first_of_port = false);
 
 }  // namespace hg::resolver

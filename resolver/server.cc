@@ -120,7 +120,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
       QueryEngine* engine = wk->engine.get();
       auto open_udp = [&] {
         return UdpListener::open(
-            wk->loop, addr, n > 1,
+            wk->loop, addr, /*first_of_port=*/i == 0,
             [engine](std::span<const uint8_t> q, const UdpPeer& peer, std::span<uint8_t> out) {
               Route route;
               route.udp = peer;
@@ -163,6 +163,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     }
     srv->workers_.push_back(std::move(wk));
   }
+  srv->open_reply_sockets();
   if (auto err = srv->open_dnstap(config)) return R::failure(*err);
   // Operations (docs/architecture.md §5): the control socket and the metrics endpoint, on worker
   // 0's loop.
@@ -190,6 +191,32 @@ Server::~Server() {
     }
   }
   if (signal_fd_ >= 0) ::close(signal_fd_);
+  for (const int fd : reply_fds_) {
+    UdpListener::send_held_now(fd);  // this thread's held answers; the workers have stopped
+    ::close(fd);
+  }
+}
+
+void Server::open_reply_sockets() {
+  if (workers_.empty()) return;
+  for (std::size_t a = 0; a < workers_[0]->udp.size(); ++a) {
+    std::vector<int> receivers;
+    for (const auto& w : workers_)
+      receivers.push_back(w->udp[a]->fd());
+    const Endpoint& local = workers_[0]->udp[a]->local();
+    auto fds = UdpListener::open_reply_sockets(local, receivers);
+    if (!fds) {
+      // Not fatal: the listeners answer from their own sockets, at a little more CPU each.
+      fmt::print(stderr,
+                 "hourglassd: note: UDP answers on {} go out from the listening sockets: {}\n",
+                 local.to_string(), fds.error());
+      continue;
+    }
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      reply_fds_.push_back(fds.value()[i]);
+      workers_[i]->udp[a]->set_reply_socket(fds.value()[i]);
+    }
+  }
 }
 
 std::vector<Endpoint> Server::bound() const {

@@ -57,6 +57,7 @@ class Server {
   // at stop (resolver/warm_restart.h).
   void start_systemd();
   void status_tick();
+  void open_reply_sockets();
   void beat(Worker* w, Millis every);
   void watchdog_tick(Millis every);
   /// Runs `done` on worker 0 once every worker has run the tasks posted to it before this call.
@@ -72,6 +73,9 @@ class Server {
   std::unique_ptr<Control> control_;
   std::unique_ptr<Metrics> metrics_;
   int signal_fd_ = -1;
+  /// One per worker and listen address: the socket the worker sends its UDP answers from
+  /// (UdpListener::open_reply_sockets); closed after the workers have stopped.
+  std::vector<int> reply_fds_;
   bool stopping_ = false;
   SystemdNotifier notifier_;
   std::size_t loaded_from_file_ = 0;

@@ -3,6 +3,7 @@
 #include "resolver/bound_socket.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,8 +17,8 @@
 namespace hg::resolver {
 
 Checked<std::unique_ptr<UdpListener>> UdpListener::open(EventLoop& loop, const Endpoint& addr,
-                                                        bool reuse_port, Handler handler) {
-  auto sock = open_bound_socket(SOCK_DGRAM, addr, reuse_port);
+                                                        bool first_of_port, Handler handler) {
+  auto sock = open_bound_socket(SOCK_DGRAM, addr, /*reuse_port=*/true, first_of_port);
   if (!sock) return Checked<std::unique_ptr<UdpListener>>::failure(sock.error());
   const int fd = sock->fd;
   const Endpoint local = sock->local;
@@ -33,6 +34,7 @@ Checked<std::unique_ptr<UdpListener>> UdpListener::open(EventLoop& loop, const E
 UdpListener::UdpListener(EventLoop& loop, int fd, Endpoint local, Handler handler)
     : loop_(loop),
       fd_(fd),
+      reply_fd_(fd),
       local_(local),
       handler_(std::move(handler)),
       in_(kBatch),
@@ -180,6 +182,43 @@ void UdpListener::send_held_now(int fd) noexcept {
   if (t_outbox.holds(fd)) t_outbox.flush();
 }
 
+Checked<std::vector<int>> UdpListener::open_reply_sockets(const Endpoint& local,
+                                                          std::span<const int> receivers) {
+  using R = Checked<std::vector<int>>;
+  if (receivers.empty() || receivers.size() > 0xffff)
+    return R::failure("no listening sockets to answer for");
+  const auto n = static_cast<uint32_t>(receivers.size());
+  // A = the first two bytes of the UDP payload (the DNS ID; a shorter datagram ends the
+  // program with 0: the first socket); A %= n; the socket at index A. One receiver: index 0.
+  std::array<sock_filter, 3> code{{
+      {BPF_LD | BPF_H | BPF_ABS, 0, 0, 0},
+      {BPF_ALU | BPF_MOD | BPF_K, 0, 0, n},
+      {BPF_RET | BPF_A, 0, 0, 0},
+  }};
+  sock_fprog prog{};
+  if (n == 1) {
+    code[0] = {BPF_RET | BPF_K, 0, 0, 0};
+    prog = {1, code.data()};
+  } else {
+    prog = {static_cast<unsigned short>(code.size()), code.data()};
+  }
+  if (::setsockopt(receivers[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) != 0)
+    return R::failure(std::string("cannot steer queries (SO_ATTACH_REUSEPORT_CBPF): ") +
+                      std::strerror(errno));
+  // Without reply sockets the program still picks among the receivers only.
+  std::vector<int> fds;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto sock = open_bound_socket(SOCK_DGRAM, local, /*reuse_port=*/true);
+    if (!sock) {
+      for (const int fd : fds)
+        ::close(fd);
+      return R::failure(sock.error());
+    }
+    fds.push_back(sock->fd);
+  }
+  return fds;
+}
+
 void UdpListener::on_readable() {
   mmsghdr* const in_msgs = in_msgs_.data();
   mmsghdr out_msgs[kBatch];
@@ -197,7 +236,7 @@ void UdpListener::on_readable() {
       m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
       if (m.msg_hdr.msg_flags & MSG_TRUNC) continue;  // longer than any sane query
       UdpPeer& peer = peers_[static_cast<std::size_t>(i)];
-      peer.fd = fd_;
+      peer.fd = reply_fd_;
       peer.addr_len = addr_len;
       const std::size_t size =
           handler_({in_[static_cast<std::size_t>(i)].data(), m.msg_len}, peer, out_[nout]);
@@ -210,7 +249,7 @@ void UdpListener::on_readable() {
       out_msgs[nout].msg_hdr.msg_namelen = peer.addr_len;
       ++nout;
     }
-    send_all(fd_, out_msgs, nout);
+    send_all(reply_fd_, out_msgs, nout);
     if (static_cast<std::size_t>(n) < kBatch) return;
   }
 }

@@ -43,10 +43,32 @@ class UdpListener {
   using Handler = std::function<std::size_t(std::span<const uint8_t> query, const UdpPeer& peer,
                                             std::span<uint8_t> out)>;
 
-  /// Binds `addr` (SO_REUSEPORT when `reuse_port`, so several threads can share a port).
-  /// Returns the error text on failure (start-up only).
+  /// Binds `addr` with SO_REUSEPORT (several threads share a port, and a reply socket can
+  /// join them: open_reply_sockets). `first_of_port`: the first of our sockets on `addr`, which
+  /// checks that no other program holds the port. Returns the error text on failure
+  /// (start-up only).
   static Checked<std::unique_ptr<UdpListener>> open(EventLoop& loop, const Endpoint& addr,
-                                                    bool reuse_port, Handler handler);
+                                                    bool first_of_port, Handler handler);
+
+  /// Sockets for sending the answers of the listeners `receivers` (every worker's socket on
+  /// one address, in the order they were bound, none closed since), one per receiver, bound
+  /// to the same address and port, never read and never in an epoll set.
+  ///
+  /// Why: each datagram the kernel frees after sending tells the sending socket's waiters
+  /// that there is room again. A socket in an epoll set always has a waiter, so every answer
+  /// sent from a listener takes the socket's wait-queue lock and runs epoll's callback (~4 %
+  /// of a cache hit's CPU on loopback, docs/bench.md). A socket no one waits on skips that.
+  /// One per worker, so that no socket's send accounting is written by two threads.
+  ///
+  /// So that no query is ever delivered to them, a classic BPF program is attached to the
+  /// port's SO_REUSEPORT group first: it picks receivers[ID % n] by the DNS ID (the group's
+  /// first n sockets), never a reply socket (they come after). Fails (the caller then keeps
+  /// sending from the listeners) when the kernel refuses the program or a bind.
+  static Checked<std::vector<int>> open_reply_sockets(const Endpoint& local,
+                                                      std::span<const int> receivers);
+  /// Sends answers through `fd` (from open_reply_sockets; owned by the caller, which keeps it
+  /// open for as long as this listener) instead of the listening socket.
+  void set_reply_socket(int fd) noexcept { reply_fd_ = fd; }
   ~UdpListener();
   UdpListener(const UdpListener&) = delete;
   UdpListener& operator=(const UdpListener&) = delete;
@@ -75,6 +97,7 @@ class UdpListener {
 
   EventLoop& loop_;
   int fd_;
+  int reply_fd_;  ///< where answers go out: fd_, or the reply socket
   Endpoint local_;
   Handler handler_;
   bool watching_ = false;

@@ -181,6 +181,26 @@ TEST(Lifecycle, WaitExitReturnsWithTheLastLineRead) {
   }
 }
 
+// The UDP sockets set SO_REUSEPORT (the workers and the reply socket share the port), yet a
+// second hourglassd on a port the first one holds is still refused, whatever its threads.
+TEST(Lifecycle, ASecondDaemonOnTheSamePortIsRefused) {
+  FakeUpstream upstream;
+  auto first = Daemon::start({"--upstream", upstream.address(), "--threads", "2"});
+  ASSERT_TRUE(first->ready()) << first->output();
+  const std::string held = first->listen_addresses()[0];
+  for (const char* threads : {"1", "2"}) {
+    auto second = Daemon::start_with(
+        {"--listen", held, "--upstream", upstream.address(), "--threads", threads},
+        StartOptions{.wait_ready = false});
+    EXPECT_EQ(second->wait_exit(Millis{5000}), 1) << second->output();
+    EXPECT_NE(second->output().find("Address already in use"), std::string::npos)
+        << second->output();
+  }
+  // The first still answers every query (none went to the refused daemon's sockets).
+  for (int i = 0; i < 20; ++i)
+    EXPECT_TRUE(udp_query(first->port(), build_query({.name = "still-mine.test"})));
+}
+
 TEST(Lifecycle, BadFlagValueExitsTwoNamingTheFlag) {
   auto d = Daemon::start({"--threads", "zero"});
   EXPECT_EQ(d->wait_exit(Millis{5000}), 2);

@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 
 namespace hg::resolver {
@@ -149,6 +152,180 @@ TEST(UdpSendLater, ARefusalReportedBySendingDoesNotLoseTheDatagram) {
   refuse_first();
   EXPECT_TRUE(UdpListener::send_later(connected, bytes("now")));
   EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);
+}
+
+// --- the reply socket ---------------------------------------------------------------------
+
+// A query: a 2-byte DNS ID, then a tag. The listeners' handler answers with the query itself.
+std::string query_with_id(uint16_t id) {
+  std::string q;
+  q.push_back(static_cast<char>(id >> 8));
+  q.push_back(static_cast<char>(id & 0xff));
+  q += "q" + std::to_string(id);
+  return q;
+}
+
+uint16_t id_of(const std::string& d) {
+  return static_cast<uint16_t>((static_cast<uint8_t>(d[0]) << 8) | static_cast<uint8_t>(d[1]));
+}
+
+// Listeners sharing one loopback port, as the workers do, each recording what it got and
+// answering with the query itself.
+struct Listeners {
+  EventLoop loop;
+  std::vector<std::unique_ptr<UdpListener>> all;
+  std::vector<std::vector<uint16_t>> got;  // IDs, per listener
+  explicit Listeners(std::size_t n) : got(n) {
+    Endpoint addr = parse_endpoint("127.0.0.1:0", std::nullopt).value();
+    for (std::size_t i = 0; i < n; ++i) {
+      auto l = UdpListener::open(loop, addr, i == 0,
+                                 [this, i](std::span<const uint8_t> q, const UdpPeer&,
+                                           std::span<uint8_t> out) -> std::size_t {
+                                   got[i].push_back(static_cast<uint16_t>((q[0] << 8) | q[1]));
+                                   std::memcpy(out.data(), q.data(), q.size());
+                                   return q.size();
+                                 });
+      EXPECT_TRUE(l) << l.error();
+      addr = l.value()->local();
+      all.push_back(std::move(l.value()));
+    }
+  }
+  std::vector<int> fds() const {
+    std::vector<int> out;
+    for (const auto& l : all)
+      out.push_back(l->fd());
+    return out;
+  }
+  const Endpoint& local() const { return all[0]->local(); }
+};
+
+sockaddr_in to_sin(const Endpoint& e) {
+  sockaddr_in sin{};
+  std::memcpy(&sin, e.sockaddr_ptr(), sizeof sin);
+  return sin;
+}
+
+// Reads every answer waiting on `client`, with the port each came from.
+void drain_from(const Socket& client, std::vector<std::pair<std::string, uint16_t>>& answers) {
+  char buf[2048];
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t len = sizeof from;
+    const ssize_t k = ::recvfrom(client.fd, buf, sizeof buf, MSG_DONTWAIT,
+                                 reinterpret_cast<sockaddr*>(&from), &len);
+    if (k < 0) return;
+    answers.emplace_back(std::string(buf, static_cast<std::size_t>(k)), ntohs(from.sin_port));
+  }
+}
+
+// Sends `n` queries (IDs 0..n-1) from `client` to the listeners, running their loop and
+// reading the answers every 32 (no socket buffer fills), then until `expect` answers are back
+// (bounded; n when 0); returns the answers with the port each came from.
+std::vector<std::pair<std::string, uint16_t>> exchange(Listeners& ls, const Socket& client, int n,
+                                                       std::size_t expect = 0) {
+  if (expect == 0) expect = static_cast<std::size_t>(n);
+  const sockaddr_in to = to_sin(ls.local());
+  std::vector<std::pair<std::string, uint16_t>> answers;
+  for (int id = 0; id < n; ++id) {
+    const std::string q = query_with_id(static_cast<uint16_t>(id));
+    EXPECT_EQ(::sendto(client.fd, q.data(), q.size(), 0, reinterpret_cast<const sockaddr*>(&to),
+                       sizeof to),
+              static_cast<ssize_t>(q.size()));
+    if (id % 32 == 31) {
+      ls.loop.run_once(0ms);
+      drain_from(client, answers);
+    }
+  }
+  for (int round = 0; round < 200 && answers.size() < expect; ++round) {
+    ls.loop.run_once(10ms);
+    drain_from(client, answers);
+  }
+  return answers;
+}
+
+// The reply sockets join the listeners' port; the steering program keeps every query on the
+// listeners, the one whose index is the ID modulo their number, and the answers still come
+// from the port the client asked.
+TEST(UdpReplySocket, QueriesStayOnTheListenersByIdAndAnswersComeFromTheirPort) {
+  constexpr std::size_t kListeners = 3;
+  Listeners ls(kListeners);
+  const std::vector<int> fds = ls.fds();
+  auto reply = UdpListener::open_reply_sockets(ls.local(), fds);
+  ASSERT_TRUE(reply) << reply.error();
+  ASSERT_EQ(reply.value().size(), kListeners);
+  for (std::size_t i = 0; i < kListeners; ++i)
+    ls.all[i]->set_reply_socket(reply.value()[i]);
+  Socket client;
+  const auto answers = exchange(ls, client, 300);
+  ASSERT_EQ(answers.size(), 300u);
+  for (const auto& [bytes, port] : answers)
+    EXPECT_EQ(port, ls.local().port()) << "answer " << id_of(bytes) << " from another port";
+  for (std::size_t i = 0; i < kListeners; ++i) {
+    EXPECT_EQ(ls.got[i].size(), 100u) << "listener " << i;
+    for (const uint16_t id : ls.got[i])
+      EXPECT_EQ(id % kListeners, i) << "query " << id << " reached listener " << i;
+  }
+  char buf[64];
+  for (const int fd : reply.value()) {
+    EXPECT_LT(::recv(fd, buf, sizeof buf, MSG_DONTWAIT), 0) << "a query reached a reply socket";
+    ::close(fd);
+  }
+}
+
+// One listener: every query, even one too short to hold an ID, goes to it.
+TEST(UdpReplySocket, OneListenerGetsEveryQueryEvenOneWithoutAnId) {
+  Listeners ls(1);
+  const std::vector<int> fds = ls.fds();
+  auto reply = UdpListener::open_reply_sockets(ls.local(), fds);
+  ASSERT_TRUE(reply) << reply.error();
+  ASSERT_EQ(reply.value().size(), 1u);
+  ls.all[0]->set_reply_socket(reply.value()[0]);
+  Socket client;
+  const sockaddr_in to = to_sin(ls.local());
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(::sendto(client.fd, "x", 1, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), 1);
+  const auto answers = exchange(ls, client, 100, 150);
+  EXPECT_EQ(answers.size(), 150u);  // 50 one-byte datagrams answered too (the handler echoes)
+  char buf[64];
+  EXPECT_LT(::recv(reply.value()[0], buf, sizeof buf, MSG_DONTWAIT), 0);
+  ::close(reply.value()[0]);
+}
+
+// Answers leave through the socket set_reply_socket names: with a socket on another port the
+// client sees that port (what tells the reply socket is really the one used).
+TEST(UdpReplySocket, AnswersLeaveThroughTheReplySocket) {
+  Listeners ls(1);
+  Socket elsewhere;
+  ls.all[0]->set_reply_socket(elsewhere.fd);
+  Socket client;
+  const auto answers = exchange(ls, client, 10);
+  ASSERT_EQ(answers.size(), 10u);
+  for (const auto& [bytes, port] : answers)
+    EXPECT_EQ(port, ntohs(elsewhere.addr.sin_port));
+}
+
+// A port held by another program fails the first listener with the usual EADDRINUSE, even
+// though the listeners set SO_REUSEPORT (which the other program's socket may set too).
+TEST(UdpReplySocket, APortHeldElsewhereIsRefusedAsInUse) {
+  int one = 1;
+  const int other = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(other, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  EventLoop loop;
+  const Endpoint addr = Endpoint::from_sockaddr(reinterpret_cast<const sockaddr*>(&a), len).value();
+  auto handler = [](std::span<const uint8_t>, const UdpPeer&, std::span<uint8_t>) {
+    return std::size_t{0};
+  };
+  auto first = UdpListener::open(loop, addr, /*first_of_port=*/true, handler);
+  ASSERT_FALSE(first);
+  EXPECT_NE(first.error().find("Address already in use"), std::string::npos) << first.error();
+  EXPECT_NE(first.error().find("pick another --listen"), std::string::npos) << first.error();
+  ::close(other);
 }
 
 }  // namespace

@@ -185,23 +185,16 @@ void UdpListener::send_held_now(int fd) noexcept {
 Checked<std::vector<int>> UdpListener::open_reply_sockets(const Endpoint& local,
                                                           std::span<const int> receivers) {
   using R = Checked<std::vector<int>>;
-  if (receivers.empty() || receivers.size() > 0xffff)
-    return R::failure("no listening sockets to answer for");
+  if (receivers.empty()) return R::failure("no listening sockets to answer for");
   const auto n = static_cast<uint32_t>(receivers.size());
-  // A = the first two bytes of the UDP payload (the DNS ID; a shorter datagram ends the
-  // program with 0: the first socket); A %= n; the socket at index A. One receiver: index 0.
+  // A = the first two bytes of the UDP payload (the DNS ID; a datagram too short for it ends
+  // the program with 0: the first socket); A %= n; the socket at index A.
   std::array<sock_filter, 3> code{{
       {BPF_LD | BPF_H | BPF_ABS, 0, 0, 0},
       {BPF_ALU | BPF_MOD | BPF_K, 0, 0, n},
       {BPF_RET | BPF_A, 0, 0, 0},
   }};
-  sock_fprog prog{};
-  if (n == 1) {
-    code[0] = {BPF_RET | BPF_K, 0, 0, 0};
-    prog = {1, code.data()};
-  } else {
-    prog = {static_cast<unsigned short>(code.size()), code.data()};
-  }
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
   if (::setsockopt(receivers[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) != 0)
     return R::failure(std::string("cannot steer queries (SO_ATTACH_REUSEPORT_CBPF): ") +
                       std::strerror(errno));

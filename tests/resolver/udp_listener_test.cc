@@ -175,17 +175,24 @@ struct Listeners {
   EventLoop loop;
   std::vector<std::unique_ptr<UdpListener>> all;
   std::vector<std::vector<uint16_t>> got;  // IDs, per listener
-  explicit Listeners(std::size_t n) : got(n) {
+  std::vector<int> too_short;              // datagrams shorter than an ID, per listener
+  explicit Listeners(std::size_t n) : got(n), too_short(n, 0) {
     Endpoint addr = parse_endpoint("127.0.0.1:0", std::nullopt).value();
     for (std::size_t i = 0; i < n; ++i) {
       auto l = UdpListener::open(loop, addr, i == 0,
                                  [this, i](std::span<const uint8_t> q, const UdpPeer&,
                                            std::span<uint8_t> out) -> std::size_t {
-                                   got[i].push_back(static_cast<uint16_t>((q[0] << 8) | q[1]));
+                                   if (q.size() < 2)
+                                     ++too_short[i];
+                                   else
+                                     got[i].push_back(static_cast<uint16_t>((q[0] << 8) | q[1]));
                                    std::memcpy(out.data(), q.data(), q.size());
                                    return q.size();
                                  });
-      EXPECT_TRUE(l) << l.error();
+      if (!l) {
+        ADD_FAILURE() << l.error();
+        return;
+      }
       addr = l.value()->local();
       all.push_back(std::move(l.value()));
     }
@@ -272,23 +279,48 @@ TEST(UdpReplySocket, QueriesStayOnTheListenersByIdAndAnswersComeFromTheirPort) {
   }
 }
 
-// One listener: every query, even one too short to hold an ID, goes to it.
-TEST(UdpReplySocket, OneListenerGetsEveryQueryEvenOneWithoutAnId) {
-  Listeners ls(1);
-  const std::vector<int> fds = ls.fds();
-  auto reply = UdpListener::open_reply_sockets(ls.local(), fds);
-  ASSERT_TRUE(reply) << reply.error();
-  ASSERT_EQ(reply.value().size(), 1u);
-  ls.all[0]->set_reply_socket(reply.value()[0]);
-  Socket client;
-  const sockaddr_in to = to_sin(ls.local());
-  for (int i = 0; i < 50; ++i)
-    ASSERT_EQ(::sendto(client.fd, "x", 1, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), 1);
-  const auto answers = exchange(ls, client, 100, 150);
-  EXPECT_EQ(answers.size(), 150u);  // 50 one-byte datagrams answered too (the handler echoes)
-  char buf[64];
-  EXPECT_LT(::recv(reply.value()[0], buf, sizeof buf, MSG_DONTWAIT), 0);
-  ::close(reply.value()[0]);
+// A datagram too short to hold an ID ends the program with 0: it goes to the first listener,
+// never to a reply socket, with one listener or several.
+TEST(UdpReplySocket, ADatagramTooShortForAnIdGoesToTheFirstListener) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{3}}) {
+    Listeners ls(n);
+    ASSERT_EQ(ls.all.size(), n);
+    auto reply = UdpListener::open_reply_sockets(ls.local(), ls.fds());
+    ASSERT_TRUE(reply) << reply.error();
+    ASSERT_EQ(reply.value().size(), n);
+    for (std::size_t i = 0; i < n; ++i)
+      ls.all[i]->set_reply_socket(reply.value()[i]);
+    Socket client;
+    const sockaddr_in to = to_sin(ls.local());
+    for (int i = 0; i < 50; ++i)
+      ASSERT_EQ(::sendto(client.fd, "x", 1, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
+                1);
+    const auto answers = exchange(ls, client, 30, 80);  // the handler echoes both kinds
+    EXPECT_EQ(answers.size(), 80u) << n << " listeners";
+    EXPECT_EQ(ls.too_short[0], 50) << n << " listeners";
+    for (std::size_t i = 1; i < n; ++i)
+      EXPECT_EQ(ls.too_short[i], 0) << "listener " << i << " of " << n;
+    char buf[64];
+    for (const int fd : reply.value()) {
+      EXPECT_LT(::recv(fd, buf, sizeof buf, MSG_DONTWAIT), 0)
+          << "a datagram reached a reply socket";
+      ::close(fd);
+    }
+  }
+}
+
+// A socket outside any SO_REUSEPORT group cannot take the program: open_reply_sockets says
+// so (the server then answers from the listening sockets) and opens nothing.
+TEST(UdpReplySocket, WithoutAReuseportGroupTheProgramIsRefused) {
+  Socket plain;  // bound without SO_REUSEPORT
+  const Endpoint local =
+      Endpoint::from_sockaddr(reinterpret_cast<const sockaddr*>(&plain.addr), sizeof plain.addr)
+          .value();
+  const int fds[] = {plain.fd};
+  auto reply = UdpListener::open_reply_sockets(local, fds);
+  ASSERT_FALSE(reply);
+  EXPECT_NE(reply.error().find("SO_ATTACH_REUSEPORT_CBPF"), std::string::npos) << reply.error();
+  EXPECT_FALSE(UdpListener::open_reply_sockets(local, {}));
 }
 
 // Answers leave through the socket set_reply_socket names: with a socket on another port the

@@ -1,5 +1,6 @@
 #include "resolver/upstream_wire.h"
 
+#include <bit>
 #include <cstring>
 
 namespace hg::resolver::upstream_wire {
@@ -40,6 +41,62 @@ std::size_t skip_name(std::span<const uint8_t> msg, std::size_t at) noexcept {
   return 0;
 }
 
+// ---- Eight name bytes at a time (the common case: a well-formed name) ----
+//
+// A name is "plain" when its labels (lengths 1..63) end with the root byte exactly at
+// `name_end - 1`, within the first 256 bytes. Then the bytes apply_case() changes are
+// exactly the letters in [0, name_end): length bytes (<= 63) and the root are not letters.
+// So a word of 8 name bytes can be cased without walking the labels.
+
+constexpr uint64_t kHigh = 0x8080808080808080ULL;
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+// The high bit of each byte of `w` that is an ASCII letter (either case).
+uint64_t letter_bits(uint64_t w) noexcept {
+  const uint64_t low = (w | (0x20 * kOnes)) & ~kHigh;          // lower-cased, 7 bits a byte
+  const uint64_t ge_a = (low + (0x80 - 'a') * kOnes) & kHigh;  // >= 'a' (no carry out)
+  const uint64_t gt_z = (low + (0x7f - 'z') * kOnes) & kHigh;  // >  'z'
+  return ge_a & ~gt_z & ~w & kHigh;                            // and not >= 0x80
+}
+
+// spread[b]: 0x20 in byte j for each bit j of b (bit set = upper case).
+constexpr std::array<uint64_t, 256> make_spread() {
+  std::array<uint64_t, 256> t{};
+  for (unsigned b = 0; b < 256; ++b)
+    for (unsigned j = 0; j < 8; ++j)
+      if ((b >> j) & 1) t[b] |= uint64_t{0x20} << (8 * j);
+  return t;
+}
+constexpr std::array<uint64_t, 256> kSpread = make_spread();
+
+// The 8 bytes `w` (bytes at + 0 .. at + 7 of the name, `at` a multiple of 8, below 256) with
+// their letters in the case `bits` gives them.
+uint64_t cased_word(uint64_t w, const CaseBits& bits, std::size_t at) noexcept {
+  const uint64_t letters = letter_bits(w) >> 2;  // 0x20 at each letter
+  const uint64_t upper = kSpread[(bits[at / 64] >> (at % 64)) & 0xff];
+  return (w | letters) ^ (upper & letters);
+}
+
+uint64_t load64(const uint8_t* p) noexcept {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// True if name[0, name_end) is a plain name (above), name_end <= 256.
+bool plain_name(std::span<const uint8_t> name) noexcept {
+  if (name.empty() || name.size() > 256) return false;
+  std::size_t at = 0;
+  while (at < name.size()) {
+    const uint8_t len = name[at];
+    if (len == 0) return at + 1 == name.size();
+    if (len > 63) return false;
+    at += 1 + len;
+  }
+  return false;
+}
+
+constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+
 }  // namespace
 
 std::size_t question_end(std::span<const uint8_t> msg) noexcept {
@@ -60,6 +117,16 @@ std::size_t question_end(std::span<const uint8_t> msg) noexcept {
 }
 
 void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
+  if (kLittleEndian && plain_name(name)) {
+    std::size_t i = 0;
+    for (; i + 8 <= name.size(); i += 8) {
+      const uint64_t w = cased_word(load64(name.data() + i), bits, i);
+      std::memcpy(name.data() + i, &w, sizeof w);
+    }
+    for (; i < name.size(); ++i)
+      name[i] = with_case(name[i], bits, i);
+    return;
+  }
   const std::size_t n = name.size() < 256 ? name.size() : 256;
   std::size_t at = 0;
   while (at < n) {
@@ -95,6 +162,18 @@ QuestionMatch match_question_cased(std::span<const uint8_t> reply,
   if (reply.size() < kHeaderSize + question.size()) return QuestionMatch::Other;
   const auto got = reply.subspan(kHeaderSize, question.size());
   const std::size_t name_end = question.size() >= 4 ? question.size() - 4 : 0;
+  if (kLittleEndian && plain_name(question.first(name_end))) {
+    // The reply should echo the cased question byte for byte: compare 8 bytes at a time,
+    // and only on a difference take the byte-wise walk below, which tells CaseOnly from Other.
+    bool same = true;
+    std::size_t i = 0;
+    for (; same && i + 8 <= name_end; i += 8)
+      same = load64(got.data() + i) == cased_word(load64(question.data() + i), bits, i);
+    for (; same && i < name_end; ++i)
+      same = got[i] == with_case(question[i], bits, i);
+    if (same && std::memcmp(got.data() + name_end, question.data() + name_end, 4) == 0)
+      return QuestionMatch::Exact;
+  }
   // The bytes apply_case() may change: label bytes within the name's first 256, label by
   // label until a root or invalid length byte.
   const std::size_t n = name_end < 256 ? name_end : 256;

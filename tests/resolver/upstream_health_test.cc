@@ -245,6 +245,86 @@ TEST(UpstreamWire, MatchQuestionCasedComparesWithTheCaseAsSent) {
             QuestionMatch::Other);  // too short
 }
 
+// apply_case() and match_question_cased() case a well-formed name eight bytes at a time;
+// this holds them to a byte-by-byte reference over names of every length up to the 255-byte
+// maximum, with bytes chosen around the letters' edges ('@' '[' '`' '{', 0xc1, 0xe1).
+TEST(UpstreamWire, WordAtATimeCasingAgreesWithTheByteWiseReference) {
+  const std::array<uint8_t, 14> alphabet = {'a', 'z', 'A', 'Z', 'm',  '@',  '[',
+                                            '`', '{', '0', '-', 0xc1, 0xe1, 0x7f};
+  uint64_t seed = 0x243f6a8885a308d3ULL;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  auto reference = [](std::vector<uint8_t> name, const CaseBits& bits) {
+    for (std::size_t at = 0; at < name.size() && name[at] != 0; at += 1 + name[at])
+      for (std::size_t i = at + 1; i <= at + name[at] && i < name.size(); ++i) {
+        const auto low = static_cast<uint8_t>(name[i] | 0x20);
+        if (low >= 'a' && low <= 'z')
+          name[i] = ((bits[i / 64] >> (i % 64)) & 1) ? static_cast<uint8_t>(low - 32) : low;
+      }
+    return name;
+  };
+  int checked = 0;
+  for (std::size_t target = 2; target <= 255; ++target) {
+    // A name of exactly `target` bytes: labels of 1..63 bytes, then the root.
+    std::vector<uint8_t> name;
+    while (name.size() + 1 < target) {
+      const std::size_t room = target - 1 - name.size() - 1;  // bytes left for label data
+      std::size_t len = 1 + next() % 63;
+      if (len > room) len = room;
+      if (room - len == 1) len = room > 1 ? len - 1 : len;  // never leave a single byte
+      if (len == 0) break;
+      name.push_back(static_cast<uint8_t>(len));
+      for (std::size_t i = 0; i < len; ++i)
+        name.push_back(alphabet[next() % alphabet.size()]);
+    }
+    name.push_back(0);
+    ASSERT_EQ(question_end([&] {
+                std::vector<uint8_t> m = {0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+                m.insert(m.end(), name.begin(), name.end());
+                m.insert(m.end(), {0, 1, 0, 1});
+                return m;
+              }()),
+              12 + name.size() + 4)
+        << "length " << target;
+    const CaseBits bits = {next(), next(), next(), next()};
+    const std::vector<uint8_t> want = reference(name, bits);
+    std::vector<uint8_t> cased = name;
+    apply_case(cased, bits);
+    ASSERT_EQ(cased, want) << "name of " << name.size() << " bytes";
+
+    std::vector<uint8_t> question = name;
+    question.insert(question.end(), {0, 1, 0, 1});
+    auto reply_with = [&](const std::vector<uint8_t>& n) {
+      std::vector<uint8_t> m(12, 0);
+      m.insert(m.end(), n.begin(), n.end());
+      m.insert(m.end(), {0, 1, 0, 1});
+      return m;
+    };
+    EXPECT_EQ(match_question_cased(reply_with(want), question, bits), QuestionMatch::Exact);
+    // Each letter in the other case: CaseOnly; each other byte changed: Other.
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      std::vector<uint8_t> changed = want;
+      const auto low = static_cast<uint8_t>(want[i] | 0x20);
+      const bool letter = low >= 'a' && low <= 'z';
+      changed[i] =
+          letter ? static_cast<uint8_t>(want[i] ^ 0x20) : static_cast<uint8_t>(want[i] ^ 0x01);
+      EXPECT_EQ(match_question_cased(reply_with(changed), question, bits),
+                letter ? QuestionMatch::CaseOnly : QuestionMatch::Other)
+          << "byte " << i << " of " << want.size();
+      ++checked;
+    }
+    // The type after the name differs: Other.
+    auto wrong_type = reply_with(want);
+    wrong_type[12 + want.size() + 1] = 28;
+    EXPECT_EQ(match_question_cased(wrong_type, question, bits), QuestionMatch::Other);
+  }
+  EXPECT_GT(checked, 30000);
+}
+
 TEST(UpstreamWire, FindsOptAndItsExtendedRcode) {
   // OPT: root, type 41, payload 1232, ext-rcode 1 (BADVERS with header rcode 0), version 0.
   const std::vector<uint8_t> opt = {0, 0, 41, 0x04, 0xd0, 1, 0, 0, 0, 0, 0};

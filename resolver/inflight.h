@@ -50,7 +50,7 @@ class InflightTable {
     auto it = map_.find(key);
     if (it == map_.end()) {
       if (map_.size() >= settings_.max_entries) return JoinOutcome::TableFull;
-      it = map_.emplace(key, Entry{}).first;
+      it = insert_entry(key);
       it->second.owner = owner;
       it->second.started = now;
       if (!spare_.empty()) {  // a list handed back by recycle(): no allocation
@@ -71,7 +71,7 @@ class InflightTable {
   bool start_background(const Key& key, MonoTime now, int owner = 0) {
     std::lock_guard lock(mu_);
     if (map_.size() >= settings_.max_entries || map_.contains(key)) return false;
-    auto& e = map_.emplace(key, Entry{}).first->second;
+    auto& e = insert_entry(key)->second;
     e.owner = owner;
     e.started = now;
     return true;
@@ -93,7 +93,8 @@ class InflightTable {
     if (it == map_.end()) return {};
     std::vector<W> out = std::move(it->second.waiters);
     total_waiters_ -= out.size();
-    map_.erase(it);
+    auto node = map_.extract(it);
+    if (spare_nodes_.size() < kMaxSpare) spare_nodes_.push_back(std::move(node));
     return out;
   }
 
@@ -138,12 +139,26 @@ class InflightTable {
     int owner = 0;
     MonoTime started{};
   };
+  using Map = std::unordered_map<Key, Entry, Hash>;
+
+  // A new entry in a map node complete() kept, if there is one: a steady stream of misses
+  // then allocates no nodes (a node holds the whole key, a few hundred bytes).
+  typename Map::iterator insert_entry(const Key& key) {
+    if (spare_nodes_.empty()) return map_.emplace(key, Entry{}).first;
+    typename Map::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = key;
+    node.mapped() = Entry{};
+    return map_.insert(std::move(node)).position;
+  }
+
   InflightSettings settings_;
   mutable std::mutex mu_;
-  std::unordered_map<Key, Entry, Hash> map_;
+  Map map_;
   std::size_t total_waiters_ = 0;
   static constexpr std::size_t kMaxSpare = 64;
-  std::vector<std::vector<W>> spare_;  // empty lists with a buffer, from recycle()
+  std::vector<std::vector<W>> spare_;                 // empty lists with a buffer, from recycle()
+  std::vector<typename Map::node_type> spare_nodes_;  // nodes complete() took out
 };
 
 }  // namespace hg::resolver

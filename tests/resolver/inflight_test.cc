@@ -53,6 +53,36 @@ TEST(InflightTable, ARecycledListServesTheNextEntryWithItsOwnWaitersOnly) {
   EXPECT_EQ(t.complete("c").size(), 1u);
 }
 
+// complete() keeps up to 64 map nodes and join() fills them with the new key: nothing of
+// the old key, its start time or its waiters may show through.
+TEST(InflightTable, AReusedNodeCarriesOnlyItsNewKeyAndEntry) {
+  Table t;
+  const auto long_key = [](int i) { return std::string(300, 'k') + std::to_string(i); };
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(t.join(long_key(i), W{t0, i}, t0), JoinOutcome::Created);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(t.complete(long_key(i)).size(), 1u);
+  EXPECT_EQ(t.size(), 0u);
+  const MonoTime t1 = t0 + Millis{5};
+  for (int i = 100; i < 200; ++i) {
+    ASSERT_EQ(t.join(long_key(i), W{t1, i}, t1), JoinOutcome::Created);
+    ASSERT_TRUE(t.start_background("bg" + std::to_string(i), t1));
+  }
+  for (int i = 0; i < 100; ++i)
+    EXPECT_FALSE(t.started_at(long_key(i)).has_value()) << i;
+  for (int i = 100; i < 200; ++i) {
+    EXPECT_EQ(t.started_at(long_key(i)), t1) << i;
+    EXPECT_EQ(t.join(long_key(i), W{t1, -i}, t1), JoinOutcome::Joined);
+    auto ws = t.complete(long_key(i));
+    ASSERT_EQ(ws.size(), 2u) << i;
+    EXPECT_EQ(ws[0].id, i);
+    EXPECT_EQ(ws[1].id, -i);
+    EXPECT_TRUE(t.complete("bg" + std::to_string(i)).empty());
+  }
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.waiters(), 0u);
+}
+
 TEST(InflightTable, BoundsEntriesWaitersPerKeyAndWaitersInAll) {
   Table t(InflightSettings{.max_entries = 2, .max_waiters = 2, .max_total_waiters = 3});
   EXPECT_EQ(t.join("a", W{}, t0), JoinOutcome::Created);

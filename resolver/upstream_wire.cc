@@ -3,7 +3,11 @@
 #include <bit>
 #include <cstring>
 
+#include "wire/ascii_words.h"
+
 namespace hg::resolver::upstream_wire {
+
+namespace ascii_words = wire::ascii_words;
 
 namespace {
 
@@ -48,16 +52,6 @@ std::size_t skip_name(std::span<const uint8_t> msg, std::size_t at) noexcept {
 // exactly the letters in [0, name_end): length bytes (<= 63) and the root are not letters.
 // So a word of 8 name bytes can be cased without walking the labels.
 
-constexpr uint64_t kHigh = 0x8080808080808080ULL;
-constexpr uint64_t kOnes = 0x0101010101010101ULL;
-// The high bit of each byte of `w` that is an ASCII letter (either case).
-uint64_t letter_bits(uint64_t w) noexcept {
-  const uint64_t low = (w | (0x20 * kOnes)) & ~kHigh;          // lower-cased, 7 bits a byte
-  const uint64_t ge_a = (low + (0x80 - 'a') * kOnes) & kHigh;  // >= 'a' (no carry out)
-  const uint64_t gt_z = (low + (0x7f - 'z') * kOnes) & kHigh;  // >  'z'
-  return ge_a & ~gt_z & ~w & kHigh;                            // and not >= 0x80
-}
-
 // spread[b]: 0x20 in byte j for each bit j of b (bit set = upper case).
 constexpr std::array<uint64_t, 256> make_spread() {
   std::array<uint64_t, 256> t{};
@@ -71,15 +65,9 @@ constexpr std::array<uint64_t, 256> kSpread = make_spread();
 // The 8 bytes `w` (bytes at + 0 .. at + 7 of the name, `at` a multiple of 8, below 256) with
 // their letters in the case `bits` gives them.
 uint64_t cased_word(uint64_t w, const CaseBits& bits, std::size_t at) noexcept {
-  const uint64_t letters = letter_bits(w) >> 2;  // 0x20 at each letter
+  const uint64_t letters = ascii_words::letters(w);  // 0x20 at each letter
   const uint64_t upper = kSpread[(bits[at / 64] >> (at % 64)) & 0xff];
   return (w | letters) ^ (upper & letters);
-}
-
-uint64_t load64(const uint8_t* p) noexcept {
-  uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
 }
 
 // True if name[0, name_end) is a plain name (above), name_end <= 256.
@@ -120,8 +108,7 @@ void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
   if (kLittleEndian && plain_name(name)) {
     std::size_t i = 0;
     for (; i + 8 <= name.size(); i += 8) {
-      const uint64_t w = cased_word(load64(name.data() + i), bits, i);
-      std::memcpy(name.data() + i, &w, sizeof w);
+      ascii_words::store(name.data() + i, cased_word(ascii_words::load(name.data() + i), bits, i));
     }
     for (; i < name.size(); ++i)
       name[i] = with_case(name[i], bits, i);
@@ -168,7 +155,8 @@ QuestionMatch match_question_cased(std::span<const uint8_t> reply,
     bool same = true;
     std::size_t i = 0;
     for (; same && i + 8 <= name_end; i += 8)
-      same = load64(got.data() + i) == cased_word(load64(question.data() + i), bits, i);
+      same = ascii_words::load(got.data() + i) ==
+             cased_word(ascii_words::load(question.data() + i), bits, i);
     for (; same && i < name_end; ++i)
       same = got[i] == with_case(question[i], bits, i);
     if (same && std::memcmp(got.data() + name_end, question.data() + name_end, 4) == 0)

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 #include <unordered_set>
 
 #include "tests/wire/packet_builder.h"
+#include "wire/ascii_words.h"
 
 namespace hg::wire {
 namespace {
@@ -94,6 +96,53 @@ TEST(NameText, RoundTripsEveryByteValue) {
   auto n = N(text);
   auto again = N(n.to_text());
   EXPECT_TRUE(again.identical(n));
+}
+
+// The eight-bytes-at-a-time letter tests against the byte-wise ones: every byte value in
+// every position of a word, beside neighbours that are letters, edges and high bytes.
+TEST(AsciiWords, LettersAndLoweringAgreeWithTheByteWiseTestsForEveryByte) {
+  namespace aw = ascii_words;
+  const std::array<uint8_t, 8> around = {'A', 'z', '@', '[', '`', '{', 0xc1, 0xff};
+  for (unsigned pos = 0; pos < 8; ++pos) {
+    for (unsigned v = 0; v < 256; ++v) {
+      for (uint8_t fill : around) {
+        std::array<uint8_t, 8> bytes;
+        bytes.fill(fill);
+        bytes[pos] = static_cast<uint8_t>(v);
+        const uint64_t w = aw::load(bytes.data());
+        std::array<uint8_t, 8> lowered, letters;
+        aw::store(lowered.data(), aw::lowered(w));
+        aw::store(letters.data(), aw::letters(w));
+        for (unsigned j = 0; j < 8; ++j) {
+          const uint8_t c = bytes[j];
+          const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+          ASSERT_EQ(lowered[j], ascii_lower(c)) << "byte " << unsigned{c} << " at " << j;
+          ASSERT_EQ(letters[j], letter ? 0x20 : 0) << "byte " << unsigned{c} << " at " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(NameCompare, LowercasedFoldsEveryLetterOfALongNameAndNothingElse) {
+  // 255 octets: labels of 63, 63, 63 and 61 bytes cycling through letters, digits, '-',
+  // '_' and high bytes, so every word of the fast path and the byte-wise tail is used.
+  Bytes wire;
+  uint8_t c = 0x21;
+  for (std::size_t len : {63, 63, 63, 61}) {
+    wire.push_back(static_cast<uint8_t>(len));
+    for (std::size_t i = 0; i < len; ++i, c = static_cast<uint8_t>(c == 0xfe ? 0x21 : c + 1))
+      wire.push_back(c == '.' ? uint8_t{'A'} : c);
+  }
+  wire.push_back(0);
+  ASSERT_EQ(wire.size(), 255u);
+  auto n = Name::from_wire(wire);
+  ASSERT_TRUE(n.has_value());
+  const Name low = n->lowercased();
+  ASSERT_EQ(low.size(), 255u);
+  for (std::size_t i = 0; i < wire.size(); ++i)
+    EXPECT_EQ(low.wire()[i], ascii_lower(wire[i])) << i;
+  EXPECT_EQ(low, *n);
 }
 
 TEST(NameCompare, IgnoresCaseButPreservesIt) {

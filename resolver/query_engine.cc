@@ -250,7 +250,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
 void QueryEngine::start_upstream(const cache::CacheKey& key) {
   // Our own query: RD=1, CD as the client asked, the lowercased name, and one bare OPT record
   // at the end (Upstream removes exactly that for a server without EDNS) with DO when asked.
-  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q{};
+  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q;  // the writer fills what is sent
   wire::WireWriter w(q);
   wire::Header h;
   // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even

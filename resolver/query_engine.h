@@ -61,7 +61,8 @@ struct Waiter {
   /// null): the question bytes are kept below, and client() points at them.
   ClientQuery query;
   uint16_t question_len = 0;
-  std::array<uint8_t, wire::kMaxNameOctets + 4> question{};
+  /// Bytes past question_len are never read (and not zeroed: a waiter is made per miss).
+  std::array<uint8_t, wire::kMaxNameOctets + 4> question;
   /// The stale entry this client may be given if the upstream fails or is late.
   std::shared_ptr<const cache::Entry> stale;
   int64_t tap_ns = 0;  ///< dnstap on: wall-clock arrival time (ns), for CLIENT_RESPONSE

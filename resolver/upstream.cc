@@ -731,6 +731,15 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
   set_retry_timer(q, now + retry_interval(q, s));
 }
 
+Micros Upstream::case_grace(const Server& s) const {
+  // Not sooner than the real answer could still come: a forger replying at once with the
+  // wrong case must not turn a distant server's ordinary round trip into case failures (two
+  // in a row switch 0x20 off for that server). Three smoothed RTTs, or 250 ms before the
+  // first sample, and never under the minimum RTO.
+  const Micros wait = s.health.rtt.has_sample() ? 3 * s.health.rtt.srtt() : Micros{250'000};
+  return std::max(wait, options_.rtt.min_rto);
+}
+
 Millis Upstream::retry_interval(const Query& q, const Server& s) const {
   // The server's RTO (itself backed off by the server's own timeout streak), and doubled for
   // each of this query's timeouts past the free ones: answers to other queries end the
@@ -921,7 +930,7 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
         a->case_mismatch = true;
         bump(s.stats->case_mismatches);
         if (!q.finished) {
-          const MonoTime soon = now + ceil_ms(options_.rtt.min_rto);
+          const MonoTime soon = now + ceil_ms(case_grace(s));
           if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
         }
       }

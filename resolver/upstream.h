@@ -153,6 +153,8 @@ class Upstream {
   void send_probes(Query& q, const Server* primary);
   void set_retry_timer(Query& q, MonoTime at);
   void on_retry(Query& q);
+  /// How long after a wrong-case reply the attempt's real answer is still waited for.
+  Micros case_grace(const Server& s) const;
   /// How long the attempt just sent to `s` is given before the query is retransmitted.
   Millis retry_interval(const Query& q, const Server& s) const;
   /// The next attempt after a timeout or a failure; finishes `q` when nothing is left.

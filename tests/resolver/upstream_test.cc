@@ -586,6 +586,36 @@ TEST_F(UpstreamTest, ForgedRepliesInABurstAreDroppedAcrossBatches) {
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
+// A forger answering at once with the wrong case, in front of a server 120 ms away: the
+// attempts wait for the real answers instead of counting case failures, so 0x20 stays on and
+// no forgery is accepted — both before the first RTT sample and after (then 3 x SRTT).
+// With the old 50 ms grace the first two forgeries switched 0x20 off for the server.
+TEST_F(UpstreamTest, WrongCaseFloodDoesNotSwitchOffCaseForADistantServer) {
+  FakeReply real = FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")});
+  real.delay = 120ms;
+  fake.set_default(real);
+  fake.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  auto burst = [&](const std::string& tag, int n) {
+    std::vector<Outcome> outcomes(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+      (void)up->send(make_query(tag + std::to_string(i) + ".example", 1),
+                     record(outcomes[static_cast<std::size_t>(i)]));
+    run_until([&] { return up->in_flight() == 0; });
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      ASSERT_EQ(outcomes[i].status, UpstreamStatus::Ok) << tag << i;
+      EXPECT_EQ(a_records(outcomes[i].answer), std::vector<std::string>{"192.0.2.7"}) << tag << i;
+    }
+  };
+  burst("cold", 4);  // no RTT sample yet: 250 ms of grace
+  EXPECT_GT(stats_of(board).srtt_us.load(), 100'000u);
+  burst("warm", 4);  // SRTT ~120 ms: 360 ms of grace
+  EXPECT_GE(stats_of(board).case_mismatches.load(), 8u);
+  EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);
+  EXPECT_TRUE(stats_of(board).use_0x20.load());
+}
+
 TEST_F(UpstreamTest, ServerThatDoesNotEchoCaseGetsQueriesWithout0x20) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.8")}));
   fake.set_scramble_case(true);

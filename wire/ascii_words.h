@@ -25,11 +25,6 @@ constexpr uint64_t letters(uint64_t w) noexcept {
   return in_range(w | (0x20 * kOnes), 'a', 'z') >> 2;
 }
 
-/// `w` with its upper-case ASCII letters lowered; every other byte unchanged.
-constexpr uint64_t lowered(uint64_t w) noexcept {
-  return w | (in_range(w, 'A', 'Z') >> 2);
-}
-
 inline uint64_t load(const uint8_t* p) noexcept {
   uint64_t w;
   std::memcpy(&w, p, sizeof w);

@@ -323,6 +323,35 @@ TEST(UpstreamWire, WordAtATimeCasingAgreesWithTheByteWiseReference) {
   EXPECT_GT(checked, 30000);
 }
 
+// A name that is not plain (bytes after its root, or a length byte over 63) skips the
+// eight-bytes-at-a-time path: only the letters inside its labels, up to the root or the bad
+// length, take the case; the bytes after stay as they are, in apply_case() and in the
+// question check alike.
+TEST(UpstreamWire, ANameThatIsNotPlainIsCasedOnlyWithinItsLabels) {
+  CaseBits all_upper{};
+  all_upper.fill(~uint64_t{0});
+  std::vector<uint8_t> after_root = {3, 'a', 'b', 'c', 0, 'x', 'y', 'z', 'w', 'v'};
+  apply_case(after_root, all_upper);
+  EXPECT_EQ(after_root, (std::vector<uint8_t>{3, 'A', 'B', 'C', 0, 'x', 'y', 'z', 'w', 'v'}));
+  std::vector<uint8_t> bad_length = {2, 'a', 'b', 64, 'c', 'd', 'e', 'f', 'g', 'h', 0};
+  apply_case(bad_length, all_upper);
+  EXPECT_EQ(bad_length, (std::vector<uint8_t>{2, 'A', 'B', 64, 'c', 'd', 'e', 'f', 'g', 'h', 0}));
+
+  // The question: that second name, then type A class IN.
+  std::vector<uint8_t> question = {2, 'a', 'b', 64, 'c', 'd', 'e', 'f', 'g', 'h', 0, 0, 1, 0, 1};
+  auto reply_with = [](std::vector<uint8_t> q) {
+    std::vector<uint8_t> m(12 + q.size(), 0);
+    std::copy(q.begin(), q.end(), m.begin() + 12);
+    return m;
+  };
+  std::vector<uint8_t> echoed = question;
+  echoed[1] = 'A';
+  echoed[2] = 'B';
+  EXPECT_EQ(match_question_cased(reply_with(echoed), question, all_upper), QuestionMatch::Exact);
+  echoed[4] = 'C';  // past the bad length: not cased by us, so a case difference
+  EXPECT_EQ(match_question_cased(reply_with(echoed), question, all_upper), QuestionMatch::CaseOnly);
+}
+
 TEST(UpstreamWire, FindsOptAndItsExtendedRcode) {
   // OPT: root, type 41, payload 1232, ext-rcode 1 (BADVERS with header rcode 0), version 0.
   const std::vector<uint8_t> opt = {0, 0, 41, 0x04, 0xd0, 1, 0, 0, 0, 0, 0};

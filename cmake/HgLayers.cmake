@@ -1,18 +1,19 @@
 # hg_check_layers(): fails the configure step when a source file includes a header from a
 # folder above its own in the dependency order
 #
-#   wire, dnstap  <-  cache  <-  resolver  <-  tools
+#   base  <-  wire, dnstap  <-  cache  <-  resolver  <-  tools
 #
 # (a folder may include its own headers and those of folders to its left). Tests may include
 # anything. The check reads every #include "folder/..." line, so a new upward arrow fails the
 # build on the machine that adds it, not in a later review.
 function(hg_check_layers)
-  set(order wire dnstap cache resolver tools)
-  set(rank_wire 0)
-  set(rank_dnstap 0)
-  set(rank_cache 1)
-  set(rank_resolver 2)
-  set(rank_tools 3)
+  set(order base wire dnstap cache resolver tools)
+  set(rank_base 0)
+  set(rank_wire 1)
+  set(rank_dnstap 1)
+  set(rank_cache 2)
+  set(rank_resolver 3)
+  set(rank_tools 4)
   set(problems "")
   foreach(folder ${order})
     file(GLOB_RECURSE files ${PROJECT_SOURCE_DIR}/${folder}/*.h ${PROJECT_SOURCE_DIR}/${folder}/*.cc)
@@ -28,6 +29,6 @@ function(hg_check_layers)
     endforeach()
   endforeach()
   if(problems)
-    message(FATAL_ERROR "dependency arrows point up (wire <- cache <- resolver <- tools):${problems}")
+    message(FATAL_ERROR "dependency arrows point up (base <- wire <- cache <- resolver <- tools):${problems}")
   endif()
 endfunction()

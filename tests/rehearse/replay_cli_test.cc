@@ -167,6 +167,28 @@ TEST(ReplayCli, TruncatedAndCorruptTracesExitTwoWithTheOffset) {
   EXPECT_NE(r.err.find("missing.pcap"), std::string::npos) << r.err;
 }
 
+// The fuzzer's pcapng record dated 53,761,720,551 s (past what int64 nanoseconds hold): one
+// line naming the file, the record's offset and the time, exit 2; with --skip-bad the record
+// is counted and the rest replayed.
+TEST(ReplayCli, TimestampOutOfRangeExitsTwoOrIsSkipped) {
+  TempDir dir;
+  const std::string found =
+      std::string(HG_SOURCE_DIR) + "/tests/fuzz/corpus/trace/found-pcapng-time-overflow";
+  ToolRun r = rehearse(found, dir);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(found + ": offset 48: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timestamp 53761720551."), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  // A good trace followed by the bad file: with --skip-bad the good one is replayed whole.
+  const std::string good = dir.file("t.pcap");
+  write_trace(good, 2, 1, 60, 60);
+  r = rehearse("--skip-bad --json " + good + " " + found, dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped for a timestamp out of range"), std::string::npos)
+      << r.out << r.err;
+}
+
 TEST(ReplayCli, BadFlagsExitTwoWithOneLineNamingFlagAndValue) {
   TempDir dir;
   const std::string trace = dir.file("t.pcap");

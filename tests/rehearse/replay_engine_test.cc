@@ -367,9 +367,14 @@ TEST(ParseSchedule, Forms) {
   auto d = parse_schedule("example.com=60@1767229200", why);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->at_ns, kT0 + 3600 * kSec);
-  for (const char* bad : {"example.com", "=60", "example.com=", "example.com=x", "example.com=60@",
-                          "example.com=60@+soon", "example.com=1.5",
-                          "example.com=60@2026-13-01T00:00:00Z", "example.com=99999999999"}) {
+  for (const char* bad :
+       {"example.com", "=60", "example.com=", "example.com=x", "example.com=60@",
+        "example.com=60@+soon", "example.com=1.5", "example.com=60@2026-13-01T00:00:00Z",
+        "example.com=99999999999",
+        // Times past int64 nanoseconds (~2262) or before 1970 are refused,
+        // not wrapped: these used to overflow the multiplication by 10^9.
+        "example.com=60@9999-12-31T23:59:59Z", "example.com=60@-999-01-01T00:00:00Z",
+        "example.com=60@9000000001", "example.com=60@999999999999"}) {
     EXPECT_FALSE(parse_schedule(bad, why)) << bad;
     EXPECT_FALSE(why.empty());
   }

@@ -235,9 +235,8 @@ TEST(PcapReader, Ipv6FragmentsReassembled) {
 }
 
 // A pcapng file built by hand: Section Header, Interface Description (Ethernet, default
-// microsecond resolution), one Enhanced Packet Block.
-TEST(PcapReader, Pcapng) {
-  TempDir dir;
+// microsecond resolution), one Enhanced Packet Block per (time in microseconds, frame).
+Bytes pcapng(const std::vector<std::pair<uint64_t, Bytes>>& packets) {
   auto le32 = [](Bytes& b, uint32_t v) {
     for (int i = 0; i < 4; ++i)
       b.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -246,27 +245,82 @@ TEST(PcapReader, Pcapng) {
     b.push_back(static_cast<uint8_t>(v));
     b.push_back(static_cast<uint8_t>(v >> 8));
   };
-  const Bytes q = dns_message(3, "ng.example", false);
-  const Bytes frame =
-      link_frame(DLT_EN10MB, ip_packet(v4(1, 2, 3, 4), v4(5, 6, 7, 8), 17, udp(1234, 53, q)));
   Bytes f;
   le32(f, 0x0a0d0d0a), le32(f, 28), le32(f, 0x1a2b3c4d), le16(f, 1), le16(f, 0);
   le32(f, 0xffffffff), le32(f, 0xffffffff), le32(f, 28);
   le32(f, 1), le32(f, 20), le16(f, 1), le16(f, 0), le32(f, 65535), le32(f, 20);
-  const uint32_t padded = static_cast<uint32_t>((frame.size() + 3) & ~std::size_t{3});
-  const uint64_t us = 1'700'000'000'000'123ULL;
-  le32(f, 6), le32(f, 32 + padded), le32(f, 0), le32(f, static_cast<uint32_t>(us >> 32));
-  le32(f, static_cast<uint32_t>(us)), le32(f, uint32_t(frame.size())),
-      le32(f, uint32_t(frame.size()));
-  f.insert(f.end(), frame.begin(), frame.end());
-  while (f.size() % 4 != 0)
-    f.push_back(0);
-  le32(f, 32 + padded);
-  write_file(dir.file("t.pcapng"), f);
+  for (const auto& [us, frame] : packets) {
+    const uint32_t padded = static_cast<uint32_t>((frame.size() + 3) & ~std::size_t{3});
+    le32(f, 6), le32(f, 32 + padded), le32(f, 0), le32(f, static_cast<uint32_t>(us >> 32));
+    le32(f, static_cast<uint32_t>(us)), le32(f, uint32_t(frame.size())),
+        le32(f, uint32_t(frame.size()));
+    f.insert(f.end(), frame.begin(), frame.end());
+    while (f.size() % 4 != 0)
+      f.push_back(0);
+    le32(f, 32 + padded);
+  }
+  return f;
+}
+
+Bytes ng_frame(const Bytes& dns) {
+  return link_frame(DLT_EN10MB, ip_packet(v4(1, 2, 3, 4), v4(5, 6, 7, 8), 17, udp(1234, 53, dns)));
+}
+
+TEST(PcapReader, Pcapng) {
+  TempDir dir;
+  const Bytes q = dns_message(3, "ng.example", false);
+  write_file(dir.file("t.pcapng"), pcapng({{1'700'000'000'000'123ULL, ng_frame(q)}}));
   auto all = read_all(*open_ok(dir.file("t.pcapng")));
   ASSERT_EQ(all.events.size(), 1u);
   EXPECT_EQ(all.messages[0], q);
   EXPECT_EQ(all.events[0].time_ns, 1'700'000'000'000'123'000);
+}
+
+// A pcapng timestamp is 64 bits of (by default) microseconds: up to ~1.8e13 s, far past what
+// int64 nanoseconds hold (~9.2e9 s). Such a record is bad, never a wrapped time. The file is
+// the fuzzer's find (tests/fuzz/corpus/trace/found-pcapng-time-overflow): 53,761,720,551 s.
+TEST(PcapReader, TimestampBeyondInt64NanosecondsIsBadWithItsOffset) {
+  const std::string path =
+      std::string(HG_SOURCE_DIR) + "/tests/fuzz/corpus/trace/found-pcapng-time-overflow";
+  auto r = open_ok(path);
+  auto all = read_all(*r);
+  EXPECT_TRUE(all.events.empty());
+  ASSERT_EQ(all.last, ReadStatus::Bad);
+  EXPECT_EQ(r->error().offset, 48u)
+      << "the Enhanced Packet Block after a 28-byte SHB and 20-byte IDB";
+  const std::string line = r->error().to_string();
+  EXPECT_NE(line.find("53761720551"), std::string::npos) << line;
+  EXPECT_NE(line.find("out of range"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+TEST(PcapReader, TimestampOutOfRangeWithSkipBadIsCountedAndTheRestRead) {
+  TempDir dir;
+  const Bytes a = dns_message(1, "a.example", false), b = dns_message(2, "b.example", false),
+              c = dns_message(3, "c.example", false);
+  const uint64_t t0 = 1'700'000'000'000'000ULL;
+  // The middle record: the first second past the bound, then the largest 64-bit time.
+  for (const uint64_t bad_us : {uint64_t{9'000'000'001'000'000}, ~uint64_t{0}}) {
+    write_file(dir.file("t.pcapng"),
+               pcapng({{t0, ng_frame(a)}, {bad_us, ng_frame(b)}, {t0 + 1, ng_frame(c)}}));
+    TraceOptions opt;
+    opt.skip_bad = true;
+    auto r = open_ok(dir.file("t.pcapng"), opt);
+    auto all = read_all(*r);
+    EXPECT_EQ(all.last, ReadStatus::End);
+    ASSERT_EQ(all.events.size(), 2u);
+    EXPECT_EQ(all.messages[0], a);
+    EXPECT_EQ(all.messages[1], c);
+    EXPECT_EQ(all.events[1].time_ns, int64_t(t0 + 1) * 1000);
+    EXPECT_EQ(r->skipped(), 1u);
+    EXPECT_NE(r->describe().find("1 skipped for a timestamp out of range"), std::string::npos)
+        << r->describe();
+  }
+  // The last second inside the bound is still a time.
+  write_file(dir.file("edge.pcapng"), pcapng({{9'000'000'000'999'999ULL, ng_frame(a)}}));
+  auto all = read_all(*open_ok(dir.file("edge.pcapng")));
+  ASSERT_EQ(all.events.size(), 1u);
+  EXPECT_EQ(all.events[0].time_ns, int64_t{9'000'000'000'999'999} * 1000);
 }
 
 // Three records; the third cut in half.

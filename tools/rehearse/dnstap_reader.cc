@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/unix_time.h"
 #include "dnstap/codec.h"
 #include "tools/rehearse/trace_readers.h"
 
@@ -261,10 +262,8 @@ ReadStatus DnstapReader::next(TraceEvent& ev) {
 }
 
 std::string_view DnstapReader::check(const dnstap::Message& m) {
-  // Seconds past ~2255 would overflow int64 nanoseconds.
-  constexpr uint64_t kMaxSec = 9'000'000'000ULL;
   for (const auto& t : {m.query_time, m.response_time})
-    if (t && (t->sec > kMaxSec || t->nsec > 999'999'999)) return "time out of range";
+    if (t && !base::unix_ns(t->sec, t->nsec)) return "time out of range";
   if (!m.query_address.empty() && m.query_address.size() != 4 && m.query_address.size() != 16)
     return "query_address is neither 4 nor 16 bytes";
   return {};
@@ -302,7 +301,7 @@ bool DnstapReader::to_event(const dnstap::Message& d, TraceEvent& ev) {
     return false;
   }
   auto ns = [](const std::optional<dnstap::Timestamp>& ts) -> int64_t {
-    return ts ? static_cast<int64_t>(ts->sec) * 1'000'000'000 + ts->nsec : 0;
+    return ts ? base::unix_ns(ts->sec, ts->nsec).value_or(0) : 0;  // check() bounded both
   };
   const int64_t qt = ns(d.query_time);
   const int64_t rt = ns(d.response_time);

@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/unix_time.h"
 #include "tools/rehearse/trace_readers.h"
 
 namespace hg::rehearse {
@@ -112,7 +114,8 @@ class PcapReader final : public TraceReader {
   const TraceError& error() const override { return error_; }
   std::string describe() const override;
   uint64_t skipped() const override {
-    return skipped_fragments_ + skipped_tcp_ + skipped_bad_ + skipped_truncated_;
+    return skipped_fragments_ + skipped_tcp_ + skipped_bad_ + skipped_bad_time_ +
+           skipped_truncated_;
   }
 
  private:
@@ -148,6 +151,7 @@ class PcapReader final : public TraceReader {
   uint64_t skipped_fragments_ = 0;
   uint64_t skipped_tcp_ = 0;
   uint64_t skipped_bad_ = 0;
+  uint64_t skipped_bad_time_ = 0;  // records whose timestamp is out of range
   uint64_t skipped_truncated_ = 0;
   int64_t last_expire_ns_ = 0;
 
@@ -181,6 +185,8 @@ std::string PcapReader::describe() const {
   if (skipped_tcp_ != 0)
     s += fmt::format(", {} TCP gaps or partial messages skipped", skipped_tcp_);
   if (skipped_bad_ != 0) s += fmt::format(", {} malformed packets skipped", skipped_bad_);
+  if (skipped_bad_time_ != 0)
+    s += fmt::format(", {} skipped for a timestamp out of range", skipped_bad_time_);
   if (skipped_truncated_ != 0) s += ", a truncated last record skipped";
   return s;
 }
@@ -219,8 +225,19 @@ ReadStatus PcapReader::next(TraceEvent& ev) {
       return fail(offset, fmt::format("packet record {}: {}", packets_ + 1, pcap_geterr(p_)));
     }
     ++packets_;
-    const int64_t t = static_cast<int64_t>(hdr->ts.tv_sec) * kSecond +
-                      static_cast<int64_t>(hdr->ts.tv_usec);  // nanoseconds: opened NANO
+    // tv_usec holds nanoseconds: the file was opened with PCAP_TSTAMP_PRECISION_NANO.
+    const std::optional<int64_t> at = base::unix_ns(hdr->ts.tv_sec, hdr->ts.tv_usec);
+    if (!at) {
+      if (opt_.skip_bad) {
+        ++skipped_bad_time_;
+        continue;
+      }
+      return fail(offset, fmt::format("packet record {}: timestamp {}.{:09} s is out of range "
+                                      "(after the year 2255 or negative)",
+                                      packets_, static_cast<int64_t>(hdr->ts.tv_sec),
+                                      static_cast<int64_t>(hdr->ts.tv_usec)));
+    }
+    const int64_t t = *at;
     if (t - last_expire_ns_ > kSecond || t < last_expire_ns_) expire(t);
     const std::size_t caplen = std::min<std::size_t>(hdr->caplen, hdr->len);
     if (decode_link(data, caplen, t, ev)) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/unix_time.h"
 #include "cache/ttl_policy.h"
 #include "wire/owned.h"
 #include "wire/writer.h"
@@ -811,20 +812,26 @@ std::optional<ScheduleRule> parse_schedule(std::string_view text, std::string& w
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
+    // Years up to 9999 parse, but past ~2255 a time no longer fits int64 nanoseconds.
+    const auto at_ns = base::unix_ns(timegm(&tm), 0);
+    if (!at_ns) {
+      why = "the time must be between 1970 and 2255";
+      return std::nullopt;
+    }
     rule.when = ScheduleRule::When::Absolute;
-    rule.at_ns = static_cast<int64_t>(timegm(&tm)) * kSec;
+    rule.at_ns = *at_ns;
     return rule;
   }
   uint64_t unix_s = 0;
   auto [p, ec] = std::from_chars(when.data(), when.data() + when.size(), unix_s);
-  if (ec != std::errc{} || p != when.data() + when.size() || unix_s > 1'000'000'000'000ULL) {
+  if (ec != std::errc{} || p != when.data() + when.size() || !base::unix_ns(unix_s, 0)) {
     why =
         "the time must be +DURATION (after the trace's start), YYYY-MM-DDTHH:MM:SSZ or Unix "
         "seconds";
     return std::nullopt;
   }
   rule.when = ScheduleRule::When::Absolute;
-  rule.at_ns = static_cast<int64_t>(unix_s) * kSec;
+  rule.at_ns = *base::unix_ns(unix_s, 0);
   return rule;
 }
 

@@ -16,7 +16,8 @@ constexpr int kReadsPerWakeup = 16;
 
 std::unique_ptr<StreamServer> StreamServer::start(EventLoop& loop, int listen_fd,
                                                   StreamServerSettings settings, Handler handler) {
-  std::unique_ptr<StreamServer> s(new StreamServer(loop, listen_fd, settings, std::move(handler)));
+  std::unique_ptr<StreamServer> s(
+      new StreamServer(loop, listen_fd, std::move(settings), std::move(handler)));
   if (!loop.add_fd(listen_fd, Interest::Read, [p = s.get()](FdEvents) { p->on_accept(); })) {
     const int err = errno;
     s->fd_ = -1;  // the caller still owns the fd on failure
@@ -28,7 +29,7 @@ std::unique_ptr<StreamServer> StreamServer::start(EventLoop& loop, int listen_fd
 }
 
 StreamServer::StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler)
-    : loop_(loop), fd_(fd), settings_(settings), handler_(std::move(handler)) {}
+    : loop_(loop), fd_(fd), settings_(std::move(settings)), handler_(std::move(handler)) {}
 
 StreamServer::~StreamServer() {
   for (auto& [fd, c] : conns_) {

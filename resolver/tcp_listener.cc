@@ -25,7 +25,8 @@ Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const E
   if (!sock) return R::failure(sock.error());
   const int fd = sock->fd;
   const Endpoint local = sock->local;
-  std::unique_ptr<TcpListener> l(new TcpListener(loop, fd, local, settings, std::move(handler)));
+  std::unique_ptr<TcpListener> l(
+      new TcpListener(loop, fd, local, std::move(settings), std::move(handler)));
   if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_accept(); }))
     return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(errno));
   l->accepting_ = true;
@@ -37,7 +38,7 @@ TcpListener::TcpListener(EventLoop& loop, int fd, Endpoint local, Settings setti
     : loop_(loop),
       fd_(fd),
       local_(local),
-      settings_(settings),
+      settings_(std::move(settings)),
       handler_(std::move(handler)),
       loop_thread_(std::this_thread::get_id()) {}
 

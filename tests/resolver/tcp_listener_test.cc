@@ -244,6 +244,29 @@ TEST_F(TcpListenerTest, AFloodFromOneSourceCannotPushOutAnotherSourcesConnection
   EXPECT_EQ(counters.no_room.load(), 0u);
 }
 
+TEST_F(TcpListenerTest, AHalfSentMessageDoesNotMakeAConnectionBusy) {
+  // A client that sends part of a message and stops holds nothing of ours: it is idle, and
+  // the first to go when its source needs room.
+  ConnCounters counters;
+  TcpListener::Settings s;
+  s.max_per_source = 2;
+  s.counters = &counters;
+  open(s,
+       [](std::span<const uint8_t>, const std::shared_ptr<TcpConnection>& c) { c->no_answer(); });
+  const int trickler = connect_client();
+  const uint8_t partial[3] = {0, 20, 1};
+  ASSERT_EQ(::send(trickler, partial, sizeof partial, 0), 3);
+  spin();
+  now_ += Millis{100};
+  const int other = connect_client();
+  now_ += Millis{100};
+  const int fresh = connect_client();
+  EXPECT_TRUE(closed_by_server(trickler));
+  EXPECT_FALSE(closed_by_server(other));
+  EXPECT_FALSE(closed_by_server(fresh));
+  EXPECT_EQ(counters.evicted_idle.load(), 1u);
+}
+
 TEST_F(TcpListenerTest, AFullTableClosesTheOldestIdleConnectionAndSparesBusyOnes) {
   ConnCounters counters;
   TcpListener::Settings s;

@@ -174,7 +174,9 @@ class TcpAdmission : public ::testing::Test {
   }
 
   void start(std::vector<std::string> extra) {
-    ASSERT_TRUE(raise_own_fd_limit(8192)) << "the test needs RLIMIT_NOFILE of 8192";
+    // 2,000 attacker connections and 1,000 more opened during the queries, kept open.
+    ASSERT_TRUE(raise_own_fd_limit(4096))
+        << "the test needs RLIMIT_NOFILE 4096: raise the hard limit (ulimit -Hn)";
     std::vector<std::string> args = {"--upstream", upstream_.address(), "--control", socket_};
     args.insert(args.end(), extra.begin(), extra.end());
     daemon_ = Daemon::start(args);
@@ -328,9 +330,9 @@ uint64_t soft_fd_limit(pid_t pid) {
 }
 
 TEST_F(TcpAdmission, TheDaemonRaisesASmallDescriptorLimitToWhatItsTablesNeed) {
-  ASSERT_TRUE(raise_own_fd_limit(8192));
   rlimit mine{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &mine), 0);
+  if (mine.rlim_max < 2048) GTEST_SKIP() << "the hard limit is too low to show the raise";
   rlimit low = mine;
   low.rlim_cur = 256;  // inherited by the daemon
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);

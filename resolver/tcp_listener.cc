@@ -148,7 +148,10 @@ void TcpListener::admit(int fd, const sockaddr* sa, socklen_t len) {
     settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
   c->last_activity_ = loop_.now();
   c->arm_idle_timer();
-  conns_.emplace(fd, std::move(c));
+  conns_.emplace(fd, c);
+  // A query that came with the handshake is read now: from then on the connection is busy,
+  // and the next accepts of this same wakeup cannot close it to make room.
+  c->read_some();
 }
 
 bool TcpListener::make_room(const SourceKey* only) {

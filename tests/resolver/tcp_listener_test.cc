@@ -267,6 +267,35 @@ TEST_F(TcpListenerTest, AHalfSentMessageDoesNotMakeAConnectionBusy) {
   EXPECT_EQ(counters.evicted_idle.load(), 1u);
 }
 
+TEST_F(TcpListenerTest, AQueryThatCameWithTheHandshakeIsReadAtAccept) {
+  // Two connections accepted in one wakeup: the first has its query waiting already. Read at
+  // accept, it is busy, so the second (over the source's limit) cannot push it out.
+  ConnCounters counters;
+  TcpListener::Settings s;
+  s.max_per_source = 1;
+  s.counters = &counters;
+  std::vector<std::shared_ptr<TcpConnection>> held;
+  open(s, [&](std::span<const uint8_t>, const std::shared_ptr<TcpConnection>& c) {
+    held.push_back(c);
+  });
+  const auto& to = listener_->local();
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int flood = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  clients_.push_back(client);
+  clients_.push_back(flood);
+  ASSERT_EQ(::connect(client, to.sockaddr_ptr(), to.sockaddr_len()), 0);
+  auto q = framed(20, 1);
+  ASSERT_EQ(::send(client, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+  ASSERT_EQ(::connect(flood, to.sockaddr_ptr(), to.sockaddr_len()), 0);
+  spin();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_FALSE(held[0]->closed());
+  EXPECT_FALSE(closed_by_server(client));
+  EXPECT_TRUE(closed_by_server(flood));
+  EXPECT_EQ(counters.evicted_idle.load(), 0u);
+  EXPECT_EQ(counters.no_room.load(), 1u);
+}
+
 TEST_F(TcpListenerTest, AFullTableClosesTheOldestIdleConnectionAndSparesBusyOnes) {
   ConnCounters counters;
   TcpListener::Settings s;

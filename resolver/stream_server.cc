@@ -120,6 +120,9 @@ void StreamServer::admit(int fd, const sockaddr* sa) {
   if (settings_.counters != nullptr)
     settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
   arm_idle_timer(ref);
+  // A request that came with the handshake is handled now, before the next accept of this
+  // wakeup could close the connection to make room.
+  on_events(fd, FdEvents{.readable = true});
 }
 
 bool StreamServer::make_room(const SourceKey* only) {

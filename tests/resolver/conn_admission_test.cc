@@ -211,6 +211,24 @@ TEST_F(StreamAdmissionTest, IdleConnectionsFillingTheTableCannotKeepANewClientOu
   EXPECT_EQ(counters_.evicted_idle.load(), 2u);
 }
 
+TEST_F(StreamAdmissionTest, ARequestThatCameWithTheHandshakeIsAnsweredAtAccept) {
+  // Two connections accepted in one wakeup, one source, a share of 1: the first has sent its
+  // request already and is answered before the second can push it out.
+  open({.max_per_source = 1, .evict_idle = true});
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int flood = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  clients_.push_back(client);
+  clients_.push_back(flood);
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr_), sizeof addr_), 0);
+  ASSERT_EQ(::send(client, "ping\n", 5, MSG_NOSIGNAL), 5);
+  ASSERT_EQ(::connect(flood, reinterpret_cast<sockaddr*>(&addr_), sizeof addr_), 0);
+  spin();
+  char b[8] = {};
+  EXPECT_EQ(::recv(client, b, sizeof b, MSG_DONTWAIT), 3);
+  EXPECT_EQ(std::string(b, 3), "ok\n");
+  EXPECT_EQ(counters_.evicted_idle.load(), 1u) << "answered, then idle: room for the next";
+}
+
 TEST_F(StreamAdmissionTest, WithoutEvictionAFullTableRefusesTheNewConnection) {
   open({.max_connections = 2});  // the control socket's behaviour
   const int a = connect_client();

@@ -360,6 +360,26 @@ const std::vector<Key>& keys() {
          c.metrics = *e;
          return std::nullopt;
        }},
+      // Connection admission (resolver/conn_admission.h).
+      {"tcp-max-per-source", Kind::Scalar, "N",
+       "TCP connections one client address (IPv6: one /64) may hold per listener; a new one "
+       "beyond closes that source's oldest idle connection (default 64)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto n = parse_digits(v);
+         if (!n || *n < 1 || *n > 256) return "expected a whole number from 1 to 256";
+         c.tcp_max_per_source = static_cast<unsigned>(*n);
+         return std::nullopt;
+       }},
+      {"metrics-allow", Kind::List, "CIDR",
+       "Addresses that may read --metrics, others are disconnected; repeatable (default: the "
+       "--allow list)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto cidr = Cidr::parse(v);
+         if (!cidr) return cidr.error();
+         c.metrics_allow.push_back(cidr.value());
+         return std::nullopt;
+       },
+       [](Config& c) { c.metrics_allow.clear(); }},
       {"cache-file", Kind::Scalar, "PATH",
        "Save the cache to this file at shutdown and on 'hourglass-ctl save', and load it at "
        "start (default: none)",
@@ -781,6 +801,10 @@ std::string to_toml(const Config& c) {
   out += std::string("no-0x20 = ") + (c.use_0x20 ? "false" : "true") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
+  out += "tcp-max-per-source = " + std::to_string(c.tcp_max_per_source) + "\n";
+  if (!c.metrics_allow.empty())
+    out += "metrics-allow = " +
+           toml_list(c.metrics_allow, [](const Cidr& x) { return x.to_string(); }) + "\n";
   if (!c.dnstap.empty()) out += "dnstap = " + toml_string(c.dnstap) + "\n";
   if (!c.dnstap_identity.empty())
     out += "dnstap-identity = " + toml_string(c.dnstap_identity) + "\n";

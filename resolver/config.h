@@ -81,6 +81,10 @@ struct Config {
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
+  /// Connection admission (resolver/conn_admission.h): TCP connections one source (an IPv4
+  /// address, an IPv6 /64) may hold per listener; who may reach --metrics (empty: `allow`).
+  unsigned tcp_max_per_source = 64;
+  std::vector<Cidr> metrics_allow{};
   RedisConfig redis{};
   std::string cache_file{};       ///< warm-restart cache file; empty: none
   std::string config_file{};      ///< the --config given, empty if none

@@ -115,6 +115,8 @@ Control::Output stats_text(Shared& shared) {
   line("dnstap.dropped", r(shared.dnstap.dropped));
   line("inflight.queries", shared.inflight.size());
   line("inflight.waiters", shared.inflight.waiters());
+  out += conn_stats_lines(shared.tcp_conns, "tcp.");
+  if (shared.config.metrics) out += conn_stats_lines(shared.metrics_conns, "metrics.");
   out += shadow_stats_lines(shared);
   if (shared.config.redis.enabled()) out += fleet_stats_text(shared);
   return {std::move(out)};

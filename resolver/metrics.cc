@@ -174,7 +174,10 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
   render_shadow_metrics(shared, e);
-  std::string out = e.take() + upstreams_metrics(shared.upstream_board);
+  const NamedConnCounters conns[] = {{"tcp", &shared.tcp_conns},
+                                     {"metrics", &shared.metrics_conns}};
+  std::string out =
+      e.take() + conn_metrics_families(conns) + upstreams_metrics(shared.upstream_board);
   if (shared.config.redis.enabled()) out += fleet_metrics_text(shared);
   return out;
 }
@@ -229,7 +232,15 @@ Checked<std::unique_ptr<Metrics>> Metrics::open(EventLoop& loop, Shared& shared,
   m->server_ = StreamServer::start(
       loop, fd,
       StreamServerSettings{.max_request = kMaxRequest,
-                           .idle_timeout = std::chrono::milliseconds{10000}},
+                           .max_connections = kMaxConnections,
+                           .idle_timeout = std::chrono::milliseconds{10000},
+                           .max_per_source = kMaxPerSource,
+                           .evict_idle = true,
+                           .request_timeout = kRequestTimeout,
+                           .allow = shared.config.metrics_allow.empty()
+                                        ? shared.config.allow
+                                        : shared.config.metrics_allow,
+                           .counters = &shared.metrics_conns},
       [sh](std::string_view in, bool full, std::string& out) {
         StreamServer::Reply reply;
         // The request head ends with an empty line; a GET has no body, and anything after

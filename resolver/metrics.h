@@ -11,6 +11,12 @@
 // non-blocking, at most 16 connections, 10 s idle timeout) rather than a thread per
 // connection or an HTTP library.
 //
+// Who may connect: --metrics-allow, or else --allow; anyone else is reset at accept, before a
+// byte is read (no 403: answering would mean reading the request, and holding a slot for
+// it). At most 8 connections per source; a new one when the table or its source's share is
+// full closes the oldest idle connection (conn_admission.h), and a request head must arrive
+// within 3 s of the accept, so idle or trickling connections cannot keep a scrape out.
+//
 // What is exported (each with # HELP and # TYPE):
 //   counters  hourglass_queries_total{transport}, hourglass_cache_hits_total,
 //             hourglass_cache_stale_answers_total, hourglass_cache_misses_total,
@@ -33,6 +39,7 @@
 // rejected_total cover the error answers hourglass makes itself.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +72,11 @@ class Metrics {
   const Endpoint& local() const noexcept { return local_; }
 
   static constexpr std::size_t kMaxRequest = 8192;
+  /// Admission (conn_admission.h): at most this many connections, this many from one source,
+  /// the oldest idle one closed to make room, and a request head due this soon after accept.
+  static constexpr unsigned kMaxConnections = 16;
+  static constexpr unsigned kMaxPerSource = 8;
+  static constexpr std::chrono::milliseconds kRequestTimeout{3000};
 
  private:
   explicit Metrics(Endpoint local) : local_(local) {}

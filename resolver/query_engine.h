@@ -23,6 +23,7 @@
 #include "cache/counter_slots.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
+#include "resolver/conn_admission.h"
 #include "resolver/dnstap_writer.h"
 #include "resolver/event_loop.h"
 #include "resolver/inflight.h"
@@ -113,6 +114,10 @@ struct Shared {
   /// (used on worker 0's loop only, where the control socket runs).
   FleetStats fleet_stats;
   FleetCache* fleet_control = nullptr;
+  /// Connection admission (resolver/conn_admission.h): every DNS-over-TCP listener's, and the
+  /// metrics endpoint's.
+  ConnCounters tcp_conns;
+  ConnCounters metrics_conns;
 };
 
 /// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the

@@ -90,6 +90,21 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     srv->loaded_from_file_ = load_cache_file(shared, now);
   }
   const unsigned n = std::max(1u, config.threads);
+  {
+    // Descriptors: every worker's full TCP tables, its sockets, the operations endpoints.
+    const uint64_t per_worker =
+        config.listen.size() * (TcpListener::Settings{}.max_connections + 3) +
+        config.upstreams.size() * 2 + 16;
+    const uint64_t wanted = n * per_worker + 2 * Metrics::kMaxConnections + 64;
+    const FdLimit fds = raise_fd_limit(wanted);
+    if (fds.now < wanted)
+      fmt::print(stderr,
+                 "hourglassd: warning: the descriptor limit (RLIMIT_NOFILE) is {}, below the {} "
+                 "full connection tables may need; when it runs out, idle TCP connections are "
+                 "closed to make room. Raise the hard limit (LimitNOFILE= in the unit, or "
+                 "ulimit -Hn)\n",
+                 fds.now, wanted);
+  }
   std::vector<Endpoint> listen = config.listen;
   for (unsigned i = 0; i < n; ++i) {
     auto wk = std::make_unique<Worker>(static_cast<int>(i));
@@ -128,8 +143,12 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
             });
       };
       auto open_tcp = [&] {
+        TcpListener::Settings ts;
+        ts.max_per_source = config.tcp_max_per_source;
+        ts.allow = config.allow;
+        ts.counters = &shared.tcp_conns;
         return TcpListener::open(
-            wk->loop, addr, n > 1, TcpListener::Settings{},
+            wk->loop, addr, n > 1, ts,
             [engine, worker](std::span<const uint8_t> q, const std::shared_ptr<TcpConnection>& c) {
               Route route;
               route.tcp = c;

@@ -16,52 +16,128 @@ constexpr int kReadsPerWakeup = 16;
 
 std::unique_ptr<StreamServer> StreamServer::start(EventLoop& loop, int listen_fd,
                                                   StreamServerSettings settings, Handler handler) {
-  std::unique_ptr<StreamServer> s(new StreamServer(loop, listen_fd, settings, std::move(handler)));
+  std::unique_ptr<StreamServer> s(
+      new StreamServer(loop, listen_fd, std::move(settings), std::move(handler)));
   if (!loop.add_fd(listen_fd, Interest::Read, [p = s.get()](FdEvents) { p->on_accept(); })) {
     const int err = errno;
     s->fd_ = -1;  // the caller still owns the fd on failure
     errno = err;
     return nullptr;
   }
+  s->accepting_ = true;
   return s;
 }
 
 StreamServer::StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler)
-    : loop_(loop), fd_(fd), settings_(settings), handler_(std::move(handler)) {}
+    : loop_(loop), fd_(fd), settings_(std::move(settings)), handler_(std::move(handler)) {}
 
 StreamServer::~StreamServer() {
   for (auto& [fd, c] : conns_) {
     loop_.remove_fd(fd);
     if (c->idle_timer) loop_.cancel_timer(c->idle_timer);
     ::close(fd);
+    if (settings_.counters != nullptr)
+      settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
   }
   conns_.clear();
+  if (resume_timer_) loop_.cancel_timer(resume_timer_);
   if (fd_ >= 0) {
-    loop_.remove_fd(fd_);
+    if (accepting_) loop_.remove_fd(fd_);
     ::close(fd_);
   }
 }
 
 void StreamServer::on_accept() {
   for (int i = 0; i < kAcceptsPerWakeup; ++i) {
-    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (conns_.size() >= settings_.max_connections) {
-      ::close(fd);  // over the limit: refuse at once rather than queue
-      continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int fd =
+        ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        // accept() fails so whether or not a connection waits: only one that does counts.
+        if (!connection_pending(fd_)) return;
+        count(&ConnCounters::fd_limit);
+        if (settings_.evict_idle && make_room(nullptr)) continue;
+      }
+      // Out of descriptors the connection stays in the backlog, and the level-triggered
+      // listener would wake the loop at once, forever: stop accepting for a moment instead.
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) pause_accepting();
+      return;
     }
-    auto c = std::make_unique<Conn>();
-    c->fd = fd;
-    c->serial = next_serial_++;
-    c->last_activity = loop_.now();
-    if (!loop_.add_fd(fd, Interest::Read, [this, fd](FdEvents ev) { on_events(fd, ev); })) {
-      ::close(fd);
-      continue;
-    }
-    Conn& ref = *c;
-    conns_.emplace(fd, std::move(c));
-    arm_idle_timer(ref);
+    admit(fd, reinterpret_cast<const sockaddr*>(&ss));
   }
+}
+
+void StreamServer::pause_accepting() {
+  if (!accepting_) return;
+  loop_.remove_fd(fd_);
+  accepting_ = false;
+  resume_timer_ = loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
+}
+
+void StreamServer::resume_accepting() {
+  resume_timer_ = {};
+  if (accepting_) return;
+  accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
+}
+
+void StreamServer::admit(int fd, const sockaddr* sa) {
+  if (!peer_allowed(settings_.allow, sa)) {
+    close_with_reset(fd);  // nothing read, no slot held
+    count(&ConnCounters::not_allowed);
+    return;
+  }
+  const SourceKey key = source_key(sa);
+  if (settings_.max_per_source > 0 && sources_.count(key) >= settings_.max_per_source) {
+    count(&ConnCounters::per_source_limit);
+    if (!settings_.evict_idle || !make_room(&key)) {
+      close_with_reset(fd);
+      count(&ConnCounters::no_room);
+      return;
+    }
+  }
+  if (conns_.size() >= settings_.max_connections &&
+      (!settings_.evict_idle || !make_room(nullptr))) {
+    close_with_reset(fd);  // over the limit: refuse at once rather than queue
+    count(&ConnCounters::no_room);
+    return;
+  }
+  auto c = std::make_unique<Conn>();
+  c->fd = fd;
+  c->serial = next_serial_++;
+  c->last_activity = loop_.now();
+  c->waiting_since = c->last_activity;
+  c->source = key;
+  if (!loop_.add_fd(fd, Interest::Read, [this, fd](FdEvents ev) { on_events(fd, ev); })) {
+    ::close(fd);
+    return;
+  }
+  Conn& ref = *c;
+  conns_.emplace(fd, std::move(c));
+  sources_.add(key);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
+  arm_idle_timer(ref);
+  // A request that came with the handshake is handled now, before the next accept of this
+  // wakeup could close the connection to make room.
+  on_events(fd, FdEvents{.readable = true});
+}
+
+bool StreamServer::make_room(const SourceKey* only) {
+  // A linear scan of at most max_connections, only when a limit is reached.
+  Conn* victim = nullptr;
+  for (const auto& [fd, c] : conns_) {
+    if (!c->waiting || c->close_after || (only != nullptr && !(c->source == *only))) continue;
+    if (victim == nullptr || c->last_activity < victim->last_activity ||
+        (c->last_activity == victim->last_activity && c->serial < victim->serial))
+      victim = c.get();
+  }
+  if (victim == nullptr) return false;
+  close_conn(victim->fd);
+  count(&ConnCounters::evicted_idle);
+  return true;
 }
 
 void StreamServer::on_events(int fd, FdEvents ev) {
@@ -113,6 +189,7 @@ void StreamServer::handle_input(Conn& c) {
     c.in.erase(0, used);
     if (r.close) c.close_after = true;
     if (r.more) c.more = std::move(r.more);
+    if (used > 0 || c.out.size() != before || c.more) c.waiting = false;  // a request answered
     if (used == 0 && c.out.size() == before && !r.close && !r.more) {
       // Incomplete. A handler that neither answers nor closes a full buffer would leave the
       // connection stuck; close it instead.
@@ -166,6 +243,19 @@ bool StreamServer::settle(Conn& c) {
     close_conn(c.fd);
     return false;
   }
+  const bool waiting = !pending && !c.close_after;
+  if (waiting && !c.waiting) {
+    // A reply went out: the next request's time starts now. The timer may be set for later
+    // than its deadline.
+    c.waiting_since = loop_.now();
+    if (settings_.request_timeout.count() > 0 &&
+        c.waiting_since + settings_.request_timeout < c.timer_at) {
+      if (c.idle_timer) loop_.cancel_timer(c.idle_timer);
+      c.waiting = true;
+      arm_idle_timer(c);
+    }
+  }
+  c.waiting = waiting;
   // With more() pending and nothing queued, ask to hear when the socket is writable (at
   // once): the next chunk is produced on the next iteration, after other work on the loop.
   const bool want_write = pending;
@@ -179,8 +269,12 @@ bool StreamServer::settle(Conn& c) {
 }
 
 void StreamServer::arm_idle_timer(Conn& c) {
-  const Millis left = settings_.idle_timeout - (loop_.now() - c.last_activity);
-  c.idle_timer = loop_.add_timer(std::max(left, Millis{1}),
+  MonoTime at = c.last_activity + settings_.idle_timeout;
+  if (settings_.request_timeout.count() > 0 && c.waiting)
+    at = std::min(at, c.waiting_since + settings_.request_timeout);
+  const MonoTime now = loop_.now();
+  c.timer_at = std::max(at, now + Millis{1});
+  c.idle_timer = loop_.add_timer(std::chrono::duration_cast<Millis>(c.timer_at - now),
                                  [this, fd = c.fd, serial = c.serial] { on_idle(fd, serial); });
 }
 
@@ -189,7 +283,11 @@ void StreamServer::on_idle(int fd, uint64_t serial) {
   if (it == conns_.end() || it->second->serial != serial) return;
   Conn& c = *it->second;
   c.idle_timer = {};
-  if (loop_.now() - c.last_activity >= settings_.idle_timeout) {
+  const MonoTime now = loop_.now();
+  const bool idle = now - c.last_activity >= settings_.idle_timeout;
+  const bool request_late = settings_.request_timeout.count() > 0 && c.waiting &&
+                            now - c.waiting_since >= settings_.request_timeout;
+  if (idle || request_late) {
     close_conn(fd);
   } else {
     arm_idle_timer(c);
@@ -202,6 +300,9 @@ void StreamServer::close_conn(int fd) {
   loop_.remove_fd(fd);
   if (it->second->idle_timer) loop_.cancel_timer(it->second->idle_timer);
   ::close(fd);
+  sources_.remove(it->second->source);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
   conns_.erase(it);
 }
 

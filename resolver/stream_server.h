@@ -14,6 +14,12 @@
 // more than high_water bytes of reply wait to be sent. A long reply is produced in chunks, so
 // the loop goes back to serving queries between them.
 //
+// Admission (resolver/conn_admission.h), for a server reachable over the network: an allow
+// list checked at accept (others are reset, nothing read), a per-source limit, and — with
+// evict_idle — the oldest idle connection closed to make room when the table or a source's
+// share is full, plus a request timeout, so idle connections cannot lock a client out. Out of
+// descriptors, accepting pauses for 100 ms rather than spin on a level-triggered listener.
+//
 // Knows nothing of DNS or of either protocol (docs/architecture.md §1: the event loop's users are
 // layered).
 #pragma once
@@ -26,7 +32,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "resolver/conn_admission.h"
+#include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 
 namespace hg::resolver {
@@ -38,6 +47,18 @@ struct StreamServerSettings {
   std::chrono::milliseconds idle_timeout{30000};
   /// Reading pauses, and more() is not asked for more, while this much output is queued.
   std::size_t high_water = 64 * 1024;
+  /// Connections one source (conn_admission.h) may hold; 0: no limit.
+  unsigned max_per_source = 0;
+  /// When the table or a source's share is full, close the oldest idle connection (nothing
+  /// being sent to it) to make room, rather than refuse the new one.
+  bool evict_idle = false;
+  /// A connection waiting for a request must have it complete within this long of the time
+  /// it began waiting (its accept, or its last reply sent); 0: only idle_timeout applies.
+  std::chrono::milliseconds request_timeout{0};
+  /// Peers that may connect; empty: everyone (a unix socket's peers have no address).
+  std::vector<Cidr> allow{};
+  /// Where admission is counted; may be null.
+  ConnCounters* counters = nullptr;
 };
 
 class StreamServer {
@@ -81,13 +102,25 @@ class StreamServer {
     std::size_t out_sent = 0;
     std::function<bool(std::string&)> more;
     TimerId idle_timer{};
+    MonoTime timer_at{};  ///< when idle_timer fires
     MonoTime last_activity{};
+    MonoTime waiting_since{};  ///< when it last began waiting for a request
+    SourceKey source{};
+    bool waiting = true;  ///< nothing to send: waiting for (the rest of) a request
     bool close_after = false;
     bool peer_closed = false;
   };
 
   StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler);
   void on_accept();
+  void admit(int fd, const sockaddr* sa);
+  /// Closes the oldest idle connection (of `only`'s source when given): false if none is.
+  bool make_room(const SourceKey* only);
+  void pause_accepting();
+  void resume_accepting();
+  void count(std::atomic<uint64_t> ConnCounters::*which) noexcept {
+    if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
+  }
   void on_events(int fd, FdEvents ev);
   void read_some(Conn& c);
   void handle_input(Conn& c);
@@ -104,7 +137,10 @@ class StreamServer {
   StreamServerSettings settings_;
   Handler handler_;
   uint64_t next_serial_ = 1;
+  bool accepting_ = false;
+  TimerId resume_timer_{};  ///< accepting paused for lack of descriptors
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  SourceCounts sources_;
 };
 
 }  // namespace hg::resolver

@@ -25,7 +25,8 @@ Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const E
   if (!sock) return R::failure(sock.error());
   const int fd = sock->fd;
   const Endpoint local = sock->local;
-  std::unique_ptr<TcpListener> l(new TcpListener(loop, fd, local, settings, std::move(handler)));
+  std::unique_ptr<TcpListener> l(
+      new TcpListener(loop, fd, local, std::move(settings), std::move(handler)));
   if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_accept(); }))
     return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(errno));
   l->accepting_ = true;
@@ -37,13 +38,14 @@ TcpListener::TcpListener(EventLoop& loop, int fd, Endpoint local, Settings setti
     : loop_(loop),
       fd_(fd),
       local_(local),
-      settings_(settings),
+      settings_(std::move(settings)),
       handler_(std::move(handler)),
       loop_thread_(std::this_thread::get_id()) {}
 
 TcpListener::~TcpListener() {
   close_all();
   pause();
+  if (resume_timer_) loop_.cancel_timer(resume_timer_);
   ::close(fd_);
 }
 
@@ -60,13 +62,29 @@ void TcpListener::close_all() {
     c->close();
 }
 
-void TcpListener::forget(int fd) {
+void TcpListener::forget(int fd, TcpConnection& c) {
+  if (c.counted_) {
+    c.counted_ = false;
+    sources_.remove(c.source_);
+    if (settings_.counters != nullptr)
+      settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
+  }
   conns_.erase(fd);
 }
 
 void TcpListener::resume_accepting() {
+  resume_timer_ = {};
   if (accepting_ || paused_) return;
   accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
+}
+
+void TcpListener::pause_accepting() {
+  // The pending connection stays in the kernel's backlog, and a level-triggered listener
+  // would wake us at once, forever. Stop accepting for a moment instead.
+  if (!accepting_) return;
+  loop_.remove_fd(fd_);
+  accepting_ = false;
+  resume_timer_ = loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
 }
 
 void TcpListener::on_accept() {
@@ -77,34 +95,79 @@ void TcpListener::on_accept() {
     socklen_t len = sizeof ss;
     int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        // Out of descriptors: the pending connection stays, and a level-triggered listener
-        // would wake us at once, forever. Stop accepting for a moment instead.
-        if (accepting_) {
-          loop_.remove_fd(fd_);
-          accepting_ = false;
-          loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
-        }
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        // accept() fails so whether or not a connection waits: only one that does counts.
+        if (!connection_pending(fd_)) return;
+        count(&ConnCounters::fd_limit);
+        // Out of descriptors: one held by an idle connection is better spent on the new one
+        // (which may be the only client that wants an answer).
+        if (make_room(nullptr)) continue;
       }
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) pause_accepting();
       return;
     }
-    if (conns_.size() >= settings_.max_connections) {
-      ::close(fd);  // over the limit: refuse rather than let one client exhaust us
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto peer = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(Endpoint());
-    auto c = std::make_shared<TcpConnection>(*this, fd, peer);
-    if (!loop_.add_fd(fd, Interest::Read, [w = std::weak_ptr<TcpConnection>(c)](FdEvents ev) {
-          if (auto s = w.lock()) s->on_events(ev);
-        })) {
-      continue;  // the connection's destructor closes fd
-    }
-    c->last_activity_ = loop_.now();
-    c->arm_idle_timer();
-    conns_.emplace(fd, std::move(c));
+    admit(fd, reinterpret_cast<const sockaddr*>(&ss), len);
   }
+}
+
+void TcpListener::admit(int fd, const sockaddr* sa, socklen_t len) {
+  if (!peer_allowed(settings_.allow, sa)) {
+    close_with_reset(fd);  // nothing read, no slot held: REFUSED is for UDP (query.h)
+    count(&ConnCounters::not_allowed);
+    return;
+  }
+  const SourceKey key = source_key(sa);
+  if (settings_.max_per_source > 0 && sources_.count(key) >= settings_.max_per_source) {
+    count(&ConnCounters::per_source_limit);
+    if (!make_room(&key)) {
+      close_with_reset(fd);
+      count(&ConnCounters::no_room);
+      return;
+    }
+  }
+  if (conns_.size() >= settings_.max_connections && !make_room(nullptr)) {
+    close_with_reset(fd);  // full of busy connections: refuse rather than queue
+    count(&ConnCounters::no_room);
+    return;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto peer = Endpoint::from_sockaddr(sa, len).value_or(Endpoint());
+  auto c = std::make_shared<TcpConnection>(*this, fd, peer);
+  if (!loop_.add_fd(fd, Interest::Read, [w = std::weak_ptr<TcpConnection>(c)](FdEvents ev) {
+        if (auto s = w.lock()) s->on_events(ev);
+      })) {
+    return;  // the connection's destructor closes fd
+  }
+  c->source_ = key;
+  c->serial_ = next_serial_++;
+  c->counted_ = true;
+  sources_.add(key);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
+  c->last_activity_ = loop_.now();
+  c->arm_idle_timer();
+  conns_.emplace(fd, c);
+  // A query that came with the handshake is read now: from then on the connection is busy,
+  // and the next accepts of this same wakeup cannot close it to make room.
+  c->read_some();
+}
+
+bool TcpListener::make_room(const SourceKey* only) {
+  // A linear scan: the table holds at most max_connections (256), and this runs only when a
+  // limit is reached.
+  TcpConnection* victim = nullptr;
+  for (const auto& [fd, c] : conns_) {
+    if (!c->idle() || (only != nullptr && !(c->source_ == *only))) continue;
+    if (victim == nullptr || c->last_activity_ < victim->last_activity_ ||
+        (c->last_activity_ == victim->last_activity_ && c->serial_ < victim->serial_))
+      victim = c.get();
+  }
+  if (victim == nullptr) return false;
+  victim->close();
+  count(&ConnCounters::evicted_idle);
+  return true;
 }
 
 TcpConnection::TcpConnection(TcpListener& owner, int fd, Endpoint peer)
@@ -125,7 +188,7 @@ void TcpConnection::close() {
   ::close(fd_);
   const int fd = fd_;
   fd_ = -1;
-  owner_.forget(fd);
+  owner_.forget(fd, *this);
 }
 
 void TcpConnection::arm_idle_timer() {

@@ -10,6 +10,11 @@
 // until the idle timeout closes it. Limits: concurrent connections per listener, queries
 // outstanding per connection (reading pauses at the limit), bytes queued for writing
 // (reading pauses while a slow reader's answers pile up).
+//
+// Admission at accept (resolver/conn_admission.h): a peer outside `allow` is reset at once;
+// a source at `max_per_source`, or a full table, makes room by closing the oldest idle
+// connection (RFC 7766 §6.2.3), else the new one is refused; EMFILE does the same before
+// pausing accepts for a moment. So one host cannot keep the listener from a new client.
 #pragma once
 
 #include <atomic>
@@ -22,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "resolver/conn_admission.h"
 #include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 
@@ -38,6 +44,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   const Endpoint& peer() const noexcept { return peer_; }
   bool closed() const noexcept { return fd_ < 0; }
+  /// Nothing of ours pending: no query being resolved, no answer waiting to be sent. Such a
+  /// connection may be closed to make room for a new one.
+  bool idle() const noexcept { return outstanding_ == 0 && out_sent_ == out_.size(); }
 
   /// Queues one answer (the length prefix is added here) and marks one query answered.
   /// Any thread: from another thread the bytes are copied and posted to the loop.
@@ -60,6 +69,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpListener& owner_;
   int fd_;
   Endpoint peer_;
+  SourceKey source_{};
+  uint64_t serial_ = 0;   ///< accept order: breaks ties between equally old idle connections
+  bool counted_ = false;  ///< registered in the listener's source counts
   std::vector<uint8_t> in_;
   std::vector<uint8_t> out_;
   std::size_t out_sent_ = 0;
@@ -80,6 +92,12 @@ class TcpListener {
     unsigned max_connections = 256;
     unsigned max_outstanding = 64;              ///< per connection
     std::size_t max_queued_bytes = 256 * 1024;  ///< per connection
+    /// Connections one source (an IPv4 address, an IPv6 /64) may hold; 0: no limit.
+    unsigned max_per_source = 64;
+    /// Peers that may connect; empty: everyone. Others are reset at accept.
+    std::vector<Cidr> allow{};
+    /// Where admission is counted (shared by every listener of a kind); may be null.
+    ConnCounters* counters = nullptr;
   };
   /// Called on the loop thread with one complete query. Answer it, now or later, with exactly
   /// one conn->answer() or conn->no_answer().
@@ -104,8 +122,16 @@ class TcpListener {
   friend class TcpConnection;
   TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings, Handler handler);
   void on_accept();
-  void forget(int fd);
+  /// Admits or refuses one accepted connection (conn_admission.h).
+  void admit(int fd, const sockaddr* sa, socklen_t len);
+  /// Closes the oldest idle connection (of `only`'s source when given): false if none is idle.
+  bool make_room(const SourceKey* only);
+  void pause_accepting();
+  void forget(int fd, TcpConnection& c);
   void resume_accepting();
+  void count(std::atomic<uint64_t> ConnCounters::*which) noexcept {
+    if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
+  }
 
   EventLoop& loop_;
   int fd_;
@@ -115,7 +141,10 @@ class TcpListener {
   std::atomic<std::thread::id> loop_thread_;
   bool paused_ = false;  ///< pause() was called: never accept again
   bool accepting_ = false;
+  TimerId resume_timer_{};  ///< accepting paused for lack of descriptors
   std::unordered_map<int, std::shared_ptr<TcpConnection>> conns_;
+  SourceCounts sources_;
+  uint64_t next_serial_ = 1;
 };
 
 }  // namespace hg::resolver

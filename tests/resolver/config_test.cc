@@ -531,6 +531,31 @@ TEST(ConfigToToml, ReadsBackToTheSameConfig) {
   EXPECT_EQ(back.metrics, c.metrics);
 }
 
+TEST(ParseConfig, ConnectionAdmissionKeys) {
+  const Config d = ok(parse({"--upstream", "192.0.2.1"}));
+  EXPECT_EQ(d.tcp_max_per_source, 64u);
+  EXPECT_TRUE(d.metrics_allow.empty()) << "empty: --metrics follows --allow";
+  const Config c =
+      ok(parse({"--upstream", "192.0.2.1", "--tcp-max-per-source", "8", "--metrics-allow",
+                "192.0.2.0/24", "--metrics-allow", "2001:db8::/32"}));
+  EXPECT_EQ(c.tcp_max_per_source, 8u);
+  ASSERT_EQ(c.metrics_allow.size(), 2u);
+  EXPECT_EQ(c.metrics_allow[1].to_string(), "2001:db8::/32");
+  for (const char* bad : {"0", "257", "x"}) {
+    const ConfigExit e = fails(parse({"--tcp-max-per-source", bad}));
+    EXPECT_THAT(e.message, HasSubstr("--tcp-max-per-source")) << bad;
+    EXPECT_THAT(e.message, HasSubstr("from 1 to 256")) << bad;
+  }
+  EXPECT_THAT(fails(parse({"--metrics-allow", "10.0.0.1/8"})).message,
+              HasSubstr("--metrics-allow"));
+  TempDir dir;
+  const std::string text = to_toml(c);
+  EXPECT_THAT(text, HasSubstr("tcp-max-per-source = 8\n"));
+  const Config back = ok(parse({"--config", dir.write("round.toml", text)}));
+  EXPECT_EQ(back.tcp_max_per_source, 8u);
+  EXPECT_EQ(back.metrics_allow, c.metrics_allow);
+}
+
 TEST(ConfigToToml, UpstreamsFromTheFileStayAComment) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");

@@ -256,6 +256,32 @@ TEST_F(MetricsTest, SilentClientIsClosedAfterTheIdleTimeout) {
   ::close(fd);
 }
 
+TEST_F(MetricsTest, ARequestHeadIsDueWithinThreeSecondsOfTheAccept) {
+  // Trickled a byte at a time, a request keeps the connection active but never completes:
+  // the request timeout (shorter than the idle timeout) ends it.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(metrics_->local().port());
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+  char buf[64];
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(::send(fd, "G", 1, MSG_NOSIGNAL), 1);
+    loop_.run_once(Millis{5});
+    loop_.run_once(Millis{0});
+    now_ += Millis{500};
+  }
+  loop_.run_once(Millis{0});
+  EXPECT_LT(::recv(fd, buf, sizeof buf, MSG_DONTWAIT), 0) << "2.5 s: still open";
+  now_ += Millis{600};
+  loop_.run_once(Millis{0});
+  loop_.run_once(Millis{0});
+  EXPECT_EQ(::recv(fd, buf, sizeof buf, MSG_DONTWAIT), 0) << "3.1 s: closed";
+  EXPECT_EQ(shared_.metrics_conns.open.load(), 0);
+  ::close(fd);
+}
+
 TEST_F(MetricsTest, RenderedTextHasOneTypePerFamily) {
   const Exposition e = parse_exposition(render_metrics(shared_));
   EXPECT_TRUE(e.errors.empty()) << ::testing::PrintToString(e.errors);

@@ -328,6 +328,11 @@ void Cache::note_success(const CacheKey& key) {
 void Cache::set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now) {
   caps_.set(zone, cap);
   const wire::Name z = zone.lowercased();
+  if (cap == 0) {
+    // Not cached: an answer capped to 0 would otherwise stay behind as stale data.
+    flush_zone(z);
+    return;
+  }
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::unique_lock lock(s.mu);

@@ -198,9 +198,17 @@ class Cache {
 
   /// ttl-cap: from now on records at or below `zone` are stored with TTL ≤ `cap`, and cached
   /// answers for names at or below `zone` are shortened at once to expire within `cap` s.
+  /// A cap of 0 means "not cached": such answers are removed at once (not left to be served
+  /// stale), and insert() caches none (RemovedZeroTtl); the resolver passes them to clients
+  /// with the capped records' TTLs at 0.
   void set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now);
   bool clear_ttl_cap(const wire::Name& zone);
   std::vector<std::pair<wire::Name, uint32_t>> ttl_caps() const { return caps_.list(); }
+  bool has_ttl_caps() const noexcept { return !caps_.empty(); }
+  /// The smallest cap of a zone that `owner` is at or below, if any.
+  std::optional<uint32_t> ttl_cap_for(const wire::Name& owner) const {
+    return caps_.empty() ? std::nullopt : caps_.cap_for(owner);
+  }
 
   /// flush: returns the number of entries removed. flush_name removes every type, class and
   /// flag variant of `name`; flush_zone also everything below it.

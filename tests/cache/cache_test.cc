@@ -370,6 +370,24 @@ TEST_F(CacheTest, TtlCapAppliesToNewAndExistingEntriesAtOrBelowZone) {
   EXPECT_EQ(get("api.example.com").entry->ttl(), 3600u);
 }
 
+// ttl-cap ZONE 0 means "not cached": nothing new is stored, and what was cached goes at once
+// rather than lingering as stale data (with a cap of N it is shortened to N instead).
+TEST_F(CacheTest, ATtlCapOfZeroCachesNothingAndRemovesWhatWasCached) {
+  ASSERT_EQ(put_a("www.example.com", 3600), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("badexample.com", 3600), InsertOutcome::Cached);
+  cache_->set_ttl_cap(N("example.com"), 0, clock_.now());
+  EXPECT_FALSE(get("www.example.com")) << "left to be served stale";
+  EXPECT_TRUE(get("badexample.com"));
+  EXPECT_EQ(put_a("api.example.com", 3600), InsertOutcome::RemovedZeroTtl);
+  EXPECT_FALSE(get("api.example.com"));
+  EXPECT_EQ(cache_->ttl_cap_for(N("API.example.com")), std::optional<uint32_t>(0));
+  EXPECT_EQ(cache_->ttl_cap_for(N("badexample.com")), std::nullopt);
+  EXPECT_TRUE(cache_->has_ttl_caps());
+  EXPECT_TRUE(cache_->clear_ttl_cap(N("example.com")));
+  EXPECT_FALSE(cache_->has_ttl_caps());
+  EXPECT_EQ(put_a("api.example.com", 3600), InsertOutcome::Cached);
+}
+
 TEST_F(CacheTest, FlushNameRemovesEveryVariantOfThatNameOnly) {
   ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
   OwnedMessage aaaa = response("www.example.com", RRType::AAAA);

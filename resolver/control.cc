@@ -288,8 +288,8 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
       return error("no cache file: start hourglassd with --cache-file PATH");
     const auto r = save_cache_file(shared, now);
     if (!r.ok) return error(r.error);
-    return {fmt::format("saved {} answers to {} ({} bytes)\n", r.entries, shared.config.cache_file,
-                        r.bytes)};
+    return {fmt::format("saved {} answers to {}{} ({} bytes)\n", r.entries, r.path,
+                        r.diverted.empty() ? std::string() : " (" + r.diverted + ")", r.bytes)};
   }
   if (auto r = rehearsal_command(shared, words, now)) return std::move(*r);
   const std::string shown(cmd.substr(0, 64));

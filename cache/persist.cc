@@ -396,7 +396,8 @@ LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime n
   if (size > rules.max_bytes) {
     return rejected("is " + std::to_string(size) + " bytes, larger than the whole cache (" +
                     std::to_string(rules.max_bytes) +
-                    " bytes), which no cache of this size writes; not read");
+                    " bytes), which a cache this size never writes; not read (the next save "
+                    "replaces it)");
   }
   // The header first: the magic, version and length must match before the rest is read.
   std::array<uint8_t, kHeaderSize> head{};

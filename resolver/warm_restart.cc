@@ -15,10 +15,11 @@ namespace persist = cache::persist;
 namespace {
 
 // One file's line: what was loaded, or why nothing was. Returns the report.
+// `fallback`: this is already PATH.v1, whose own newer version has nowhere else to go.
 persist::LoadReport load_one(Shared& shared, const std::string& path, MonoTime now,
-                             persist::WallTime wall) {
+                             persist::WallTime wall, bool fallback) {
   const auto started = std::chrono::steady_clock::now();
-  const persist::LoadReport r = persist::load_file(shared.cache, path, now, wall);
+  persist::LoadReport r = persist::load_file(shared.cache, path, now, wall);
   const auto took =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
   switch (r.status) {
@@ -26,7 +27,7 @@ persist::LoadReport load_one(Shared& shared, const std::string& path, MonoTime n
       fmt::print(stderr, "cache file {}: none yet; starting with an empty cache\n", path);
       break;
     case persist::LoadReport::Status::Rejected:
-      if (r.newer) {
+      if (r.newer && !fallback) {
         // The fallback's own line follows, saying what was loaded.
         fmt::print(stderr,
                    "warning: cache file {}: {}; left as it is for the hourglassd that wrote it: "
@@ -65,11 +66,11 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
   const std::string& path = shared.config.cache_file;
   if (path.empty()) return 0;
   const auto wall = persist::wall_now();
-  persist::LoadReport r = load_one(shared, path, now, wall);
+  persist::LoadReport r = load_one(shared, path, now, wall, false);
   std::string written = path;
   if (r.newer) {
     written = persist::fallback_path(path);
-    r = load_one(shared, written, now, wall);
+    r = load_one(shared, written, now, wall, true);
   }
   // Say now, not at the first stop, when the file could never be written.
   const std::size_t slash = written.rfind('/');

@@ -116,16 +116,16 @@ void PeriodicSaver::run() {
   for (;;) {
     if (cv_.wait_for(lock, interval_, [this] { return stop_; })) return;
     lock.unlock();
-    save_once();
+    save_if_changed();
     lock.lock();
   }
 }
 
-void PeriodicSaver::save_once() {
+bool PeriodicSaver::save_if_changed() {
   // Nothing inserted and nothing removed since the last save: the file on disk already holds
   // this cache (its entries' ages follow from their insert times).
   const cache::CacheStats st = shared_.cache.stats();
-  if (st.inserts == last_inserts_ && st.entries == last_entries_) return;
+  if (st.inserts == last_inserts_ && st.entries == last_entries_) return false;
   const auto t0 = std::chrono::steady_clock::now();
   const MonoTime now = std::chrono::time_point_cast<Millis>(t0);
   // The snapshot holds every entry by shared_ptr: what is evicted meanwhile stays valid (and
@@ -141,7 +141,7 @@ void PeriodicSaver::save_once() {
                  shared_.config.cache_file, r.error, interval_.count() / 1000);
       last_error_ = r.error;
     }
-    return;
+    return false;
   }
   last_inserts_ = st.inserts;
   last_entries_ = st.entries;
@@ -158,6 +158,7 @@ void PeriodicSaver::save_once() {
                saved_where(r), r.bytes, ms, interval_.count() / 1000);
   }
   last_error_.clear();
+  return true;
 }
 
 }  // namespace hg::resolver

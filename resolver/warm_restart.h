@@ -50,10 +50,13 @@ class PeriodicSaver {
   PeriodicSaver& operator=(const PeriodicSaver&) = delete;
   /// Saves written so far (for tests and the log).
   uint64_t saves() const;
+  /// One tick of the thread: saves unless nothing was inserted or removed since the last
+  /// save (or since construction, which follows the load); true when a file was written.
+  /// Public for tests; the thread calls it once per interval.
+  bool save_if_changed();
 
  private:
   void run();
-  void save_once();
 
   Shared& shared_;
   const std::chrono::milliseconds interval_;

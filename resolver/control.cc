@@ -32,7 +32,7 @@ constexpr std::string_view kHelp =
     "flush                   remove every cached answer\n"
     "flush NAME              remove every cached answer for NAME\n"
     "flush-zone ZONE         remove cached answers for ZONE and every name below it\n"
-    "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included\n"
+    "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included (0: not cached)\n"
     "ttl-cap-clear ZONE      remove ZONE's cap (cached answers keep their shortened TTLs)\n"
     "ttl-caps                the caps in force\n"
     "shadow [list]           shadow-ttl zones: real vs projected upstream queries\n"

@@ -30,6 +30,9 @@ bool is_unix(std::string_view target) {
   return target.substr(0, kUnixPrefix.size()) == kUnixPrefix;
 }
 
+// Every dnstap file hourglassd creates: it holds client addresses and the names they asked.
+constexpr mode_t kFileMode = S_IRUSR | S_IWUSR;  // 0600
+
 // Workers hand fstrm batches, not single frames: each data entry a worker submits is a run
 // of whole Frame Streams data frames (each its 4-byte big-endian length, then the frame),
 // built in the worker's batch buffer. fstrm's writer puts its own 4-byte length in front of
@@ -38,9 +41,6 @@ bool is_unix(std::string_view target) {
 // are. It tells them apart from control frames by their shape: fstrm writes a data entry as
 // two pieces, a 4-byte piece holding the (never zero) length of the next piece and then the
 // entry; a control frame as one piece that starts with the 4-byte zero escape.
-// Every dnstap file hourglassd creates: it holds client addresses and the names they asked.
-constexpr mode_t kFileMode = S_IRUSR | S_IWUSR;  // 0600
-
 struct Sink {
   enum class Kind : uint8_t { File, Unix };
   static constexpr int kMaxPieces = 1024;  // IOV_MAX on Linux

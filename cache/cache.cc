@@ -425,4 +425,24 @@ std::vector<std::shared_ptr<const Entry>> Cache::snapshot() const {
   return out;
 }
 
+std::vector<std::shared_ptr<const Entry>> Cache::snapshot_in_steps(std::size_t step) const {
+  step = std::max<std::size_t>(step, 1);
+  std::vector<std::shared_ptr<const Entry>> out;
+  // Room for what is cached now and a little more, so the vector rarely grows (moving every
+  // pointer) while a lock is held.
+  out.reserve(stats().entries + 4096);
+  for (const auto& sp : shards_) {
+    const Shard& s = *sp;
+    for (std::size_t at = 0;;) {
+      std::shared_lock lock(s.mu);
+      const std::size_t end = std::min(s.slots.size(), at + step);
+      for (; at < end; ++at) {
+        if (s.slots[at]) out.push_back(s.slots[at]);  // live handles only hold an entry
+      }
+      if (at >= s.slots.size()) break;
+    }
+  }
+  return out;
+}
+
 }  // namespace hg::cache

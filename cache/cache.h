@@ -220,6 +220,13 @@ class Cache {
   /// A consistent-per-shard copy of every entry, for `dump` (entry->remaining_ttl(i, now),
   /// entry->to_wire(now) to print records). Holds no lock while the caller walks it.
   std::vector<std::shared_ptr<const Entry>> snapshot() const;
+  /// The same, taking each shard's shared lock for at most `step` entry slots at a time, for
+  /// a periodic save on a thread of its own: an insert into that shard waits for one step at
+  /// most, and so do the lookups that queue behind that insert (the lock lets a waiting
+  /// writer in first). Not consistent even per shard: an entry replaced meanwhile may appear
+  /// in both versions (the file's loader keeps the newer) and one inserted meanwhile may be
+  /// missing (the next save has it).
+  std::vector<std::shared_ptr<const Entry>> snapshot_in_steps(std::size_t step) const;
 
   const CacheSettings& settings() const noexcept { return settings_; }
 

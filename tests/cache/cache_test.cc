@@ -467,6 +467,24 @@ TEST_F(CacheTest, SnapshotListsEntriesWithRemainingTtls) {
   EXPECT_EQ(decode(entries[1]->to_wire(clock_.now())).answer.at(0).ttl, 60u);
 }
 
+// The periodic save's snapshot, a few slots per lock: the same entries as snapshot(), across
+// evictions and removals that leave empty slots behind, whatever the step.
+TEST_F(CacheTest, ASnapshotInStepsListsTheSameEntries) {
+  reset({.max_bytes = 64 << 10, .shards = 2});
+  for (int i = 0; i < 400; ++i)
+    put_a(nm("host", i, ".example.org"), 3600);  // more than fit: evictions free slots
+  cache_->flush_name(N("host399.example.org"));
+  auto sorted = [](std::vector<std::shared_ptr<const Entry>> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto whole = sorted(cache_->snapshot());
+  ASSERT_GT(whole.size(), 10u);
+  ASSERT_LT(whole.size(), 399u);
+  for (const std::size_t step : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1024}})
+    EXPECT_EQ(sorted(cache_->snapshot_in_steps(step)), whole) << "step " << step;
+}
+
 TEST_F(CacheTest, LookupAndRenderOfAHitDoNotAllocate) {
   OwnedMessage m = response("www.example.com");
   m.answer.push_back(CNAME("www.example.com", 3600, "cdn.example.net"));

@@ -328,6 +328,11 @@ void Cache::note_success(const CacheKey& key) {
 void Cache::set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now) {
   caps_.set(zone, cap);
   const wire::Name z = zone.lowercased();
+  if (cap == 0) {
+    // Not cached: an answer capped to 0 would otherwise stay behind as stale data.
+    flush_zone(z);
+    return;
+  }
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::unique_lock lock(s.mu);
@@ -416,6 +421,26 @@ std::vector<std::shared_ptr<const Entry>> Cache::snapshot() const {
     std::shared_lock lock(sp->mu);
     out.reserve(out.size() + sp->index.size());
     sp->index.for_each([&](S3Fifo::Handle h) { out.push_back(sp->slots[h]); });
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<const Entry>> Cache::snapshot_in_steps(std::size_t step) const {
+  step = std::max<std::size_t>(step, 1);
+  std::vector<std::shared_ptr<const Entry>> out;
+  // Room for what is cached now and a little more, so the vector rarely grows (moving every
+  // pointer) while a lock is held.
+  out.reserve(stats().entries + 4096);
+  for (const auto& sp : shards_) {
+    const Shard& s = *sp;
+    for (std::size_t at = 0;;) {
+      std::shared_lock lock(s.mu);
+      const std::size_t end = std::min(s.slots.size(), at + step);
+      for (; at < end; ++at) {
+        if (s.slots[at]) out.push_back(s.slots[at]);  // live handles only hold an entry
+      }
+      if (at >= s.slots.size()) break;
+    }
   }
   return out;
 }

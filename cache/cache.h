@@ -198,9 +198,17 @@ class Cache {
 
   /// ttl-cap: from now on records at or below `zone` are stored with TTL ≤ `cap`, and cached
   /// answers for names at or below `zone` are shortened at once to expire within `cap` s.
+  /// A cap of 0 means "not cached": such answers are removed at once (not left to be served
+  /// stale), and insert() caches none (RemovedZeroTtl); the resolver passes them to clients
+  /// with the capped records' TTLs at 0.
   void set_ttl_cap(const wire::Name& zone, uint32_t cap, Time now);
   bool clear_ttl_cap(const wire::Name& zone);
   std::vector<std::pair<wire::Name, uint32_t>> ttl_caps() const { return caps_.list(); }
+  bool has_ttl_caps() const noexcept { return !caps_.empty(); }
+  /// The smallest cap of a zone that `owner` is at or below, if any.
+  std::optional<uint32_t> ttl_cap_for(const wire::Name& owner) const {
+    return caps_.empty() ? std::nullopt : caps_.cap_for(owner);
+  }
 
   /// flush: returns the number of entries removed. flush_name removes every type, class and
   /// flag variant of `name`; flush_zone also everything below it.
@@ -212,6 +220,13 @@ class Cache {
   /// A consistent-per-shard copy of every entry, for `dump` (entry->remaining_ttl(i, now),
   /// entry->to_wire(now) to print records). Holds no lock while the caller walks it.
   std::vector<std::shared_ptr<const Entry>> snapshot() const;
+  /// The same, taking each shard's shared lock for at most `step` entry slots at a time, for
+  /// a periodic save on a thread of its own: an insert into that shard waits for one step at
+  /// most, and so do the lookups that queue behind that insert (the lock lets a waiting
+  /// writer in first). Not consistent even per shard: an entry replaced meanwhile may appear
+  /// in both versions (the file's loader keeps the newer) and one inserted meanwhile may be
+  /// missing (the next save has it).
+  std::vector<std::shared_ptr<const Entry>> snapshot_in_steps(std::size_t step) const;
 
   const CacheSettings& settings() const noexcept { return settings_; }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "wire/header.h"
@@ -166,36 +167,62 @@ std::vector<uint8_t> encode(std::vector<std::shared_ptr<const Entry>> entries, T
   return out;
 }
 
-LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall) {
-  if (file.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), file.begin())) {
+std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t file_size) {
+  if (header.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), header.begin()))
     return rejected("not an hourglass cache file (no magic number)");
-  }
-  if (file.size() < kHeaderSize)
-    return rejected("truncated (" + std::to_string(file.size()) + " bytes)");
-  const uint8_t* h = file.data();
+  if (header.size() < kHeaderSize || file_size < kHeaderSize)
+    return rejected("truncated (" + std::to_string(file_size) + " bytes)");
+  const uint8_t* h = header.data();
   const uint32_t version = wire::load_u32_unchecked(h + 8);
   if (version > kFormatVersion) {
-    return rejected("format version " + std::to_string(version) +
-                    " is newer than this hourglassd reads (" + std::to_string(kFormatVersion) +
-                    ")");
+    LoadReport r =
+        rejected("format version " + std::to_string(version) +
+                 " is newer than this hourglassd reads (" + std::to_string(kFormatVersion) + ")");
+    r.newer = true;
+    return r;
   }
   if (version != kFormatVersion)
     return rejected("unknown format version " + std::to_string(version));
-  const uint32_t count = wire::load_u32_unchecked(h + 12);
   const uint64_t payload = get_u64(h + 24);
-  const uint64_t have = file.size() - kHeaderSize;
+  const uint64_t have = file_size - kHeaderSize;
   if (payload > have || have - payload < kTrailerSize) {
-    return rejected("truncated (" + std::to_string(file.size()) + " bytes, the header says " +
-                    std::to_string(payload + kHeaderSize + kTrailerSize) + ")");
+    // The header's length is untrusted: say what it claims without overflowing.
+    const uint64_t claimed = payload > UINT64_MAX - kHeaderSize - kTrailerSize
+                                 ? UINT64_MAX
+                                 : payload + kHeaderSize + kTrailerSize;
+    return rejected("truncated (" + std::to_string(file_size) + " bytes, the header says " +
+                    std::to_string(claimed) + ")");
   }
   if (have - payload != kTrailerSize) {
     return rejected("corrupt (" + std::to_string(have - payload - kTrailerSize) +
                     " bytes after the checksum)");
   }
+  return std::nullopt;
+}
+
+std::string fallback_path(const std::string& path) {
+  return path + ".v" + std::to_string(kFormatVersion);
+}
+
+LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall) {
+  if (auto bad = check_header(file.first(std::min(file.size(), kHeaderSize)), file.size()))
+    return std::move(*bad);
+  const uint8_t* h = file.data();
+  const uint32_t count = wire::load_u32_unchecked(h + 12);
+  const uint64_t payload = get_u64(h + 24);
   const std::size_t end = kHeaderSize + static_cast<std::size_t>(payload);
   const uint32_t stored_crc = wire::load_u32_unchecked(file.data() + end);
   if (crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != stored_crc)
     return rejected("corrupt (checksum mismatch)");
+  // A file from the future: the clock was set back since it was saved, or it is forged. Its
+  // entries' ages cannot be known, and loading them as "just inserted" would stretch their
+  // TTLs by however far ahead they claim to be.
+  const WallTime saved_at{Millis{static_cast<int64_t>(get_u64(h + 16))}};
+  if (saved_at > now_wall + kFutureSkew) {
+    const auto ahead = std::chrono::duration_cast<Seconds>(saved_at - now_wall);
+    return rejected("saved " + std::to_string(ahead.count()) +
+                    " s in the future (the clock was set back since, or the file is forged)");
+  }
 
   // Pass 1: the structure of every entry, before anything touches the cache.
   std::vector<Slot> slots;
@@ -212,6 +239,9 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
     at += kEntryHeaderSize;
     if ((flags & ~(kFlagDo | kFlagCd)) != 0)
       return rejected("corrupt (" + which + " has unknown key flags)");
+    // Entries are written with times up to the save time, never later.
+    if (WallTime{Millis{wall}} > saved_at)
+      return rejected("corrupt (" + which + " was inserted after the file was saved)");
     if (len > end - at) return rejected("corrupt (" + which + " is cut short)");
     const auto bytes = file.subspan(at, len);
     if (auto st = msg.parse(bytes, wire::ParseMode::Strict); !st) {
@@ -232,7 +262,7 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
   LoadReport r;
   r.status = LoadReport::Status::Loaded;
   r.in_file = count;
-  r.saved_at = WallTime{Millis{static_cast<int64_t>(get_u64(h + 16))}};
+  r.saved_at = saved_at;
   const Seconds stale_max = cache.settings().stale_max;
   std::vector<uint8_t> buf(65535);
   wire::Message clean;
@@ -280,39 +310,152 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
   return r;
 }
 
-LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return LoadReport{};
-    return rejected("cannot open: " + errno_text(errno));
+FileRules rules_for(const Cache& cache) {
+  FileRules r;
+  r.max_bytes = cache.settings().max_bytes;
+  r.owner = static_cast<uint32_t>(::geteuid());
+  return r;
+}
+
+namespace {
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+std::string octal_mode(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// Reads exactly `n` bytes at `offset`; false on an error or a short file.
+bool read_at(int fd, uint8_t* out, std::size_t n, uint64_t offset, int& err) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      err = errno;
+      return false;
+    }
+    if (r == 0) {
+      err = 0;
+      return false;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Closes the descriptor on every path out of load_file().
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall,
+                     const FileRules& rules) {
+  // O_NOFOLLOW: a symbolic link as the last component is refused (ELOOP), whatever it points
+  // at. O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer (reads of
+  // a regular file ignore the flag).
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)};
+  if (f.fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return LoadReport{};
+    if (err == ELOOP)
+      return rejected("is a symbolic link (refused; give the path of the file itself)");
+    if (err == ENXIO) return rejected("not a regular file (a socket)");
+    return rejected("cannot open: " + errno_text(err));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return rejected("not a regular file");
+  if (::fstat(f.fd, &st) != 0) return rejected("cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return rejected("not a regular file (" + kind_of(st.st_mode) + ")");
+  if (st.st_uid != rules.owner) {
+    return rejected("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                    std::to_string(rules.owner) +
+                    " that hourglassd runs as; refused, since another user may have written "
+                    "it: remove it, or chown it if you trust it");
   }
-  std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return rejected("cannot read: " + errno_text(err));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return rejected("writable by " +
+                    std::string((st.st_mode & S_IWOTH) != 0 ? "every user" : "its group") +
+                    " (mode " + octal_mode(st.st_mode) +
+                    "); refused, since another user may have written it: remove it, or chmod "
+                    "go-w it if you trust it");
   }
-  ::close(fd);
-  bytes.resize(got);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > rules.max_bytes) {
+    return rejected("is " + std::to_string(size) + " bytes, larger than the whole cache (" +
+                    std::to_string(rules.max_bytes) +
+                    " bytes), which a cache this size never writes; not read (the next save "
+                    "replaces it)");
+  }
+  // The header first: the magic, version and length must match before the rest is read.
+  std::array<uint8_t, kHeaderSize> head{};
+  const std::size_t head_len = static_cast<std::size_t>(std::min<uint64_t>(size, kHeaderSize));
+  int err = 0;
+  if (!read_at(f.fd, head.data(), head_len, 0, err)) {
+    if (err != 0) return rejected("cannot read: " + errno_text(err));
+    return rejected("changed while being read (shorter than its size)");
+  }
+  if (auto bad = check_header(std::span<const uint8_t>(head).first(head_len), size))
+    return std::move(*bad);
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(size));
+  std::memcpy(bytes.data(), head.data(), kHeaderSize);
+  if (!read_at(f.fd, bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, kHeaderSize, err)) {
+    if (err != 0) return rejected("cannot read: " + errno_text(err));
+    return rejected("changed while being read (shorter than its size)");
+  }
   return load(cache, bytes, now, now_wall);
 }
 
+LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall) {
+  return load_file(cache, path, now, now_wall, rules_for(cache));
+}
+
+namespace {
+
+// True when the file at `path` is one of ours with a newer format version (a rollback must
+// not overwrite it). Never blocks and never follows a final symbolic link.
+bool holds_newer_version(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)};
+  if (f.fd < 0) return false;
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  std::array<uint8_t, kHeaderSize> head{};
+  int err = 0;
+  if (static_cast<uint64_t>(st.st_size) < kHeaderSize ||
+      !read_at(f.fd, head.data(), head.size(), 0, err))
+    return false;
+  const auto bad = check_header(head, static_cast<uint64_t>(st.st_size));
+  return bad && bad->newer;
+}
+
+}  // namespace
+
 SaveReport save_file(const Cache& cache, const std::string& path, Time now, WallTime now_wall) {
+  return save_entries(cache.snapshot(), cache.settings().stale_max, path, now, now_wall);
+}
+
+SaveReport save_entries(std::vector<std::shared_ptr<const Entry>> entries, Seconds stale_max,
+                        const std::string& path_asked, Time now, WallTime now_wall) {
   SaveReport r;
-  const std::vector<uint8_t> bytes =
-      encode(cache.snapshot(), now, now_wall, cache.settings().stale_max);
+  r.path = path_asked;
+  if (holds_newer_version(path_asked)) {
+    r.path = fallback_path(path_asked);
+    r.diverted = path_asked + " holds a newer format version, left as it is";
+  }
+  const std::string& path = r.path;
+  const std::vector<uint8_t> bytes = encode(std::move(entries), now, now_wall, stale_max);
   r.entries = wire::load_u32_unchecked(bytes.data() + 12);
   r.bytes = bytes.size();
 
@@ -320,7 +463,7 @@ SaveReport save_file(const Cache& cache, const std::string& path, Time now, Wall
   std::string dir = ".";
   if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
   std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // mode 0600
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // O_EXCL, mode 0600 & ~umask
   if (fd < 0) {
     r.error = "cannot create a temporary file next to " + path + ": " + errno_text(errno);
     return r;
@@ -332,6 +475,8 @@ SaveReport save_file(const Cache& cache, const std::string& path, Time now, Wall
     r.error = what + " " + tmp + ": " + errno_text(err);
     return r;
   };
+  // Exactly 0600, whatever the umask took away or not.
+  if (::fchmod(fd, S_IRUSR | S_IWUSR) != 0) return fail("cannot chmod");
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);

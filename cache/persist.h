@@ -27,6 +27,21 @@
 //   32+P    4     CRC-32C (Castagnoli, reflected 0x82F63B78, as in iSCSI and ext4) of every
 //                 byte from offset 8 up to here
 //
+// Before a byte is read, load_file() checks the file itself, as ssh checks a key file: it is
+// opened with O_NOFOLLOW (a symbolic link as the last component is refused: whoever can plant
+// one could point it anywhere) and O_NONBLOCK (a FIFO at the path cannot wedge the start),
+// and fstat() of the opened descriptor must show a regular file owned by the user hourglassd
+// runs as, writable by no group or other user, no larger than the cache it is loaded into
+// (`cache-size`: a file a cache of that size wrote is smaller). Then the 32-byte header is
+// read and checked against the file's size; only then is the rest read. So a sparse 1 TiB
+// file, 512 MiB of zeros or a FIFO cost one line and no memory. A file whose header carries a
+// newer format version is left alone: this version loads and saves `PATH.v1` instead
+// (fallback_path()), so a rollback never destroys the newer version's file.
+//
+// Insert times are bounded by the clock: a file saved more than kFutureSkew after now, or an
+// entry inserted after the file was saved, is rejected (a forged or clock-confused file
+// would otherwise pin answers that never count down).
+//
 // Loading trusts nothing: the magic, version, lengths and checksum are checked first; then
 // every entry's message is parsed by wire/ (strict mode) and must be a one-question response
 // with no OPT record; any structural fault rejects the whole file. A file that passes is
@@ -44,6 +59,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,6 +78,9 @@ inline WallTime wall_now() noexcept {
 }
 
 constexpr uint32_t kFormatVersion = 1;
+/// How far ahead of the clock a file's save time may lie (clock adjustments between a save
+/// and a start); entries inserted up to this far ahead count as inserted now.
+constexpr Millis kFutureSkew{5000};
 constexpr std::size_t kHeaderSize = 32;
 constexpr std::size_t kTrailerSize = 4;
 /// Per entry, before its message: insert time, key flags, message length.
@@ -89,6 +108,7 @@ struct LoadReport {
   };
   Status status = Status::Missing;
   std::string problem{};    ///< Rejected: what is wrong, one line without the path
+  bool newer = false;       ///< Rejected because a newer hourglass wrote it: leave it alone
   std::size_t in_file = 0;  ///< entries the file holds
   std::size_t loaded = 0;   ///< inserted into the cache
   std::size_t expired = 0;  ///< past their stale window now: skipped
@@ -99,7 +119,32 @@ struct LoadReport {
 /// Validates `file` and inserts its entries into `cache` (see the top of this file).
 /// Never throws on bad input; a Rejected file inserts nothing.
 LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall);
-/// Reads the file at `path` and load()s it; Missing when it does not exist.
+
+/// What is wrong with a file of `file_size` bytes that starts with `header` (its first
+/// kHeaderSize bytes, or all of it when shorter): no magic, a newer or unknown version, or a
+/// payload length that does not match the size. nullopt when the rest is worth reading.
+/// load() applies the same checks; load_file() runs this before it reads the rest.
+std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t file_size);
+
+/// Where this version saves when `path` holds a newer format: `path` + ".v1".
+std::string fallback_path(const std::string& path);
+
+struct FileRules {
+  /// The largest file worth reading: the cache's byte budget (cache-size).
+  uint64_t max_bytes = UINT64_MAX;
+  /// The owner the file must have; normally geteuid().
+  uint32_t owner = 0;
+};
+/// The rules for loading into `cache` as this process: max_bytes from its settings, the
+/// effective user as the owner.
+FileRules rules_for(const Cache& cache);
+
+/// Checks the file at `path` (see the top of this file), reads it and load()s it; Missing
+/// when it does not exist. Never blocks on a FIFO, never follows a symbolic link at the end
+/// of `path`, and allocates at most rules.max_bytes.
+LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall,
+                     const FileRules& rules);
+/// The same with rules_for(cache).
 LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall);
 
 struct SaveReport {
@@ -107,11 +152,19 @@ struct SaveReport {
   std::string error{};  ///< !ok: what failed (the path is named), one line
   std::size_t entries = 0;
   std::size_t bytes = 0;
+  std::string path{};      ///< where it was written (fallback_path() when diverted)
+  std::string diverted{};  ///< non-empty: why not to the path asked for (a newer file is there)
 };
 
 /// Writes the cache's entries to `path` atomically: a temporary file in the same directory
-/// (mode 0600: the cache says which names were asked), fsync, rename over `path`, fsync the
-/// directory. A reader never sees a half-written file, and a crash leaves the old one.
+/// (mode 0600 whatever the umask: the cache says which names were asked), fsync, rename over
+/// `path`, fsync the directory. A reader never sees a half-written file, and a crash leaves
+/// the old one. When `path` holds a file of a newer format version, that file is left as it
+/// is and the save goes to fallback_path(path) instead (`diverted` says so).
 SaveReport save_file(const Cache& cache, const std::string& path, Time now, WallTime now_wall);
+/// The same for entries already taken with Cache::snapshot() (a periodic save takes the
+/// snapshot and writes it on its own thread).
+SaveReport save_entries(std::vector<std::shared_ptr<const Entry>> entries, Seconds stale_max,
+                        const std::string& path, Time now, WallTime now_wall);
 
 }  // namespace hg::cache::persist

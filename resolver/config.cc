@@ -391,6 +391,19 @@ const std::vector<Key>& keys() {
          c.cache_file = std::string(v);
          return std::nullopt;
        }},
+      {"cache-save-interval", Kind::Scalar, "SECONDS",
+       "With --cache-file, also save the cache this often while running (on a thread of its "
+       "own, skipped while nothing changed), so a crash loses at most that much; 0 = only at "
+       "stop and on 'hourglass-ctl save' (default 5m)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto s = parse_seconds(v);
+         if (!s || s->count() > 7 * 86400) {
+           return "expected seconds from 0 (off) to 604800, optionally with a unit s, m, h or "
+                  "d, e.g. 300 or 5m";
+         }
+         c.cache_save_interval = *s;
+         return std::nullopt;
+       }},
       // The fleet's shared cache (resolver/redis_l2.h).
       {"redis", Kind::Scalar, "ADDR:PORT|unix:PATH",
        "Share the cache and single-flight misses with other instances through this Redis "
@@ -492,9 +505,13 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
       }
       return bad("expected a string or an integer");
     case Kind::List:
+      // A list key takes an array, even of one value (the form --check-config prints): one
+      // spelling per kind of key, and a file that says plainly that it replaces the list.
       if (auto t = toml_scalar_text(n)) {
-        out.push_back(*t);
-        return out;
+        std::string fix = std::string(key.name) + " = [\"" + *t + "\"]";
+        if (key.name == "ttl-cap" || key.name == "shadow-ttl")
+          fix += " (or a [" + std::string(key.name) + "] table of \"ZONE\" = SECONDS)";
+        return bad(std::string(key.name) + " is a list, even of one value: write " + fix);
       }
       if (auto arr = n.as_array()) {
         for (const toml::node& e : *arr) {
@@ -809,6 +826,11 @@ std::string to_toml(const Config& c) {
   if (!c.dnstap_identity.empty())
     out += "dnstap-identity = " + toml_string(c.dnstap_identity) + "\n";
   if (!c.cache_file.empty()) out += "cache-file = " + toml_string(c.cache_file) + "\n";
+  if (!c.cache_file.empty()) {
+    out += "cache-save-interval = " +
+           std::to_string(std::chrono::duration_cast<seconds>(c.cache_save_interval).count()) +
+           "\n";
+  }
   if (c.redis.enabled()) {
     out += "redis = " + toml_string(c.redis.target) + "\n";
     if (!c.redis.password_file.empty())
@@ -926,9 +948,10 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                                "file with nameserver lines"};
     }
     if (rc->nameservers.empty()) {
-      return ConfigExit{2, "--upstream-file " + quote(c.upstream_file) +
-                               ": has no usable nameserver lines; give --upstream ADDR[:PORT] "
-                               "or a file with lines like \"nameserver 192.0.2.1\""};
+      return ConfigExit{2, "--upstream-file " + quote(c.upstream_file) + ": " +
+                               no_nameserver_reason(rc.value(), c.upstream_file) +
+                               "; give --upstream ADDR[:PORT] or a file with lines like "
+                               "\"nameserver 192.0.2.1\""};
     }
     c.upstreams = std::move(rc->nameservers);
     c.upstreams_from_file = true;
@@ -950,10 +973,29 @@ Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config
   using R = Checked<std::pair<std::string, std::string>>;
   std::pair<std::string, std::string> out{running.dnstap, running.dnstap_identity};
   if (running.config_file.empty()) return out;
+  // Only the two dnstap keys: a bad value elsewhere in the file (a shadow-ttl, say) is
+  // reported by the reload of that setting, not as a dnstap problem.
+  toml::table tbl;
+  try {
+    tbl = toml::parse_file(running.config_file);
+  } catch (const toml::parse_error& e) {
+    std::string desc(e.description());
+    std::replace(desc.begin(), desc.end(), '\n', ' ');
+    return R::failure("--config " + quote(running.config_file) + ": line " +
+                      std::to_string(e.source().begin.line) + ": " + desc);
+  }
   Config fresh;
-  bool file_upstream = false;
-  if (auto err = apply_toml(fresh, running.config_file, ParseOptions{}, file_upstream)) {
-    return R::failure(*err);
+  for (const std::string_view name :
+       {std::string_view("dnstap"), std::string_view("dnstap-identity")}) {
+    const toml::node* n = tbl.get(name);
+    if (n == nullptr) continue;
+    const Key* key = find_key(name);
+    auto values = toml_values(*key, *n, running.config_file);
+    if (!values) return R::failure(values.error());
+    for (const std::string& v : values.value()) {
+      if (auto allowed = key->set(fresh, v, ParseOptions{}))
+        return R::failure(name_value(running.config_file, key->name, v) + ": " + *allowed);
+    }
   }
   if (!running.dnstap_from_cli) out.first = fresh.dnstap;
   if (!running.dnstap_identity_from_cli) out.second = fresh.dnstap_identity;

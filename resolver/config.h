@@ -86,7 +86,10 @@ struct Config {
   unsigned tcp_max_per_source = 64;
   std::vector<Cidr> metrics_allow{};
   RedisConfig redis{};
-  std::string cache_file{};       ///< warm-restart cache file; empty: none
+  std::string cache_file{};  ///< warm-restart cache file; empty: none
+  /// Also save cache_file this often while running (resolver/warm_restart.h); 0: only at
+  /// stop and on `hourglass-ctl save`.
+  std::chrono::milliseconds cache_save_interval{std::chrono::minutes{5}};
   std::string config_file{};      ///< the --config given, empty if none
   std::string dnstap{};           ///< --dnstap: PATH or unix:PATH; empty: no dnstap
   std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name

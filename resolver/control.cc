@@ -32,7 +32,7 @@ constexpr std::string_view kHelp =
     "flush                   remove every cached answer\n"
     "flush NAME              remove every cached answer for NAME\n"
     "flush-zone ZONE         remove cached answers for ZONE and every name below it\n"
-    "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included\n"
+    "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included (0: not cached)\n"
     "ttl-cap-clear ZONE      remove ZONE's cap (cached answers keep their shortened TTLs)\n"
     "ttl-caps                the caps in force\n"
     "shadow [list]           shadow-ttl zones: real vs projected upstream queries\n"
@@ -290,8 +290,8 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
       return error("no cache file: start hourglassd with --cache-file PATH");
     const auto r = save_cache_file(shared, now);
     if (!r.ok) return error(r.error);
-    return {fmt::format("saved {} answers to {} ({} bytes)\n", r.entries, shared.config.cache_file,
-                        r.bytes)};
+    return {fmt::format("saved {} answers to {}{} ({} bytes)\n", r.entries, r.path,
+                        r.diverted.empty() ? std::string() : " (" + r.diverted + ")", r.bytes)};
   }
   if (auto r = rehearsal_command(shared, words, now)) return std::move(*r);
   const std::string shown(cmd.substr(0, 64));

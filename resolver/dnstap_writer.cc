@@ -30,6 +30,9 @@ bool is_unix(std::string_view target) {
   return target.substr(0, kUnixPrefix.size()) == kUnixPrefix;
 }
 
+// Every dnstap file hourglassd creates: it holds client addresses and the names they asked.
+constexpr mode_t kFileMode = S_IRUSR | S_IWUSR;  // 0600
+
 // Workers hand fstrm batches, not single frames: each data entry a worker submits is a run
 // of whole Frame Streams data frames (each its 4-byte big-endian length, then the frame),
 // built in the worker's batch buffer. fstrm's writer puts its own 4-byte length in front of
@@ -52,7 +55,9 @@ struct Sink {
     if (self->fd >= 0) return fstrm_res_success;
     if (self->kind == Kind::File) {
       // Reopened after a write error (the file was opened at start): append, never truncate.
-      self->fd = ::open(self->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      self->fd =
+          ::open(self->path.c_str(),
+                 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, kFileMode);
       return self->fd >= 0 ? fstrm_res_success : fstrm_res_failure;
     }
     sockaddr_un sa{};
@@ -224,7 +229,7 @@ class DnstapWriter::FramePool {
 std::optional<std::string> check_dnstap_target(std::string_view target) {
   constexpr std::string_view kAllowed =
       "expected the path of a Frame Streams file to write (its directory must exist), or "
-      "unix:PATH for a Frame Streams socket of 1 to 107 bytes, e.g. /var/log/hourglass.dnstap "
+      "unix:PATH for a Frame Streams socket of 1 to 107 bytes, e.g. /var/log/hourglass/dnstap "
       "or unix:/run/dnstap.sock";
   if (target.empty()) return std::string(kAllowed);
   if (is_unix(target)) {
@@ -268,17 +273,36 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
     sink->kind = Sink::Kind::Unix;
     sink->path = options.target.substr(kUnixPrefix.size());  // connected by the I/O thread
   } else {
-    const int fd = ::open(options.target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Client addresses and names: readable by hourglassd's user only, whatever the umask
+    // and whatever mode an older file had. O_NOFOLLOW: a symbolic link planted at the path
+    // must not make hourglassd truncate what it points at; O_NONBLOCK: a FIFO there must not
+    // wedge the start.
+    const int fd =
+        ::open(options.target.c_str(),
+               O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, kFileMode);
     if (fd < 0) {
+      const int err = errno;
       delete sink;
       return R::failure("--dnstap " + quote(options.target) + ": cannot create the file (" +
-                        std::strerror(errno) + ")");
+                        (err == ELOOP ? std::string("it is a symbolic link; give the path of the "
+                                                    "file itself")
+                                      : std::string(std::strerror(err))) +
+                        ")");
     }
     struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      self->file_dev_ = st.st_dev;
-      self->file_ino_ = st.st_ino;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::fchmod(fd, kFileMode) != 0) {
+      const int err = errno;
+      const bool regular = S_ISREG(st.st_mode);
+      ::close(fd);
+      delete sink;
+      return R::failure("--dnstap " + quote(options.target) + ": " +
+                        (regular
+                             ? "cannot make it mode 0600 (" + std::string(std::strerror(err)) + ")"
+                             : std::string("not a regular file")) +
+                        "; give the path of a file hourglassd may create");
     }
+    self->file_dev_ = st.st_dev;
+    self->file_ino_ = st.st_ino;
     sink->path = options.target;
     sink->fd = fd;
   }

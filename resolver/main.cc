@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <variant>
 
 #include "resolver/config.h"
@@ -29,8 +30,15 @@ int run(int argc, char** argv) {
   Config& config = std::get<Config>(parsed);
   if (config.check_config) {
     // Everything that can be checked without binding sockets has been (flags, file, upstream
-    // list, forwarding loop, zone names); a running instance may hold the ports.
-    fmt::print("hourglassd: configuration OK\n");
+    // list, forwarding loop, zone names); a running instance may hold the ports. The
+    // warnings start-up would print (an unusable nameserver line, ...) are printed too.
+    for (const auto& w : config.warnings)
+      fmt::print(stderr, "warning: {}\n", w);
+    fmt::print("hourglassd: configuration OK{}\n",
+               config.warnings.empty()
+                   ? std::string()
+                   : fmt::format(" ({} warning{} above)", config.warnings.size(),
+                                 config.warnings.size() == 1 ? "" : "s"));
     return 0;
   }
   auto server = Server::create(config);

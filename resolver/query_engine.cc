@@ -7,6 +7,7 @@
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/owned.h"
+#include "wire/reader.h"
 #include "wire/reencode.h"
 #include "wire/writer.h"
 
@@ -35,6 +36,33 @@ std::size_t udp_limit(uint16_t client_udp_size, std::size_t room) {
   // Never more than 1232 over UDP, whatever the client offers: larger datagrams fragment, and
   // fragments are lost or spoofed (DNS flag day 2020). Larger answers go TC=1, then TCP.
   return std::min<std::size_t>({client_udp_size, kMaxUdpAnswer, room});
+}
+
+// ttl-cap applies to an answer passed through uncached too: the cap bounds every TTL a client
+// is given for the zone, so a cap of 0 (nothing cached) reaches clients as TTL 0 rather than
+// the upstream's. `out` holds `size` bytes that render_passthrough() wrote: the upstream's
+// records in order, at the upstream's offsets (same header and question length), then our
+// OPT when the client sent one. A negative answer is about the qname, as in the cache.
+void cap_passthrough_ttls(std::span<uint8_t> out, std::size_t size, bool client_edns,
+                          const wire::Message& up, const cache::Cache& cache,
+                          const wire::Name& qname) {
+  if (size < wire::kHeaderSize) return;
+  std::size_t copied = std::size_t{wire::load_u16_unchecked(out.data() + 6)} +
+                       wire::load_u16_unchecked(out.data() + 8) +
+                       wire::load_u16_unchecked(out.data() + 10);
+  if (client_edns && copied > 0) --copied;  // our OPT record
+  const bool negative = up.rcode() == RCode::NXDomain || up.section(wire::Section::Answer).empty();
+  const std::optional<uint32_t> qname_cap =
+      negative ? cache.ttl_cap_for(qname) : std::optional<uint32_t>{};
+  const auto records = up.records();
+  for (std::size_t i = 0; i < records.size() && i < copied; ++i) {
+    const wire::RecordView& rr = records[i];
+    if (std::size_t{rr.ttl_offset} + 4 > size) break;
+    std::optional<uint32_t> cap = cache.ttl_cap_for(up.owner(rr));
+    if (qname_cap && (!cap || *qname_cap < *cap)) cap = qname_cap;
+    if (cap && wire::load_u32_unchecked(out.data() + rr.ttl_offset) > *cap)
+      wire::store_u32_unchecked(out.data() + rr.ttl_offset, *cap);
+  }
 }
 
 }  // namespace
@@ -307,6 +335,8 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
         } else {
           // Not cached (TTL 0, negative without SOA, too large): pass the answer through.
           size = render_passthrough(buf_, limit, q, upstream_msg_, std::nullopt);
+          if (shared_.cache.has_ttl_caps())
+            cap_passthrough_ttls(buf_, size, q.has_edns, upstream_msg_, shared_.cache, key.qname);
         }
         deliver(w, std::span<const uint8_t>(buf_.data(), size), "miss", rcode);
       }

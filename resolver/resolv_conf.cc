@@ -54,4 +54,21 @@ Checked<ResolvConf> read_resolv_conf(const std::string& path) {
   return rc;
 }
 
+std::string no_nameserver_reason(const ResolvConf& rc, const std::string& path) {
+  if (rc.warnings.empty()) return "has no nameserver line";
+  constexpr std::size_t kShown = 3;
+  std::string out = "has no usable nameserver line: ";
+  const std::string prefix = path + ": ";
+  for (std::size_t i = 0; i < rc.warnings.size() && i < kShown; ++i) {
+    std::string_view w = rc.warnings[i];
+    if (w.starts_with(prefix)) w.remove_prefix(prefix.size());
+    if (w.ends_with("; ignored")) w.remove_suffix(9);
+    if (i != 0) out += "; ";
+    out += w;
+  }
+  if (rc.warnings.size() > kShown)
+    out += "; and " + std::to_string(rc.warnings.size() - kShown) + " more";
+  return out;
+}
+
 }  // namespace hg::resolver

@@ -24,5 +24,10 @@ struct ResolvConf {
 ResolvConf parse_resolv_conf(std::string_view text);
 /// Reads and parses a file; the error names the path and the reason.
 Checked<ResolvConf> read_resolv_conf(const std::string& path);
+/// Why a file that read_resolv_conf() returned for `path` gave no nameserver, to follow
+/// "PATH: ": "has no nameserver line", or, when it had only unusable ones, "has no usable
+/// nameserver line: line 2: nameserver \"dns.example\" is not ...; line 3: ..." (at most
+/// three, then how many more).
+std::string no_nameserver_reason(const ResolvConf& rc, const std::string& path);
 
 }  // namespace hg::resolver

@@ -287,7 +287,10 @@ int Server::run() {
     w->thread = std::thread([w] { w->loop.run(); });
   }
   start_systemd();
+  if (!c.cache_file.empty() && c.cache_save_interval.count() > 0)
+    saver_ = std::make_unique<PeriodicSaver>(*shared_, c.cache_save_interval);
   main.loop.run();
+  saver_.reset();  // a periodic save in progress finishes before the final one
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     workers_[i]->loop.stop();
     if (workers_[i]->thread.joinable()) workers_[i]->thread.join();
@@ -342,8 +345,8 @@ void Server::reload_upstreams() {
     return;
   }
   if (rc->nameservers.empty()) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {} has no nameserver line\n",
-               c.upstream_file);
+    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {} {}\n", c.upstream_file,
+               no_nameserver_reason(rc.value(), c.upstream_file));
     return;
   }
   if (auto loop = find_forwarding_loop(bound(), rc->nameservers, local_interface_addresses())) {
@@ -612,8 +615,8 @@ void Server::save_at_exit() {
   const auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (r.ok) {
-    fmt::print(stderr, "hourglassd: saved {} answers to {} ({} bytes, {:.1f} ms)\n", r.entries,
-               path, r.bytes, ms);
+    fmt::print(stderr, "hourglassd: saved {} answers to {}{} ({} bytes, {:.1f} ms)\n", r.entries,
+               r.path, r.diverted.empty() ? std::string() : " (" + r.diverted + ")", r.bytes, ms);
   } else {
     fmt::print(stderr, "hourglassd: cache file {}: not saved: {}\n", path, r.error);
   }

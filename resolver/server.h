@@ -22,6 +22,7 @@ namespace hg::resolver {
 
 class Control;
 class Metrics;
+class PeriodicSaver;
 
 /// The daemon: sockets, threads, signals.
 class Server {
@@ -79,6 +80,8 @@ class Server {
   bool stopping_ = false;
   SystemdNotifier notifier_;
   std::size_t loaded_from_file_ = 0;
+  /// --cache-save-interval (resolver/warm_restart.h): runs from run() until the loops stop.
+  std::unique_ptr<PeriodicSaver> saver_;
   bool watchdog_withheld_ = false;
 };
 

@@ -370,6 +370,24 @@ TEST_F(CacheTest, TtlCapAppliesToNewAndExistingEntriesAtOrBelowZone) {
   EXPECT_EQ(get("api.example.com").entry->ttl(), 3600u);
 }
 
+// ttl-cap ZONE 0 means "not cached": nothing new is stored, and what was cached goes at once
+// rather than lingering as stale data (with a cap of N it is shortened to N instead).
+TEST_F(CacheTest, ATtlCapOfZeroCachesNothingAndRemovesWhatWasCached) {
+  ASSERT_EQ(put_a("www.example.com", 3600), InsertOutcome::Cached);
+  ASSERT_EQ(put_a("badexample.com", 3600), InsertOutcome::Cached);
+  cache_->set_ttl_cap(N("example.com"), 0, clock_.now());
+  EXPECT_FALSE(get("www.example.com")) << "left to be served stale";
+  EXPECT_TRUE(get("badexample.com"));
+  EXPECT_EQ(put_a("api.example.com", 3600), InsertOutcome::RemovedZeroTtl);
+  EXPECT_FALSE(get("api.example.com"));
+  EXPECT_EQ(cache_->ttl_cap_for(N("API.example.com")), std::optional<uint32_t>(0));
+  EXPECT_EQ(cache_->ttl_cap_for(N("badexample.com")), std::nullopt);
+  EXPECT_TRUE(cache_->has_ttl_caps());
+  EXPECT_TRUE(cache_->clear_ttl_cap(N("example.com")));
+  EXPECT_FALSE(cache_->has_ttl_caps());
+  EXPECT_EQ(put_a("api.example.com", 3600), InsertOutcome::Cached);
+}
+
 TEST_F(CacheTest, FlushNameRemovesEveryVariantOfThatNameOnly) {
   ASSERT_EQ(put_a("www.example.com", 300), InsertOutcome::Cached);
   OwnedMessage aaaa = response("www.example.com", RRType::AAAA);
@@ -447,6 +465,24 @@ TEST_F(CacheTest, SnapshotListsEntriesWithRemainingTtls) {
   EXPECT_EQ(entries[0]->remaining_ttl(0, clock_.now()), 260u);
   EXPECT_EQ(entries[1]->remaining_ttl(0, clock_.now()), 60u);
   EXPECT_EQ(decode(entries[1]->to_wire(clock_.now())).answer.at(0).ttl, 60u);
+}
+
+// The periodic save's snapshot, a few slots per lock: the same entries as snapshot(), across
+// evictions and removals that leave empty slots behind, whatever the step.
+TEST_F(CacheTest, ASnapshotInStepsListsTheSameEntries) {
+  reset({.max_bytes = 64 << 10, .shards = 2});
+  for (int i = 0; i < 400; ++i)
+    put_a(nm("host", i, ".example.org"), 3600);  // more than fit: evictions free slots
+  cache_->flush_name(N("host399.example.org"));
+  auto sorted = [](std::vector<std::shared_ptr<const Entry>> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto whole = sorted(cache_->snapshot());
+  ASSERT_GT(whole.size(), 10u);
+  ASSERT_LT(whole.size(), 399u);
+  for (const std::size_t step : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1024}})
+    EXPECT_EQ(sorted(cache_->snapshot_in_steps(step)), whole) << "step " << step;
 }
 
 TEST_F(CacheTest, LookupAndRenderOfAHitDoNotAllocate) {

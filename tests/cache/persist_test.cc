@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "cache/clock.h"
 #include "cache_test_util.h"
@@ -152,8 +153,14 @@ TEST_F(PersistTest, AnEntryThatExpiredDuringTheDowntimeComesBackStaleThenGoes) {
     EXPECT_EQ(restored.stats().entries, 0u);
   }
   {
-    Cache restored(settings_);  // the wall clock went back: counts as inserted now, fresh
+    Cache restored(settings_);  // the wall clock went back an hour: the file is refused
     const LoadReport r = load(restored, file, later.now(), kWall0 - Seconds{3600});
+    EXPECT_EQ(r.status, Status::Rejected);
+    EXPECT_EQ(restored.stats().entries, 0u);
+  }
+  {
+    Cache restored(settings_);  // back by 3 s (within kFutureSkew): inserted now, fresh
+    const LoadReport r = load(restored, file, later.now(), kWall0 - Seconds{3});
     EXPECT_EQ(r.loaded, 1u);
     const Hit h = restored.lookup(key("short.example.com"), later.now());
     ASSERT_EQ(h.freshness, Freshness::Fresh);
@@ -363,6 +370,203 @@ TEST_F(PersistFileTest, SavingIntoAMissingDirectoryFailsWithTheReason) {
   const SaveReport s = save_file(cache_, dir_ + "/no/such/cache", clock_.now(), kWall0);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.error.find("No such file or directory"), std::string::npos) << s.error;
+}
+
+// --- planted files (the checks of load_file() before it reads) ---------------------------------
+
+class PlantedFile : public PersistFileTest {
+ protected:
+  void SetUp() override {
+    PersistFileTest::SetUp();
+    path_ = dir_ + "/cache";
+    fill();
+    ASSERT_TRUE(save_file(cache_, path_, clock_.now(), kWall0).ok);
+  }
+  // Loads as the file's owner would, with the cache's own size as the limit.
+  LoadReport try_load(const FileRules& rules) {
+    Cache fresh(settings_);
+    const LoadReport r = load_file(fresh, path_, clock_.now(), kWall0, rules);
+    EXPECT_EQ(fresh.stats().entries, r.loaded);
+    return r;
+  }
+  LoadReport try_load() { return try_load(rules_for(cache_)); }
+  static bool has(const LoadReport& r, std::string_view what) {
+    return r.problem.find(what) != std::string::npos;
+  }
+  std::string path_;
+};
+
+TEST_F(PlantedFile, TheSavedFileLoadsUnderTheRules) {
+  const LoadReport r = try_load();
+  ASSERT_EQ(r.status, Status::Loaded) << r.problem;
+  EXPECT_EQ(r.loaded, 4u);
+}
+
+TEST_F(PlantedFile, AnotherUsersFileIsRefused) {
+  FileRules rules = rules_for(cache_);
+  rules.owner += 1;  // the file is ours: to the rules, someone else's
+  const LoadReport r = try_load(rules);
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_EQ(r.loaded, 0u);
+  EXPECT_TRUE(has(r, "owned by uid " + std::to_string(::geteuid()))) << r.problem;
+  EXPECT_TRUE(has(r, "not by uid " + std::to_string(rules.owner))) << r.problem;
+}
+
+TEST_F(PlantedFile, AFileOthersCanWriteIsRefused) {
+  for (const mode_t mode : {mode_t{0666}, mode_t{0620}, mode_t{0602}}) {
+    ASSERT_EQ(::chmod(path_.c_str(), mode), 0);
+    const LoadReport r = try_load();
+    EXPECT_EQ(r.status, Status::Rejected) << std::oct << mode;
+    EXPECT_TRUE(has(r, "writable by")) << r.problem;
+  }
+  // Readable by others is their business (the daemon writes 0600); writable is not.
+  ASSERT_EQ(::chmod(path_.c_str(), 0644), 0);
+  EXPECT_EQ(try_load().status, Status::Loaded);
+}
+
+TEST_F(PlantedFile, ASymbolicLinkIsRefusedWhereverItPoints) {
+  const std::string real = dir_ + "/real";
+  ASSERT_EQ(::rename(path_.c_str(), real.c_str()), 0);
+  ASSERT_EQ(::symlink(real.c_str(), path_.c_str()), 0);
+  const LoadReport r = try_load();
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_TRUE(has(r, "symbolic link")) << r.problem;
+}
+
+TEST_F(PlantedFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  // Without O_NONBLOCK the open would wait for a writer for ever (the test would time out).
+  const LoadReport r = try_load();
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_TRUE(has(r, "not a regular file (a FIFO)")) << r.problem;
+}
+
+TEST_F(PlantedFile, AFileLargerThanTheCacheIsNotRead) {
+  // 1 TiB, sparse: refused from its size alone (reading it would end in bad_alloc).
+  ASSERT_EQ(::truncate(path_.c_str(), off_t{1} << 40), 0);
+  LoadReport r = try_load();
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_TRUE(has(r, "is 1099511627776 bytes, larger than the whole cache (1048576 bytes)"))
+      << r.problem;
+  // One byte over the limit is refused too; a limit of the file's size reads it.
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  ASSERT_TRUE(save_file(cache_, path_, clock_.now(), kWall0).ok);
+  const auto size = std::filesystem::file_size(path_);
+  FileRules rules = rules_for(cache_);
+  rules.max_bytes = size - 1;
+  EXPECT_EQ(try_load(rules).status, Status::Rejected);
+  rules.max_bytes = size;
+  EXPECT_EQ(try_load(rules).status, Status::Loaded);
+}
+
+TEST_F(PlantedFile, AHeaderThatDoesNotMatchTheSizeStopsTheRead) {
+  // Zeros: no magic. A valid header claiming a longer payload: truncated. Both decided from
+  // the first 32 bytes (check_header), before the rest is read.
+  ASSERT_EQ(::truncate(path_.c_str(), 0), 0);
+  ASSERT_EQ(::truncate(path_.c_str(), 512 << 10), 0);
+  EXPECT_TRUE(has(try_load(), "no magic number"));
+  std::vector<uint8_t> head(kHeaderSize);
+  ASSERT_TRUE(save_file(cache_, path_, clock_.now(), kWall0).ok);
+  const auto size = std::filesystem::file_size(path_);
+  {
+    std::ifstream in(path_, std::ios::binary);
+    in.read(reinterpret_cast<char*>(head.data()), kHeaderSize);
+  }
+  EXPECT_FALSE(check_header(head, size).has_value());
+  const auto longer = check_header(head, size - 1);
+  ASSERT_TRUE(longer.has_value());
+  EXPECT_NE(longer->problem.find("truncated"), std::string::npos) << longer->problem;
+  // A payload length near 2^64 is reported without overflowing.
+  for (std::size_t i = 24; i < 32; ++i)
+    head[i] = 0xFF;
+  const auto huge = check_header(head, size);
+  ASSERT_TRUE(huge.has_value());
+  EXPECT_NE(huge->problem.find("the header says 18446744073709551615"), std::string::npos)
+      << huge->problem;
+}
+
+TEST_F(PlantedFile, ANewerVersionIsLeftInPlaceAndTheSaveGoesToTheFallback) {
+  std::vector<uint8_t> newer = encode(cache_.snapshot(), clock_.now(), kWall0, Seconds{60});
+  wire::store_u32_unchecked(newer.data() + 8, kFormatVersion + 1);
+  reseal(newer);
+  {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(newer.data()),
+              static_cast<std::streamsize>(newer.size()));
+  }
+  const LoadReport r = try_load();
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_TRUE(r.newer);
+  EXPECT_TRUE(has(r, "format version 2 is newer")) << r.problem;
+
+  const SaveReport s = save_file(cache_, path_, clock_.now(), kWall0);
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.path, path_ + ".v1");
+  EXPECT_EQ(fallback_path(path_), path_ + ".v1");
+  EXPECT_NE(s.diverted.find("newer format version"), std::string::npos) << s.diverted;
+  std::ifstream in(path_, std::ios::binary);
+  const std::vector<uint8_t> after{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_EQ(after, newer) << "the newer file was touched";
+  Cache restored(settings_);
+  EXPECT_EQ(load_file(restored, s.path, clock_.now(), kWall0).loaded, 4u);
+  // An older or damaged file at the path is simply replaced.
+  ASSERT_EQ(::truncate(path_.c_str(), 10), 0);
+  const SaveReport again = save_file(cache_, path_, clock_.now(), kWall0);
+  EXPECT_EQ(again.path, path_);
+  EXPECT_TRUE(again.diverted.empty());
+}
+
+TEST_F(PlantedFile, TheSavedFileIs0600WhateverTheUmask) {
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  const mode_t old = ::umask(0);
+  const SaveReport open_umask = save_file(cache_, path_, clock_.now(), kWall0);
+  ::umask(0277);  // would leave the owner read-only
+  const std::string other = dir_ + "/other";
+  const SaveReport tight_umask = save_file(cache_, other, clock_.now(), kWall0);
+  ::umask(old);
+  ASSERT_TRUE(open_umask.ok && tight_umask.ok) << open_umask.error << tight_umask.error;
+  for (const std::string& p : {path_, other}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << p;
+  }
+}
+
+// --- insert times from the future ---------------------------------------------------------------
+
+TEST_F(DamagedFile, AFileSavedInTheFutureIsRejected) {
+  // Saved at kWall0; loaded with the clock an hour behind that.
+  Cache fresh(settings_);
+  LoadReport r = load(fresh, file_, clock_.now(), kWall0 - Seconds{3600});
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_NE(r.problem.find("saved 3600 s in the future"), std::string::npos) << r.problem;
+  EXPECT_EQ(fresh.stats().entries, 0u);
+  // Within the skew allowed for clock adjustments it loads, the entries as inserted now.
+  r = load(fresh, file_, clock_.now(), kWall0 - kFutureSkew);
+  EXPECT_EQ(r.status, Status::Loaded) << r.problem;
+  EXPECT_EQ(r.loaded, 4u);
+}
+
+TEST_F(DamagedFile, AnEntryInsertedAfterTheSaveIsRejected) {
+  // The first entry's insert time moved to 2100, the file resealed: the TTL would never
+  // count down. The save time is honest, so only the entry gives it away.
+  std::vector<uint8_t> f = file_;
+  const int64_t y2100 = 4'102'444'800'000;
+  for (int i = 0; i < 8; ++i)
+    f[kHeaderSize + static_cast<std::size_t>(i)] = static_cast<uint8_t>(y2100 >> (56 - 8 * i));
+  reseal(f);
+  const LoadReport r = try_load(f);
+  EXPECT_EQ(r.status, Status::Rejected);
+  EXPECT_NE(r.problem.find("entry 1 of 4 was inserted after the file was saved"), std::string::npos)
+      << r.problem;
+  // Both moved to 2100: the save time gives it away.
+  for (int i = 0; i < 8; ++i)
+    f[16 + static_cast<std::size_t>(i)] = static_cast<uint8_t>(y2100 >> (56 - 8 * i));
+  reseal(f);
+  const LoadReport both = try_load(f);
+  EXPECT_EQ(both.status, Status::Rejected);
+  EXPECT_NE(both.problem.find("in the future"), std::string::npos) << both.problem;
 }
 
 }  // namespace

@@ -12,9 +12,16 @@
 //  3. Every loaded entry renders to a message that wire/ parses in Strict mode, with the
 //     entry's question.
 //  4. Saving the loaded cache and loading that file again loads the same number of entries.
+//  5. No loaded entry was inserted after now: insert times from the future (a forged file
+//     that would pin a TTL) are refused, never clamped into a long life.
+//  6. check_header(), which load_file() runs on the first 32 bytes before reading the rest,
+//     refuses exactly what load() refuses for the same header and size, with the same words
+//     (so the early refusal never lets through, or stops, a file load() would treat
+//     otherwise).
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise linked
 // with replay_main.cc and ctest replays tests/fuzz/corpus/cache_file/.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +71,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   Cache cache(settings());
   const LoadReport r = persist::load(cache, file, kNow, kWallNow);
   const CacheStats st = cache.stats();
+  const auto early = persist::check_header(
+      std::span<const uint8_t>(file).first(std::min(file.size(), persist::kHeaderSize)),
+      file.size());
+  if (early) {
+    check(r.status == LoadReport::Status::Rejected && r.problem == early->problem &&
+              r.newer == early->newer,
+          "check_header() and load() disagree about a header");
+  }
   if (r.status != LoadReport::Status::Loaded) {
     check(st.entries == 0, "a rejected file inserted entries");
     return 0;
@@ -72,6 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   check(st.entries <= r.loaded, "more entries cached than loaded");
 
   for (const auto& e : cache.snapshot()) {
+    check(e->inserted_at() <= kNow, "an entry from the future was loaded");
     const std::vector<uint8_t> bytes = e->to_wire(kNow);
     hg::wire::Message m;
     check(m.parse(bytes, hg::wire::ParseMode::Strict).has_value(), "a loaded entry does not parse");

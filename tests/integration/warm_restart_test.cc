@@ -217,11 +217,24 @@ TEST_F(DamagedCacheFile, ForeignFile) {
   expect_empty_cache_and_service("not an hourglass cache file");
 }
 
+// A newer version's file is not damaged: it is left for the version that wrote it, and this
+// one starts from (and saves to) PATH.v1, here still missing. Its own line says so.
 TEST_F(DamagedCacheFile, FutureVersion) {
   std::vector<uint8_t> f = good_;
   f[11] = 2;  // format version 2
   write_file(f);
-  expect_empty_cache_and_service("format version 2 is newer");
+  const std::size_t asked = upstream_.queries(name_);
+  auto d = start();
+  const auto warnings = d->lines_with("warning:");
+  ASSERT_EQ(warnings.size(), 1u) << d->output();
+  EXPECT_NE(warnings[0].find("cache file " + path_ + ": format version 2 is newer"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("loads and saves " + path_ + ".v1 instead"), std::string::npos);
+  EXPECT_EQ(d->lines_with(path_ + ".v1: none yet; starting with an empty cache").size(), 1u)
+      << d->output();
+  ASSERT_TRUE(ask(*d, name_));
+  EXPECT_EQ(upstream_.queries(name_), asked + 1) << "the name came from the newer file";
 }
 
 }  // namespace

@@ -391,7 +391,25 @@ TEST(ParseConfig, UpstreamFileWithoutNameserversIsAnError) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "search example.com\noptions ndots:2\n");
   ConfigExit e = fails(parse({"--upstream-file", rc}));
-  EXPECT_THAT(e.message, HasSubstr("no usable nameserver"));
+  EXPECT_THAT(e.message, HasSubstr(rc + "\": has no nameserver line; give --upstream"));
+}
+
+// Only invalid nameserver lines: said as such, with the lines, not as "no nameserver line".
+TEST(ParseConfig, UpstreamFileWithOnlyInvalidNameserversSaysWhy) {
+  TempDir dir;
+  std::string rc = dir.write("resolv.conf", "nameserver dns.example\nnameserver 300.1.1.1\n");
+  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  EXPECT_THAT(e.message,
+              HasSubstr("has no usable nameserver line: line 1: nameserver \"dns.example\" is "
+                        "not a numeric IPv4 or IPv6 address; line 2: nameserver \"300.1.1.1\""));
+  EXPECT_THAT(e.message, ::testing::Not(HasSubstr("has no nameserver line")));
+  // More than three: the first three, then how many more.
+  rc = dir.write("many.conf",
+                 "nameserver a\nnameserver b\nnameserver c\nnameserver d\n"
+                 "nameserver e\n");
+  e = fails(parse({"--upstream-file", rc}));
+  EXPECT_THAT(e.message, HasSubstr("line 3: nameserver \"c\" is not a numeric IPv4 or IPv6 "
+                                   "address; and 2 more"));
 }
 
 TEST(ParseConfig, UnusableNameserverLineBecomesAWarning) {
@@ -406,11 +424,63 @@ TEST(ParseConfig, UnusableNameserverLineBecomesAWarning) {
 
 // --- TOML ------------------------------------------------------------------------------------
 
+// A list key takes an array, even of one value: a plain string is an error naming the key
+// and the way to write it.
+TEST(ParseConfigFile, AListKeyGivenAPlainStringIsAnErrorThatShowsTheFix) {
+  TempDir dir;
+  std::string toml = dir.write("hg.toml", "listen = \"127.0.0.1:5300\"\n");
+  ConfigExit e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr(toml + ": listen = \"127.0.0.1:5300\""));
+  EXPECT_THAT(e.message, HasSubstr("listen is a list, even of one value: write listen = "
+                                   "[\"127.0.0.1:5300\"]"));
+  toml = dir.write("x.toml", "listen = \"x\"\n");
+  e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  EXPECT_THAT(e.message, HasSubstr("write listen = [\"x\"]"));
+  toml = dir.write("up.toml", "upstream = 5\n");
+  e = fails(parse({"--config", toml}));
+  EXPECT_THAT(e.message, HasSubstr("write upstream = [\"5\"]"));
+  toml = dir.write("cap.toml", "ttl-cap = \"example.com=60\"\n");
+  e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  EXPECT_THAT(e.message, HasSubstr("write ttl-cap = [\"example.com=60\"] (or a [ttl-cap] "
+                                   "table of \"ZONE\" = SECONDS)"));
+  // The array form of the same is accepted.
+  toml = dir.write("ok.toml", "listen = [\"127.0.0.1:5300\"]\n");
+  Config c = ok(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  EXPECT_EQ(c.listen, std::vector<Endpoint>{ep("127.0.0.1:5300")});
+}
+
+TEST(ParseConfig, CacheSaveIntervalTakesSecondsAndZeroTurnsItOff) {
+  EXPECT_EQ(ok(parse({"--upstream", "192.0.2.1"})).cache_save_interval, 5min);
+  EXPECT_EQ(
+      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "90"})).cache_save_interval,
+      90s);
+  EXPECT_EQ(
+      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "1h"})).cache_save_interval,
+      1h);
+  EXPECT_EQ(
+      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "0"})).cache_save_interval, 0s);
+  for (const char* bad : {"soon", "8d", "1.5"}) {
+    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-save-interval", bad}));
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_THAT(e.message, HasSubstr("--cache-save-interval \"" + std::string(bad) + "\": "));
+    EXPECT_THAT(e.message, HasSubstr("0 (off) to 604800"));
+  }
+  // --check-config's TOML carries it with the cache file, and reads back the same.
+  TempDir dir;
+  Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-file", dir.path("cache"),
+                       "--cache-save-interval", "2m"}));
+  const std::string text = to_toml(c);
+  EXPECT_THAT(text, HasSubstr("cache-save-interval = 120\n"));
+  std::string toml = dir.write("round.toml", text);
+  EXPECT_EQ(ok(parse({"--config", toml})).cache_save_interval, 2min);
+}
+
 TEST(ParseConfigFile, SetsEveryKindOfKey) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", R"(
 listen = ["127.0.0.1:5300", "[::1]:5300"]
-upstream = "192.0.2.1"
+upstream = ["192.0.2.1"]
 cache-size = "32MiB"
 cache-min-ttl = 60
 stale-max = "2d"
@@ -464,7 +534,7 @@ TEST(ParseConfigFile, UpstreamFileFlagBeatsUpstreamsFromTheFile) {
 
 TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
   TempDir dir;
-  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = \"64XB\"\n");
+  std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = \"64XB\"\n");
   ConfigExit e = fails(parse({"--config", toml}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr(toml + ": cache-size = \"64XB\""));
@@ -473,9 +543,9 @@ TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
 
 TEST(ParseConfigFile, WrongTypeIsRejected) {
   TempDir dir;
-  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = 1.5\n");
+  std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = 1.5\n");
   EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("string or an integer"));
-  toml = dir.write("hg2.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"yes\"\n");
+  toml = dir.write("hg2.toml", "upstream = [\"192.0.2.1\"]\nlog-queries = \"yes\"\n");
   EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("true or false"));
 }
 
@@ -489,7 +559,7 @@ TEST(ParseConfigFile, UnknownKeyIsNamedWithASuggestion) {
 
 TEST(ParseConfigFile, SyntaxErrorNamesTheLine) {
   TempDir dir;
-  std::string toml = dir.write("hg.toml", "upstream = \"192.0.2.1\"\ncache-size = \n");
+  std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = \n");
   ConfigExit e = fails(parse({"--config", toml}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--config \"" + toml + "\""));

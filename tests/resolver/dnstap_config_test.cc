@@ -164,6 +164,73 @@ TEST_F(DnstapConfig, RereadTakesTheFileButKeepsCommandLineValues) {
   EXPECT_TRUE(off->first.empty());
 }
 
+// SIGHUP re-reads the dnstap keys only: a bad value elsewhere in the file is the problem of
+// the setting it belongs to (reported by its own reload), not a dnstap problem.
+TEST_F(DnstapConfig, RereadIgnoresABadValueOfAnotherKey) {
+  const std::string a = dir_ + "/a.dnstap";
+  const std::string cfg = file("hg.toml", "dnstap = \"" + a + "\"\n");
+  auto r = parse({"--config", cfg});
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  const Config c = std::get<Config>(r);
+  std::ofstream(cfg) << "dnstap = \"" << a << "\"\nshadow-ttl = [\"a.test=forever\"]\n";
+  auto s = reread_dnstap_settings(c);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->first, a);
+  auto shadow = read_shadow_ttls(cfg);
+  ASSERT_FALSE(shadow);
+  EXPECT_THAT(shadow.error(), HasSubstr("shadow-ttl = \"a.test=forever\""));
+}
+
+// Client addresses and names: the file is 0600 whatever the umask, and an older file's
+// looser mode is tightened; a symbolic link or a FIFO at the path is refused, and what the
+// link points at is not truncated.
+TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
+  DnstapCounters counters;
+  DnstapWriter::Options o;
+  o.target = dir_ + "/new.dnstap";
+  files_.push_back(o.target);
+  const mode_t old_mask = ::umask(0);
+  {
+    auto w = DnstapWriter::open(o, counters);
+    ASSERT_TRUE(w) << w.error();
+  }
+  const std::string older = file("older.dnstap", "x");
+  ASSERT_EQ(::chmod(older.c_str(), 0666), 0);
+  {
+    DnstapWriter::Options o2 = o;
+    o2.target = older;
+    auto w = DnstapWriter::open(o2, counters);
+    ASSERT_TRUE(w) << w.error();
+  }
+  ::umask(old_mask);
+  for (const std::string& p : {o.target, older}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << p;
+  }
+
+  const std::string victim = file("victim", "precious");
+  const std::string link = dir_ + "/link.dnstap";
+  files_.push_back(link);
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  o.target = link;
+  auto w = DnstapWriter::open(o, counters);
+  ASSERT_FALSE(w);
+  EXPECT_THAT(w.error(), HasSubstr("symbolic link"));
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "precious");
+
+  const std::string fifo = dir_ + "/fifo.dnstap";
+  files_.push_back(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  o.target = fifo;
+  auto f = DnstapWriter::open(o, counters);  // returns at once: O_NONBLOCK, no reader
+  ASSERT_FALSE(f);
+  EXPECT_THAT(f.error(), HasSubstr("--dnstap \"" + fifo + "\""));
+}
+
 TEST_F(DnstapConfig, WriterReportsAFileItCannotCreate) {
   DnstapCounters counters;
   DnstapWriter::Options o;

@@ -73,25 +73,31 @@ std::unique_ptr<Hmac> Hmac::create(std::span<const uint8_t> key) {
   OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
                          OSSL_PARAM_construct_end()};
   if (EVP_MAC_init(h->ctx_, key.data(), key.size(), params) != 1) return nullptr;
+  h->key_.assign(key.begin(), key.end());
   return h;
 }
 
 Hmac::~Hmac() {
+  OPENSSL_cleanse(key_.data(), key_.size());
   EVP_MAC_CTX_free(ctx_);
 }
 
 Hmac::Tag Hmac::tag(std::span<const std::span<const uint8_t>> parts) {
   Tag out{};
-  // A null key re-initialises with the key set at create() (no allocation, no re-hashing of
-  // the key).
-  bool ok = EVP_MAC_init(ctx_, nullptr, 0, nullptr) == 1;
+  // The key is set again for every tag (two SHA-256 blocks), rather than relying on a reset
+  // with no key, whose behaviour has varied between OpenSSL 3 releases.
+  bool ok = EVP_MAC_init(ctx_, key_.data(), key_.size(), nullptr) == 1;
   for (const auto& p : parts)
     ok = ok && EVP_MAC_update(ctx_, p.data(), p.size()) == 1;
   std::size_t len = 0;
   ok = ok && EVP_MAC_final(ctx_, out.data(), &len, out.size()) == 1 && len == out.size();
-  // A failure yields a tag that is all zeros on one side and random-looking on the other:
-  // make it one that never verifies instead.
-  if (!ok) out.fill(0);
+  // A tag OpenSSL failed to make: all zeros on both sides would verify; make it one that
+  // never does instead.
+  if (!ok) {
+    out.fill(0);
+    out[0] = 1;
+    failed_ = true;
+  }
   return out;
 }
 
@@ -135,7 +141,13 @@ Hmac::Tag FleetAuth::tag(Purpose p, std::initializer_list<std::span<const uint8_
 bool FleetAuth::verify(Purpose p, std::initializer_list<std::span<const uint8_t>> fields,
                        std::span<const uint8_t> tag_in) {
   if (tag_in.size() != kTagSize) return false;
+  Hmac& h = *macs_[static_cast<std::size_t>(p)];
   const Hmac::Tag want = tag(p, fields);
+  // A tag that could not be computed never verifies.
+  if (h.failed()) {
+    h.clear_failed();
+    return false;
+  }
   return CRYPTO_memcmp(want.data(), tag_in.data(), kTagSize) == 0;
 }
 

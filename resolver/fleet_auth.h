@@ -44,7 +44,7 @@ inline constexpr int64_t kMaxMessageAgeMs = 30000;  ///< fleet messages older ar
 
 enum class Purpose : uint8_t { Value = 0, Message = 1, TtlCap = 2 };
 
-/// HMAC-SHA256 with one key, re-initialised per message (no allocation per tag).
+/// HMAC-SHA256 with one key and one OpenSSL context, reused for every tag.
 class Hmac {
  public:
   using Tag = std::array<uint8_t, kTagSize>;
@@ -56,10 +56,15 @@ class Hmac {
 
   /// The tag over the concatenation of `parts`.
   Tag tag(std::span<const std::span<const uint8_t>> parts);
+  /// Whether a tag() since the last clear_failed() could not be computed.
+  bool failed() const noexcept { return failed_; }
+  void clear_failed() noexcept { failed_ = false; }
 
  private:
   Hmac() = default;
   evp_mac_ctx_st* ctx_ = nullptr;
+  std::vector<uint8_t> key_{};
+  bool failed_ = false;
 };
 
 class FleetAuth {

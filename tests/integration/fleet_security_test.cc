@@ -428,6 +428,8 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
   ModeFile group_writable(kSecret, 0620);
   ModeFile short_key("tooshort", 0600);
   ModeFile password("secret", 0604);
+  ModeFile foreign(kSecret, 0600);
+  const bool chowned = ::geteuid() == 0 && ::chown(foreign.path.c_str(), 65534, 65534) == 0;
   struct Case {
     std::vector<std::string> args;
     std::string expect;
@@ -439,7 +441,12 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
       {{"--redis-password-file", password.path}, "chmod 600 " + password.path},
       {{"--redis-user", "hourglass"}, "needs its password"},
   };
-  for (const Case& c : cases) {
+  std::vector<Case> all = cases;
+  // Owned by someone else (only root can make such a file here).
+  if (chowned)
+    all.push_back(
+        {{"--fleet-key-file", foreign.path}, "owned by uid 65534, but hourglassd runs as uid 0"});
+  for (const Case& c : all) {
     std::vector<std::string> args{"--upstream", upstream_.address(), "--redis", redis_.address()};
     args.insert(args.end(), c.args.begin(), c.args.end());
     auto d = Daemon::start(args);
@@ -493,7 +500,8 @@ TEST_F(FleetSecurityTest, AWrongPasswordMakesABoundedNumberOfConnectionsAndLogsO
 
 TEST_F(FleetSecurityTest, AnAclUserNameIsSentWithItsPassword) {
   ASSERT_EQ(
-      redis_.cli({"ACL", "SETUSER", "hourglass", "on", ">acl-password", "~hg:*", "&hg:*", "+@all"}),
+      redis_.cli({"ACL", "SETUSER", "hourglass", "on", ">acl-password", "~hg:*", "&hg:*", "+@all",
+                  "-@dangerous", "+@scripting"}),  // the rules docs/security.md suggests
       "OK");
   ASSERT_EQ(redis_.cli({"ACL", "SETUSER", "default", "off"}), "OK");
   ModeFile password("acl-password", 0600);
@@ -502,6 +510,17 @@ TEST_F(FleetSecurityTest, AnAclUserNameIsSentWithItsPassword) {
   ASSERT_TRUE(ask(m, name));
   EXPECT_TRUE(eventually([&] { return stat(m.socket, "fleet.l2_stores") == 1; }))
       << ctl(m.socket, "stats").output;
+  auto as_user = [&](std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {"--user", "hourglass", "--pass", "acl-password", "--no-auth-warning"});
+    return redis_.cli(args);
+  };
+  // Flushes (SCAN + UNLINK) and caps (HSET) are allowed too.
+  EXPECT_NE(ctl(m.socket, "flush --fleet").output.find("fleet: sent"), std::string::npos);
+  EXPECT_TRUE(eventually([&] { return as_user({"EXISTS", "hg:c:" + name + ". 1 1 0"}) == "0"; }));
+  EXPECT_NE(ctl(m.socket, "ttl-cap acl.test 60 --fleet").output.find("fleet: sent"),
+            std::string::npos);
+  EXPECT_TRUE(eventually([&] { return as_user({"HEXISTS", "hg:ttl-caps", "acl.test."}) == "1"; }));
 }
 
 TEST_F(FleetSecurityTest, ALockWithoutExpiryIsNotWaitedOn) {

@@ -29,7 +29,9 @@ std::optional<std::string> read_secret_file(const std::string& path, std::size_t
   if (path.empty()) return "expected the path of a file";
   // Non-blocking: a FIFO planted at the path must not hang the start.
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
-  if (f.fd < 0) return fmt::format("cannot open: {}", std::strerror(errno));
+  if (f.fd < 0)
+    return fmt::format("cannot open: {}; expected a readable file whose first line is the secret",
+                       std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) return fmt::format("cannot stat: {}", std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return "not a regular file";

@@ -523,6 +523,36 @@ TEST_F(FleetSecurityTest, AnAclUserNameIsSentWithItsPassword) {
   EXPECT_TRUE(eventually([&] { return as_user({"HEXISTS", "hg:ttl-caps", "acl.test."}) == "1"; }));
 }
 
+TEST_F(FleetSecurityTest, AFleetOnAUnixSocketWithMode0660SharesAuthenticatedValues) {
+  RedisServer local;
+  local.with_unix_socket = true;
+  ASSERT_TRUE(local.start());
+  const std::string path = local.unix_socket_path();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);  // the redis user and its group only
+  std::vector<Member> members;
+  for (int i = 0; i < 2; ++i) {
+    Member m;
+    m.socket = "/tmp/hg-fsec-" + random_label(12) + ".ctl";
+    m.d = Daemon::start({"--upstream", upstream_.address(), "--redis", "unix:" + path, "--control",
+                         m.socket, "--fleet-key-file", key_.path});
+    ASSERT_TRUE(m.d->ready()) << m.d->output();
+    ASSERT_TRUE(eventually([&] { return stat(m.socket, "fleet.connected_workers") >= 1; }))
+        << m.d->output();
+    members.push_back(std::move(m));
+  }
+  const std::string name = random_label() + ".unix.test";
+  ASSERT_TRUE(ask(members[0], name));
+  ASSERT_TRUE(eventually([&] { return stat(members[0].socket, "fleet.l2_stores") == 1; }));
+  auto b = ask(members[1], name);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(first_address(*b), "192.0.2.20");
+  EXPECT_EQ(stat(members[1].socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(upstream_.queries(name), 1u);
+}
+
 TEST_F(FleetSecurityTest, ALockWithoutExpiryIsNotWaitedOn) {
   // Waiting would take the client timeout (2.9 s) and the query gives up after 2 s: the
   // answer must come from the upstream straight away.

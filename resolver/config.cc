@@ -421,9 +421,7 @@ const std::vector<Key>& keys() {
        "authenticate every Redis value and fleet message with it (default: Redis is trusted)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          std::string key;
-         if (auto err =
-                 read_secret_file(std::string(v), fleet::kMinSecretSize, key))
-           return err;
+         if (auto err = read_secret_file(std::string(v), fleet::kMinSecretSize, key)) return err;
          c.redis.key_file = std::string(v);
          c.redis.fleet_key = std::move(key);
          return std::nullopt;
@@ -919,8 +917,9 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                              ": an ACL user needs its password; give --redis-password-file"};
   }
   if (!c.redis.enabled() && (!c.redis.key_file.empty() || !c.redis.user.empty())) {
-    return ConfigExit{2, std::string(c.redis.key_file.empty() ? "--redis-user" : "--fleet-key-file") +
-                             " is for the fleet; give --redis ADDR:PORT|unix:PATH too"};
+    return ConfigExit{2,
+                      std::string(c.redis.key_file.empty() ? "--redis-user" : "--fleet-key-file") +
+                          " is for the fleet; give --redis ADDR:PORT|unix:PATH too"};
   }
 
   std::string upstream_source = "--upstream";

@@ -288,7 +288,7 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, int64_t time_ms
 
 std::string seal_ttl_cap(FleetAuth* auth, std::string_view hash_key, std::string_view zone,
                          uint32_t seconds) {
-  const std::string s = std::to_string(seconds);
+  std::string s = std::to_string(seconds);
   if (auth == nullptr) return s;
   const auto tag = auth->tag(Purpose::TtlCap, {bytes(hash_key), bytes(zone), bytes(s)});
   return s + " " + to_hex(tag);

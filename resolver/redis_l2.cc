@@ -617,12 +617,11 @@ std::optional<std::string> FleetCache::broadcast(const fleet::FleetMessage& in) 
                        settings_.redis.target);
   fleet::FleetMessage m = in;
   m.sender = instance_id_;
-  std::string text = fleet::encode_fleet_message(m);
-  if (auth_)
-    text = fleet::seal_fleet_message(*auth_, fleet_channel_, wall_clock_ms(), ++sent_seq_, text);
+  const std::string text = fleet::encode_fleet_message(m);
   const std::string& prefix = settings_.redis.prefix;
   auto publish = [this, text] {
-    cmd_->command({"PUBLISH", fleet_channel_, text}, kAdminTimeout, [](const redisReply*) {});
+    cmd_->command({"PUBLISH", fleet_channel_, sealed(text)}, kAdminTimeout,
+                  [](const redisReply*) {});
     stats_.fleet_sent.fetch_add(1, std::memory_order_relaxed);
   };
   switch (m.op) {
@@ -688,13 +687,20 @@ void FleetCache::scan_delete(const std::string& pattern, const std::string& curs
                         return;
                       }
                       if (!pending_publish_.empty()) {
-                        cmd_->command({"PUBLISH", fleet_channel_, pending_publish_}, kAdminTimeout,
-                                      [](const redisReply*) {});
+                        cmd_->command({"PUBLISH", fleet_channel_, sealed(pending_publish_)},
+                                      kAdminTimeout, [](const redisReply*) {});
                         stats_.fleet_sent.fetch_add(1, std::memory_order_relaxed);
                         pending_publish_.clear();
                       }
                     });
   if (!sent) pending_publish_.clear();
+}
+
+std::string FleetCache::sealed(const std::string& text) {
+  // Tagged when it is sent, not when it was asked for: a flush publishes after its SCAN,
+  // which may take longer than a message may be old.
+  if (!auth_) return text;
+  return fleet::seal_fleet_message(*auth_, fleet_channel_, wall_clock_ms(), ++sent_seq_, text);
 }
 
 bool FleetCache::authentic(const cache::CacheKey& key, std::span<const uint8_t> value) {

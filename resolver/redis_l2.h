@@ -218,6 +218,8 @@ class FleetCache {
   void load_ttl_caps();
   /// With a key: does `value` (read or published for `key`) verify? Counts it when not.
   bool authentic(const cache::CacheKey& key, std::span<const uint8_t> value);
+  /// A fleet message as published: with a key, tagged now with the next sequence number.
+  std::string sealed(const std::string& text);
   void scan_delete(const std::string& pattern, const std::string& cursor,
                    std::optional<wire::Name> zone, int rounds);
 

@@ -442,6 +442,10 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
       {{"--redis-user", "hourglass"}, "needs its password"},
   };
   std::vector<Case> all = cases;
+  // A FIFO at the path: refused at once, the start does not hang on it.
+  const std::string fifo = "/tmp/hg-fifo-" + random_label(12);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  all.push_back({{"--fleet-key-file", fifo}, "not a regular file"});
   // Owned by someone else (only root can make such a file here).
   if (chowned)
     all.push_back(
@@ -454,6 +458,7 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
     EXPECT_EQ(d->wait_exit(Millis{5000}), 2) << d->output();
     EXPECT_NE(d->output().find(c.expect), std::string::npos) << d->output();
   }
+  std::remove(fifo.c_str());
 }
 
 TEST_F(FleetSecurityTest, AWrongPasswordMakesABoundedNumberOfConnectionsAndLogsOnce) {

@@ -113,7 +113,8 @@ struct OpenedMessage {
   std::string_view inner{};  ///< the "v1 SENDER ..." form, into the input
 };
 
-/// "s1 TIME_MS SEQ TAG_HEX INNER" for `channel`.
+/// "s1 TIME_MS SEQ TAG_HEX INNER" for `channel`; INNER is never empty (an empty one does not
+/// open: Malformed).
 std::string seal_fleet_message(FleetAuth& auth, std::string_view channel, int64_t time_ms,
                                uint64_t seq, std::string_view inner);
 /// Splits and (with `auth`) verifies. Without `auth` the tag is not checked (status Ok when

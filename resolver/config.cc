@@ -26,6 +26,8 @@
 #include <sstream>
 
 #include "resolver/dnstap_writer.h"
+#include "resolver/fleet_auth.h"
+#include "resolver/secret_file.h"
 #include "resolver/text.h"
 
 #ifndef HG_VERSION
@@ -168,14 +170,10 @@ std::optional<std::string> set_redis(RedisConfig& r, std::string_view v) {
 }
 
 std::optional<std::string> set_redis_password(RedisConfig& r, std::string_view v) {
-  std::ifstream in{std::string(v)};
-  if (v.empty() || !in) return "expected a readable file whose first line is the password";
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.empty()) return "the file's first line is empty; expected the password there";
+  std::string pw;
+  if (auto err = read_secret_file(std::string(v), 1, pw)) return err;
   r.password_file = std::string(v);
-  r.password = line;
+  r.password = std::move(pw);
   return std::nullopt;
 }
 
@@ -440,6 +438,25 @@ const std::vector<Key>& keys() {
          if (!ms || ms->count() < 1 || ms->count() > 10000)
            return "expected milliseconds from 1 to 10000, e.g. 20 or 20ms";
          c.redis.timeout = *ms;
+         return std::nullopt;
+       }},
+      {"redis-user", Kind::Scalar, "NAME",
+       "Redis 6 ACL user name to AUTH as, with --redis-password-file (default: none)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty() || v.size() > 128 ||
+             std::any_of(v.begin(), v.end(), [](char ch) { return ch <= ' ' || ch == 0x7f; }))
+           return "expected 1 to 128 printable characters without spaces, e.g. hourglass";
+         c.redis.user = std::string(v);
+         return std::nullopt;
+       }},
+      {"fleet-key-file", Kind::Scalar, "PATH",
+       "File whose first line is a secret shared by the fleet (at least 32 bytes, mode 0600): "
+       "authenticate every Redis value and fleet message with it (default: Redis is trusted)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         std::string key;
+         if (auto err = read_secret_file(std::string(v), fleet::kMinSecretSize, key)) return err;
+         c.redis.key_file = std::string(v);
+         c.redis.fleet_key = std::move(key);
          return std::nullopt;
        }},
   };
@@ -838,6 +855,9 @@ std::string to_toml(const Config& c) {
     out += "redis-db = " + std::to_string(c.redis.db) + "\n";
     out += "redis-prefix = " + toml_string(c.redis.prefix) + "\n";
     out += "redis-timeout = " + std::to_string(c.redis.timeout.count()) + "\n";
+    if (!c.redis.user.empty()) out += "redis-user = " + toml_string(c.redis.user) + "\n";
+    if (!c.redis.key_file.empty())
+      out += "fleet-key-file = " + toml_string(c.redis.key_file) + "\n";
   }
   out += "ttl-cap = " +
          toml_list(c.ttl_caps,
@@ -937,6 +957,15 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
   }
   if (c.listen.empty()) {
     return ConfigExit{2, "listen = []: expected at least one address to serve DNS on"};
+  }
+  if (!c.redis.user.empty() && c.redis.password.empty()) {
+    return ConfigExit{2, where("redis-user", c.redis.user) +
+                             ": an ACL user needs its password; give --redis-password-file"};
+  }
+  if (!c.redis.enabled() && (!c.redis.key_file.empty() || !c.redis.user.empty())) {
+    return ConfigExit{2,
+                      std::string(c.redis.key_file.empty() ? "--redis-user" : "--fleet-key-file") +
+                          " is for the fleet; give --redis ADDR:PORT|unix:PATH too"};
   }
 
   std::string upstream_source = "--upstream";

@@ -45,6 +45,9 @@ struct RedisConfig {
   std::string target{};         ///< as given: "127.0.0.1:6379" or "unix:/run/redis.sock"
   std::string password_file{};  ///< as given
   std::string password{};       ///< read from password_file at start-up
+  std::string user{};           ///< Redis 6 ACL user: AUTH user password; empty: AUTH password
+  std::string key_file{};       ///< --fleet-key-file as given
+  std::string fleet_key{};      ///< its secret: authenticate values and messages (fleet_auth.h)
   unsigned db = 0;
   std::string prefix = "hg:";
   std::chrono::milliseconds timeout{20};

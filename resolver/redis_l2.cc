@@ -8,21 +8,31 @@
 #include <ctime>
 #include <random>
 
+#include "resolver/fleet_auth.h"
 #include "resolver/redis_adapter.h"
 
 namespace hg::resolver {
 
 namespace {
 
-// KEYS: value, lock. ARGV: token, lock ms. {1, value} | {2} lock won | {0} lock held by
-// another instance | {3, error} the lock could not be taken (e.g. maxmemory reached).
+// KEYS: value, lock. ARGV: token, lock ms, longest lock ms. {1, value} | {2} lock won | {0}
+// lock held by another instance | {3, error} the lock could not be taken (e.g. maxmemory
+// reached) | {4} a lock no hourglass wrote: without an expiry (PTTL -1) or longer than any
+// instance's (hourglass always sets PX <upstream timeout>, at most 60 s). Nobody would ever
+// publish for it: it is given our lock's expiry and the miss goes upstream at once.
 constexpr std::string_view kLookupScript =
     "local v = redis.call('GET', KEYS[1]) "
     "if v then return {1, v} end "
     "local r = redis.pcall('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) "
     "if type(r) == 'table' and r['ok'] then return {2} end "
     "if type(r) == 'table' and r['err'] then return {3, r['err']} end "
+    "local t = redis.call('PTTL', KEYS[2]) "
+    "if t == -1 or t > tonumber(ARGV[3]) then "
+    "  redis.pcall('PEXPIRE', KEYS[2], ARGV[2]) return {4} end "
     "return {0}";
+
+/// The longest lock an instance takes: --upstream-timeout's limit.
+constexpr std::string_view kLongestLockMs = "60000";
 
 // KEYS: value, lock. ARGV: value ('' = nothing to store), expiry (Unix ms), token ('' = not
 // holding the lock), channel. Stores, releases the lock if it is still ours, publishes.
@@ -126,7 +136,12 @@ void RedisConn::connect() {
           redisAsyncFree(c);
         }
       });
-  if (!config_.password.empty()) {
+  if (!config_.password.empty() && !config_.user.empty()) {
+    // Redis 6 ACL: AUTH user password.
+    const char* argv[] = {"AUTH", config_.user.c_str(), config_.password.c_str()};
+    const size_t lens[] = {4, config_.user.size(), config_.password.size()};
+    redisAsyncCommandArgv(ac, on_reply_cb, nullptr, 3, argv, lens);
+  } else if (!config_.password.empty()) {
     const char* argv[] = {"AUTH", config_.password.c_str()};
     const size_t lens[] = {4, config_.password.size()};
     redisAsyncCommandArgv(ac, on_reply_cb, nullptr, 2, argv, lens);
@@ -134,6 +149,10 @@ void RedisConn::connect() {
   if (!subscriber_ && config_.db != 0) {
     redisAsyncCommand(ac, on_reply_cb, nullptr, "SELECT %u", config_.db);
   }
+  // The connection is ready when this PING, sent after AUTH and SELECT, answers PONG: only
+  // then does the backoff start again from its minimum (a TCP connect alone proves nothing
+  // when the password is wrong).
+  redisAsyncCommand(ac, on_ready_cb, nullptr, "PING");
 }
 
 void RedisConn::on_connect_cb(const redisAsyncContext* ac, int status) {
@@ -142,6 +161,21 @@ void RedisConn::on_connect_cb(const redisAsyncContext* ac, int status) {
   if (status != REDIS_OK) {
     // hiredis frees the context after this callback.
     self->lost(ac->errstr);
+    return;
+  }
+  // TCP is up; AUTH, SELECT and PING are on their way (on_ready_cb), still under the connect
+  // timer.
+}
+
+void RedisConn::on_ready_cb(redisAsyncContext* ac, void* reply, void* /*privdata*/) {
+  auto* self = static_cast<RedisConn*>(ac->data);
+  auto* r = static_cast<const redisReply*>(reply);
+  if (self == nullptr || self->closing_ || r == nullptr || self->ac_ != ac) return;
+  if (r->type == REDIS_REPLY_ERROR) {
+    // e.g. NOAUTH when no password is configured but Redis wants one.
+    const std::string why = "refused PING: " + std::string(str(r));
+    self->lost(why.c_str());
+    redisAsyncDisconnect(ac);
     return;
   }
   if (self->connect_timer_) {
@@ -178,7 +212,7 @@ void RedisConn::lost(const char* why) {
     logged_error_ = true;
   }
   fail_all();
-  if (on_lost) on_lost();
+  if (was_connected && on_lost) on_lost();
   schedule_reconnect();
 }
 
@@ -275,6 +309,13 @@ FleetCache::FleetCache(EventLoop& loop, Settings settings, FleetStats& stats, Fl
       breaker_(settings_.breaker),
       instance_id_(random_hex(16)),
       fleet_channel_(fleet::fleet_channel(settings_.redis.prefix)) {
+  if (!settings_.redis.fleet_key.empty()) {
+    std::string why;
+    auth_ = fleet::FleetAuth::create(fleet::bytes(settings_.redis.fleet_key), &why);
+    // Server::create made one already, so this does not fail; if it did, this worker would
+    // trust Redis: never use it instead.
+    if (!auth_) settings_.redis.target.clear();
+  }
   cmd_ = std::make_unique<RedisConn>(loop_, settings_.redis, "commands", false);
   sub_ = std::make_unique<RedisConn>(loop_, settings_.redis, "pubsub", true);
   cmd_->on_ready = [this] {
@@ -315,6 +356,7 @@ FleetCache::~FleetCache() {
 }
 
 void FleetCache::start() {
+  if (!settings_.redis.enabled()) return;
   cmd_->start();
   sub_->start();
 }
@@ -356,9 +398,10 @@ void FleetCache::on_miss(const cache::CacheKey& key) {
   const std::string lkey = fleet::lock_key(prefix, key);
   std::string token = instance_id_ + "-" + random_hex(8);
   const std::string lock_ms = std::to_string(settings_.lock_ttl.count());
-  const bool sent = cmd_->command(
-      {"EVAL", kLookupScript, "2", vkey, lkey, token, lock_ms}, settings_.redis.timeout,
-      [this, key, token](const redisReply* r) { on_lookup_reply(key, token, r); });
+  const bool sent =
+      cmd_->command({"EVAL", kLookupScript, "2", vkey, lkey, token, lock_ms, kLongestLockMs},
+                    settings_.redis.timeout,
+                    [this, key, token](const redisReply* r) { on_lookup_reply(key, token, r); });
   if (!sent) {
     note_result(false);
     stats_.l2_errors.fetch_add(1, std::memory_order_relaxed);
@@ -383,7 +426,7 @@ void FleetCache::on_lookup_reply(const cache::CacheKey& key, const std::string& 
       const redisReply* v = r->element[1];
       const auto value = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v->str),
                                                   static_cast<std::size_t>(v->len));
-      if (hooks_.deliver(key, value)) {
+      if (authentic(key, value) && hooks_.deliver(key, value)) {
         stats_.l2_hits.fetch_add(1, std::memory_order_relaxed);
         return;
       }
@@ -400,6 +443,13 @@ void FleetCache::on_lookup_reply(const cache::CacheKey& key, const std::string& 
       stats_.l2_misses.fetch_add(1, std::memory_order_relaxed);
       stats_.lock_waits.fetch_add(1, std::memory_order_relaxed);
       start_wait(key);
+      return;
+    case 4:
+      // A lock nobody will publish for (no expiry): do not wait on it; the script gave it our
+      // expiry, so the fleet's single-flight works again after it.
+      stats_.l2_misses.fetch_add(1, std::memory_order_relaxed);
+      stats_.lock_unbounded.fetch_add(1, std::memory_order_relaxed);
+      hooks_.go_upstream(key);
       return;
     default:
       stats_.l2_misses.fetch_add(1, std::memory_order_relaxed);
@@ -500,7 +550,7 @@ void FleetCache::end_wait(const cache::CacheKey& key, std::span<const uint8_t> v
     hooks_.go_upstream(key);
     return;
   }
-  if (!value.empty() && hooks_.deliver(key, value)) {
+  if (!value.empty() && authentic(key, value) && hooks_.deliver(key, value)) {
     stats_.lock_answered.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -511,7 +561,9 @@ void FleetCache::end_wait(const cache::CacheKey& key, std::span<const uint8_t> v
 void FleetCache::on_answer(const cache::CacheKey& key, std::span<const uint8_t> message,
                            uint32_t ttl, int64_t received_ms) {
   const int64_t expiry = received_ms + (int64_t{ttl} + settings_.keep_after_expiry.count()) * 1000;
-  const auto value = fleet::encode_value(key, received_ms, message);
+  auto value = fleet::encode_value(key, received_ms, message, auth_ != nullptr);
+  if (auth_ && !value.empty())
+    fleet::seal_value(*auth_, fleet::cache_key(settings_.redis.prefix, key), value);
   if (value.empty() || expiry <= received_ms) {
     release(key, {}, 0);
     return;
@@ -568,7 +620,8 @@ std::optional<std::string> FleetCache::broadcast(const fleet::FleetMessage& in) 
   const std::string text = fleet::encode_fleet_message(m);
   const std::string& prefix = settings_.redis.prefix;
   auto publish = [this, text] {
-    cmd_->command({"PUBLISH", fleet_channel_, text}, kAdminTimeout, [](const redisReply*) {});
+    cmd_->command({"PUBLISH", fleet_channel_, sealed(text)}, kAdminTimeout,
+                  [](const redisReply*) {});
     stats_.fleet_sent.fetch_add(1, std::memory_order_relaxed);
   };
   switch (m.op) {
@@ -582,9 +635,10 @@ std::optional<std::string> FleetCache::broadcast(const fleet::FleetMessage& in) 
       scan_delete(fleet::scan_pattern(prefix, &m.name, true), "0", m.name, 0);
       break;
     case fleet::FleetOp::TtlCap: {
-      const std::string secs = std::to_string(m.seconds);
-      cmd_->command({"HSET", fleet::ttl_caps_key(prefix), m.name.to_text(), secs}, kAdminTimeout,
-                    [](const redisReply*) {});
+      const std::string hash = fleet::ttl_caps_key(prefix);
+      const std::string zone = m.name.to_text();
+      const std::string secs = fleet::seal_ttl_cap(auth_.get(), hash, zone, m.seconds);
+      cmd_->command({"HSET", hash, zone, secs}, kAdminTimeout, [](const redisReply*) {});
       break;
     }
     case fleet::FleetOp::TtlCapClear:
@@ -633,8 +687,8 @@ void FleetCache::scan_delete(const std::string& pattern, const std::string& curs
                         return;
                       }
                       if (!pending_publish_.empty()) {
-                        cmd_->command({"PUBLISH", fleet_channel_, pending_publish_}, kAdminTimeout,
-                                      [](const redisReply*) {});
+                        cmd_->command({"PUBLISH", fleet_channel_, sealed(pending_publish_)},
+                                      kAdminTimeout, [](const redisReply*) {});
                         stats_.fleet_sent.fetch_add(1, std::memory_order_relaxed);
                         pending_publish_.clear();
                       }
@@ -642,13 +696,55 @@ void FleetCache::scan_delete(const std::string& pattern, const std::string& curs
   if (!sent) pending_publish_.clear();
 }
 
+std::string FleetCache::sealed(const std::string& text) {
+  // Tagged when it is sent, not when it was asked for: a flush publishes after its SCAN,
+  // which may take longer than a message may be old.
+  if (!auth_) return text;
+  return fleet::seal_fleet_message(*auth_, fleet_channel_, wall_clock_ms(), ++sent_seq_, text);
+}
+
+bool FleetCache::authentic(const cache::CacheKey& key, std::span<const uint8_t> value) {
+  if (!auth_) return true;
+  const std::string vkey = fleet::cache_key(settings_.redis.prefix, key);
+  const fleet::AuthStatus st = fleet::open_value(*auth_, vkey, value);
+  if (st == fleet::AuthStatus::Ok) return true;
+  stats_.auth_failed_values.fetch_add(1, std::memory_order_relaxed);
+  if (!logged_forgery_) {
+    fmt::print(stderr,
+               "fleet: ignored a value for {} that does not verify with --fleet-key-file ({}); "
+               "counted in fleet.auth_failed_*, not logged again\n",
+               vkey, fleet::to_string(st));
+    logged_forgery_ = true;
+  }
+  return false;
+}
+
 void FleetCache::on_fleet_message(std::string_view text) {
-  auto m = fleet::decode_fleet_message(text);
+  const fleet::OpenedMessage opened = fleet::open_fleet_message(auth_.get(), fleet_channel_, text);
+  if (auth_ && opened.status != fleet::AuthStatus::Ok) {
+    stats_.auth_failed_messages.fetch_add(1, std::memory_order_relaxed);
+    if (!logged_forgery_) {
+      fmt::print(stderr,
+                 "fleet: ignored a message on {} that does not verify with --fleet-key-file "
+                 "({}); counted in fleet.auth_failed_*, not logged again\n",
+                 fleet_channel_, fleet::to_string(opened.status));
+      logged_forgery_ = true;
+    }
+    return;
+  }
+  auto m = opened.status == fleet::AuthStatus::Malformed
+               ? std::nullopt
+               : fleet::decode_fleet_message(opened.inner);
   if (!m) {
     stats_.l2_corrupt.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (m->sender == instance_id_) return;
+  if (auth_ && replay_.check(m->sender, opened.time_ms, opened.seq, wall_clock_ms()) !=
+                   fleet::ReplayGuard::Verdict::Accept) {
+    stats_.replayed_messages.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   stats_.fleet_received.fetch_add(1, std::memory_order_relaxed);
   if (applier_.apply) applier_.apply(*m);
 }
@@ -657,10 +753,19 @@ void FleetCache::load_ttl_caps() {
   cmd_->command({"HGETALL", fleet::ttl_caps_key(settings_.redis.prefix)}, kAdminTimeout,
                 [this](const redisReply* r) {
                   if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
+                  const std::string hash = fleet::ttl_caps_key(settings_.redis.prefix);
                   for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
                     if (!is_string(r->element[i]) || !is_string(r->element[i + 1])) continue;
-                    const std::string line = "v1 redis ttl-cap " + std::string(str(r->element[i])) +
-                                             " " + std::string(str(r->element[i + 1]));
+                    const std::string_view zone = str(r->element[i]);
+                    const auto cap =
+                        fleet::open_ttl_cap(auth_.get(), hash, zone, str(r->element[i + 1]));
+                    if (cap.status != fleet::AuthStatus::Ok) {
+                      (auth_ ? stats_.auth_failed_caps : stats_.l2_corrupt)
+                          .fetch_add(1, std::memory_order_relaxed);
+                      continue;
+                    }
+                    const std::string line =
+                        "v1 redis ttl-cap " + std::string(zone) + " " + std::to_string(cap.seconds);
                     auto m = fleet::decode_fleet_message(line);
                     if (m && applier_.apply) applier_.apply(*m);
                   }

@@ -23,6 +23,10 @@
 //
 // Operators' flushes and TTL caps with `--fleet` go to Redis (SCAN + UNLINK; the caps in the
 // hash PREFIXttl-caps, read at every connect) and, on PREFIXfleet, to every instance.
+//
+// With --fleet-key-file every value, hand-over, fleet message and ttl cap carries an
+// HMAC-SHA256 tag (fleet_auth.h) and whatever does not verify is counted and ignored; a lock
+// without an expiry is never waited on (see kLookupScript).
 #pragma once
 
 #include <atomic>
@@ -39,6 +43,7 @@
 #include "cache/key.h"
 #include "resolver/config.h"
 #include "resolver/event_loop.h"
+#include "resolver/fleet_auth.h"
 #include "resolver/redis_breaker.h"
 #include "resolver/redis_value.h"
 
@@ -67,8 +72,15 @@ struct FleetStats {
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> fleet_sent{0};
   std::atomic<uint64_t> fleet_received{0};
-  std::atomic<int64_t> connected{0};     ///< workers whose command connection is up
-  std::atomic<int64_t> breaker_open{0};  ///< workers whose breaker is open or half-open
+  // --fleet-key-file: what did not verify, ignored (fleet_auth.h).
+  std::atomic<uint64_t> auth_failed_values{0};    ///< values and hand-overs: no tag or forged
+  std::atomic<uint64_t> auth_failed_messages{0};  ///< fleet messages: no tag or forged
+  std::atomic<uint64_t> auth_failed_caps{0};      ///< PREFIXttl-caps fields: no tag or forged
+  std::atomic<uint64_t> replayed_messages{0};     ///< verified, but stale, future or replayed
+  std::atomic<uint64_t> future_values{0};   ///< insert time ahead of our clock beyond the skew
+  std::atomic<uint64_t> lock_unbounded{0};  ///< locks without expiry: not waited on
+  std::atomic<int64_t> connected{0};        ///< workers whose command connection is up
+  std::atomic<int64_t> breaker_open{0};     ///< workers whose breaker is open or half-open
 };
 
 /// One hiredis async context that reconnects (with backoff) when it breaks. Commands carry
@@ -84,12 +96,15 @@ class RedisConn {
   RedisConn& operator=(const RedisConn&) = delete;
 
   void start();
+  /// Connected, and AUTH/SELECT accepted (a PING after them answered).
   bool connected() const noexcept { return connected_; }
-  /// Called after every (re)connect once AUTH/SELECT are queued.
+  /// Called after every (re)connect once AUTH/SELECT have been accepted.
   std::function<void()> on_ready;
   /// Subscriber connections: every pub/sub reply ("subscribe", "message", "unsubscribe").
   std::function<void(const redisReply* reply)> on_pubsub;
-  /// Connection lost (all pending commands have failed).
+  /// A ready connection lost (all pending commands have failed). One log line per change
+  /// between ready and not (not one per attempt); reconnects back off from 100 ms, doubling
+  /// to 5 s, and only a ready connection resets that.
   std::function<void()> on_lost;
 
   /// Sends a command; `done` runs exactly once (on this loop), with nullptr past `timeout`.
@@ -102,6 +117,7 @@ class RedisConn {
 
  private:
   static void on_connect_cb(const redisAsyncContext* ac, int status);
+  static void on_ready_cb(redisAsyncContext* ac, void* reply, void* privdata);
   static void on_disconnect_cb(const redisAsyncContext* ac, int status);
   static void on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata);
   static void on_pubsub_cb(redisAsyncContext* ac, void* reply, void* privdata);
@@ -200,6 +216,10 @@ class FleetCache {
   void on_pubsub(const redisReply* r);
   void on_fleet_message(std::string_view text);
   void load_ttl_caps();
+  /// With a key: does `value` (read or published for `key`) verify? Counts it when not.
+  bool authentic(const cache::CacheKey& key, std::span<const uint8_t> value);
+  /// A fleet message as published: with a key, tagged now with the next sequence number.
+  std::string sealed(const std::string& text);
   void scan_delete(const std::string& pattern, const std::string& cursor,
                    std::optional<wire::Name> zone, int rounds);
 
@@ -213,6 +233,10 @@ class FleetCache {
   std::unique_ptr<RedisConn> sub_;
   std::string instance_id_;
   std::string fleet_channel_;
+  std::unique_ptr<fleet::FleetAuth> auth_;  ///< with --fleet-key-file
+  fleet::ReplayGuard replay_;
+  uint64_t sent_seq_ = 0;  ///< of our fleet messages
+  bool logged_forgery_ = false;
   struct KeyHash {
     std::size_t operator()(const cache::CacheKey& k) const noexcept {
       return static_cast<std::size_t>(k.hash);

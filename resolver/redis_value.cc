@@ -120,15 +120,15 @@ std::string scan_pattern(std::string_view prefix, const wire::Name* name, bool z
 }
 
 std::vector<uint8_t> encode_value(const cache::CacheKey& key, int64_t inserted_ms,
-                                  std::span<const uint8_t> message) {
+                                  std::span<const uint8_t> message, bool authenticated) {
   std::vector<uint8_t> out;
   if (message.size() > 0xFFFF) return out;
   const wire::Name qname = key.qname.lowercased();
   const auto name = qname.wire();
-  out.reserve(kFixedHead + name.size() + 2 + message.size() + 4);
+  out.reserve(kFixedHead + name.size() + 2 + message.size() + 4 + kValueTagSize);
   out.insert(out.end(), kMagic.begin(), kMagic.end());
   out.push_back(kValueVersion);
-  out.push_back(0);
+  out.push_back(authenticated ? kValueAuthenticated : 0);
   const auto ms = static_cast<uint64_t>(inserted_ms);
   put32(out, static_cast<uint32_t>(ms >> 32));
   put32(out, static_cast<uint32_t>(ms));
@@ -140,6 +140,7 @@ std::vector<uint8_t> encode_value(const cache::CacheKey& key, int64_t inserted_m
   put16(out, static_cast<uint16_t>(message.size()));
   out.insert(out.end(), message.begin(), message.end());
   put32(out, cache::persist::crc32c(out));
+  if (authenticated) out.resize(out.size() + kValueTagSize, 0);
   return out;
 }
 
@@ -178,10 +179,12 @@ DecodedValue decode_value(std::span<const uint8_t> v, const cache::CacheKey& key
   if (v.size() < msg_len_at + 2) return d;
   const std::size_t msg_len = get16(v.data() + msg_len_at);
   const std::size_t msg_at = msg_len_at + 2;
-  if (v.size() != msg_at + msg_len + 4) return d;
+  if ((v[5] & ~kValueAuthenticated) != 0) return d;  // no other flags defined in version 1
+  const bool authenticated = (v[5] & kValueAuthenticated) != 0;
+  if (v.size() != msg_at + msg_len + 4 + (authenticated ? kValueTagSize : 0)) return d;
   const std::size_t crc_at = msg_at + msg_len;
   if (cache::persist::crc32c(v.first(crc_at)) != get32(v.data() + crc_at)) return d;
-  if (v[5] != 0) return d;  // no flags defined in version 1
+  d.authenticated = authenticated;
 
   const auto ms = (uint64_t{get32(v.data() + 6)} << 32) | get32(v.data() + 10);
   d.inserted_ms = static_cast<int64_t>(ms);

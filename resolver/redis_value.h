@@ -13,7 +13,8 @@
 // instance received the answer: every instance that reads the value counts the record TTLs
 // down from that same instant. The message is the normalised upstream answer (re-encoded by
 // our own writer, no OPT). The CRC-32C (Castagnoli, the cache file's checksum) covers every
-// byte before it.
+// byte before it. It stops damage, not a forger: flags bit 0 (kValueAuthenticated) says a
+// 32-byte HMAC-SHA256 tag follows the CRC (fleet_auth.h, --fleet-key-file).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,9 @@
 namespace hg::resolver::fleet {
 
 inline constexpr uint8_t kValueVersion = 1;
+/// Flags bit 0: a kTagSize-byte tag follows the CRC (fleet_auth.h checks it).
+inline constexpr uint8_t kValueAuthenticated = 1;
+inline constexpr std::size_t kValueTagSize = 32;
 
 /// "PREFIXc:NAME TYPE CLASS FLAGS", e.g. "hg:c:www.example.com. 1 1 0". NAME is the
 /// presentation form of the lowercased name, in which a space is always escaped (\032), so
@@ -54,9 +58,10 @@ std::optional<wire::Name> name_of_cache_key(std::string_view prefix, std::string
 /// name_of_cache_key), or of everything when `name` is null.
 std::string scan_pattern(std::string_view prefix, const wire::Name* name, bool zone);
 
-/// Builds a value. Empty when the message is larger than 65535 bytes.
+/// Builds a value. Empty when the message is larger than 65535 bytes. With `authenticated`
+/// the flag is set and kValueTagSize zero bytes are appended for fleet::seal_value to fill.
 std::vector<uint8_t> encode_value(const cache::CacheKey& key, int64_t inserted_ms,
-                                  std::span<const uint8_t> message);
+                                  std::span<const uint8_t> message, bool authenticated = false);
 
 enum class ValueStatus : uint8_t {
   Ok,
@@ -73,11 +78,13 @@ struct DecodedValue {
   ValueStatus status = ValueStatus::Corrupt;
   int64_t inserted_ms = 0;
   std::span<const uint8_t> message{};  ///< points into the input
+  bool authenticated = false;          ///< has a tag (not checked here: fleet::open_value)
 };
 
 /// Checks and unpacks a value read for `key`. On Ok, `parsed` holds the message parsed
 /// strictly (every offset valid, as cache::Cache::insert requires), QR=1, exactly one
-/// question equal (case-insensitively) to the key's.
+/// question equal (case-insensitively) to the key's. The tag of an authenticated value is
+/// skipped, not verified: callers with a key run fleet::open_value first.
 DecodedValue decode_value(std::span<const uint8_t> value, const cache::CacheKey& key,
                           wire::Message& parsed);
 

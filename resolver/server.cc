@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "resolver/control.h"
+#include "resolver/fleet_auth.h"
 #include "resolver/metrics.h"
 #include "resolver/warm_restart.h"
 
@@ -88,6 +89,23 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     // Warm restart: the saved cache goes in before any socket is bound (after the caps, so
     // they apply to it).
     srv->loaded_from_file_ = load_cache_file(shared, now);
+  }
+  if (config.redis.enabled()) {
+    // Said once at start: what this instance trusts in Redis.
+    if (config.redis.fleet_key.empty()) {
+      fmt::print(stderr,
+                 "fleet: no --fleet-key-file: the Redis at {} is trusted; anyone who can write "
+                 "to it controls this instance's answers and caches\n",
+                 config.redis.target);
+    } else {
+      std::string why;
+      if (!fleet::FleetAuth::create(fleet::bytes(config.redis.fleet_key), &why))
+        return R::failure("--fleet-key-file " + config.redis.key_file + ": " + why);
+      fmt::print(stderr,
+                 "fleet: values and messages in Redis authenticated with HMAC-SHA256 (key from "
+                 "{}); what does not verify is ignored\n",
+                 config.redis.key_file);
+    }
   }
   const unsigned n = std::max(1u, config.threads);
   {

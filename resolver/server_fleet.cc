@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "resolver/fleet_auth.h"
 #include "resolver/query_engine.h"
 
 namespace hg::resolver {
@@ -56,7 +57,15 @@ bool QueryEngine::answer_from_l2(const cache::CacheKey& key, std::span<const uin
   const auto& settings = shared_.cache.settings();
   const int64_t cap_ms =
       (int64_t{settings.ttl.max_ttl} + settings.stale_max.count() + 1) * int64_t{1000};
-  const int64_t age = fleet::value_age_ms(decoded.inserted_ms, wall_clock_ms(), cap_ms);
+  const int64_t wall = wall_clock_ms();
+  // An insert time in the future would stop the TTLs from counting down: beyond the clock
+  // skew allowed between instances the value is refused; within it, the age is 0, so the
+  // TTLs are at most the upstream's, never extended.
+  if (decoded.inserted_ms > wall + fleet::kMaxClockSkewMs) {
+    fs.future_values.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const int64_t age = fleet::value_age_ms(decoded.inserted_ms, wall, cap_ms);
   // Backdated to when the first instance received it: the TTLs we render count down from
   // that instant, as the other instances' do.
   const auto outcome = shared_.cache.insert(key, upstream_msg_, now - Millis{age});
@@ -155,6 +164,27 @@ constexpr FleetCounter kFleetCounters[] = {
     {"fleet_received", "messages_received_total",
      "Fleet flush/ttl-cap messages from other instances applied here.",
      &FleetStats::fleet_received},
+    {"auth_failed_values", "auth_failed_values_total",
+     "Values and lock hand-overs from Redis ignored: no tag or a tag that does not verify "
+     "with --fleet-key-file.",
+     &FleetStats::auth_failed_values},
+    {"auth_failed_messages", "auth_failed_messages_total",
+     "Fleet messages ignored: no tag or a tag that does not verify with --fleet-key-file.",
+     &FleetStats::auth_failed_messages},
+    {"auth_failed_caps", "auth_failed_caps_total",
+     "Fleet TTL caps in Redis ignored: no tag or a tag that does not verify with "
+     "--fleet-key-file.",
+     &FleetStats::auth_failed_caps},
+    {"replayed_messages", "replayed_messages_total",
+     "Fleet messages that verified but were refused as stale, from the future or replayed.",
+     &FleetStats::replayed_messages},
+    {"future_values", "future_values_total",
+     "Values from Redis refused because their insert time is ahead of this clock by more than "
+     "the allowed skew.",
+     &FleetStats::future_values},
+    {"lock_unbounded", "lock_unbounded_total",
+     "Fleet locks found without an expiry (no hourglass writes one): not waited on.",
+     &FleetStats::lock_unbounded},
 };
 
 }  // namespace

@@ -90,6 +90,13 @@ bool RedisServer::start() {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     // Quiet: its log goes to a file in the temp dir.
     const std::string log = dir_ + "/redis.log";
+    const std::string sock = unix_socket_path();
+    if (with_unix_socket) {
+      execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
+             "--enable-debug-command", "local", "--unixsocket", sock.c_str(), "--unixsocketperm",
+             "660", static_cast<char*>(nullptr));
+    }
     execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save",
            "", "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
            "--enable-debug-command", "local", static_cast<char*>(nullptr));

@@ -28,6 +28,11 @@ class RedisServer {
   void stop();
   bool running() const noexcept { return pid_ > 0; }
 
+  /// Set before start(): also listen on a unix socket, mode 0660 (`--unixsocketperm 660`),
+  /// at unix_socket_path().
+  bool with_unix_socket = false;
+  std::string unix_socket_path() const { return dir_ + "/redis.sock"; }
+
   uint16_t port() const noexcept { return port_; }
   /// "127.0.0.1:PORT", for --redis.
   std::string address() const;

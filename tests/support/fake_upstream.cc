@@ -373,7 +373,15 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
 
 void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const void* peer,
                           unsigned peer_len) {
-  ReceivedQuery rq{t, 0, {}, {}, 0, false, query};
+  ReceivedQuery rq{t, 0, {}, {}, 0, false, query, 0};
+  if (t == Transport::Udp && peer != nullptr && peer_len >= sizeof(sockaddr_in)) {
+    rq.source_port = ntohs(static_cast<const sockaddr_in*>(peer)->sin_port);
+  } else if (t == Transport::Tcp) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_INET)
+      rq.source_port = ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+  }
   std::size_t qend = parse_question(query, rq.qname, rq.qtype);
   if (qend == 0) return;
   rq.id = get16(query, 0);
@@ -433,6 +441,8 @@ void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const
   if (t == Transport::Udp) {
     std::memcpy(&p.peer, peer, peer_len);
     p.peer_len = peer_len;
+    if (reply.to_port != 0 && p.peer.ss_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&p.peer)->sin_port = htons(reply.to_port);
   } else {
     p.conn_id = static_cast<uint64_t>(fd);
     for (const auto& c : conns_) {

@@ -684,6 +684,102 @@ TEST_F(UpstreamTest, DeadFirstServerIsLeftForTheLiveOne) {
   EXPECT_EQ(live.total_queries(), 10u);
 }
 
+TEST_F(UpstreamTest, EveryQueryAndEveryRetransmissionLeavesFromItsOwnPort) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.11")}));
+  fake.on("hangs.example", FakeReply::dropped());
+  auto up = make(UpstreamOptions{.lifetime = 1500ms});
+  Outcome hanging;
+  (void)up->send(make_query("hangs.example", 1), record(hanging));
+  // While it hangs (and is retransmitted), 20 names at once and 20 one after another.
+  std::vector<Outcome> at_once(20);
+  for (int i = 0; i < 20; ++i)
+    (void)up->send(make_query("c" + std::to_string(i) + ".example", 1), record(at_once[i]));
+  run_until(
+      [&] { return std::all_of(at_once.begin(), at_once.end(), [](auto& o) { return o.done; }); });
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(resolve(*up, make_query("s" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  run_until([&] { return hanging.done; });
+  std::set<uint16_t> ports;
+  std::size_t udp = 0;
+  for (const auto& q : fake.received()) {
+    if (q.transport != Transport::Udp) continue;
+    ++udp;
+    ports.insert(q.source_port);
+  }
+  EXPECT_GE(fake.queries("hangs.example"), 2u);  // retransmitted: each copy its own port too
+  EXPECT_GE(udp, 42u);
+  // Kernel-chosen random ports over ~28,000: a repeat among ~43 is rare, two are rarer.
+  EXPECT_GE(ports.size() + 2, udp);
+}
+
+TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.12")}));
+  fake.on("open.example", FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 400ms, .board = &board});
+  Outcome open;
+  (void)up->send(make_query("open.example", 1), record(open));
+  run_until([&] { return fake.queries("open.example") == 1; });
+  ASSERT_EQ(fake.queries("open.example"), 1u);
+  FakeReply misdirected = FakeReply::records({FakeRecord::a("", 300, "203.0.113.12")});
+  misdirected.to_port = fake.received()[0].source_port;
+  fake.on("victim.example", misdirected);
+  const Outcome victim = resolve(*up, make_query("victim.example", 1));
+  EXPECT_EQ(victim.status, UpstreamStatus::Timeout);  // the answer went to open's port
+  EXPECT_GE(stats_of(board).dropped_wrong_port.load(), 1u);
+  run_until([&] { return open.done; });
+  EXPECT_EQ(open.status, UpstreamStatus::Timeout);  // and did not answer open either
+}
+
+TEST_F(UpstreamTest, ALateAnswerToTheFirstCopyIsASpuriousRetransmissionAndLengthensThePatience) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(resolve(*up, make_query("w" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")});
+  slow.delay = 400ms;
+  fake.on("slow1.example", slow);
+  fake.on("slow2.example", slow);
+  // First slow name: retransmitted after the 250 ms patience, answered (first copy) at 400.
+  ASSERT_EQ(resolve(*up, make_query("slow1.example", 1)).status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.queries("slow1.example"), 2u);
+  EXPECT_EQ(stats_of(board).spurious_retransmissions.load(), 1u);
+  EXPECT_EQ(stats_of(board).loss_ppm.load(), 0);
+  EXPECT_GE(stats_of(board).patience_us.load(), 600'000);
+  // The next slow name is waited for: one copy.
+  ASSERT_EQ(resolve(*up, make_query("slow2.example", 1)).status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.queries("slow2.example"), 1u);
+  EXPECT_EQ(stats_of(board).needed_retransmissions.load(), 0u);
+}
+
+TEST_F(UpstreamTest, ACopyAnsweredWhileTheFirstIsNotCountsAsLossAndANeededRetransmission) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.14")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 600ms, .board = &board});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(resolve(*up, make_query("w" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  constexpr uint64_t kSeed = 11;
+  std::string name;
+  for (int i = 0; name.empty(); ++i) {
+    const std::string n = "lost" + std::to_string(i) + ".example";
+    if (FakeUpstream::loses(0.5, kSeed, n, 0) && !FakeUpstream::loses(0.5, kSeed, n, 1)) name = n;
+  }
+  fake.set_loss(0.5, kSeed);
+  Outcome o;
+  (void)up->send(make_query(name, 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_GT(stats_of(board).loss_ppm.load(), 0);  // at once, when the second copy answered
+  // The retransmission is counted needed once the first copy's life has ended unanswered.
+  run_until([&] { return stats_of(board).needed_retransmissions.load() == 1; });
+  EXPECT_EQ(stats_of(board).needed_retransmissions.load(), 1u);
+  EXPECT_EQ(stats_of(board).spurious_retransmissions.load(), 0u);
+}
+
 TEST(UpstreamCreate, RejectsLinkLocalServerWithScope) {
   EventLoop loop;
   auto ep = parse_endpoint("[fe80::1%1]:53", 53);

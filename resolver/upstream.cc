@@ -1090,7 +1090,7 @@ void Upstream::read_attempt(Attempt& a) {
 
 void Upstream::close_attempt_socket(Attempt& a) {
   if (a.fd < 0) return;
-  loop_.remove_fd(a.fd);
+  loop_.forget_fd(a.fd);  // close() takes it out of epoll: one system call fewer per query
   close(a.fd);
   a.fd = -1;
 }

@@ -728,6 +728,22 @@ TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {
   EXPECT_EQ(open.status, UpstreamStatus::Timeout);  // and did not answer open either
 }
 
+TEST_F(UpstreamTest, RepliesWithAnotherIdOrQuestionOnTheAttemptsPortAreDroppedAndCounted) {
+  FakeReply other_id = FakeReply::records({FakeRecord::a("", 300, "203.0.113.13")});
+  other_id.id_xor = 0x5a5a;
+  FakeReply other_question = FakeReply::records({FakeRecord::a("", 300, "203.0.113.14")});
+  other_question.wrong_question = true;
+  fake.on("id.example", other_id);
+  fake.on("question.example", other_question);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 300ms, .board = &board});
+  EXPECT_EQ(resolve(*up, make_query("id.example", 1)).status, UpstreamStatus::Timeout);
+  EXPECT_EQ(resolve(*up, make_query("question.example", 1)).status, UpstreamStatus::Timeout);
+  EXPECT_GE(stats_of(board).dropped_wrong_id.load(), 1u);
+  EXPECT_GE(stats_of(board).dropped_wrong_question.load(), 1u);
+  EXPECT_EQ(stats_of(board).answers.load(), 0u);
+}
+
 TEST_F(UpstreamTest, ALateAnswerToTheFirstCopyIsASpuriousRetransmissionAndLengthensThePatience) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")}));
   UpstreamBoard board;

@@ -339,7 +339,7 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   bool tc = reply.truncate_udp && t == Transport::Udp;
   bool opt = has_opt(q, question_end);
   std::vector<uint8_t> out;
-  put16(out, get16(q, 0));  // ID
+  put16(out, static_cast<uint16_t>(get16(q, 0) ^ reply.id_xor));  // ID
   // QR=1, the query's opcode and RD, AA if scripted, TC; RA=1, RCODE.
   uint8_t b2 = static_cast<uint8_t>(0x80 | (q[2] & 0x79) | (reply.aa ? 0x04 : 0) | (tc ? 0x02 : 0));
   out.push_back(b2);

@@ -52,6 +52,8 @@ struct FakeReply {
   /// 127.0.0.1 instead of the query's source port; 0 = the query's source port. For the
   /// "an answer that comes to the wrong port is dropped" tests.
   uint16_t to_port = 0;
+  /// XORed into the answer's ID: nonzero gives a reply with an ID other than the query's.
+  uint16_t id_xor = 0;
 
   static FakeReply records(std::vector<FakeRecord> answer);
   static FakeReply nxdomain(FakeRecord soa);

@@ -11,12 +11,14 @@
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -139,6 +141,18 @@ constexpr std::size_t kMaxDatagram = 4097;
 // Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
 // flood of forgeries at one port cannot keep the loop on it.
 constexpr int kReadsPerWake = 8;
+
+// Attempt sockets open in the process (every worker's Upstream), against the budget.
+std::atomic<int> g_attempt_sockets{0};
+
+int process_socket_budget() {
+  static const int budget = [] {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 32768;
+    return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur / 2, 64, rlim_t{1} << 20));
+  }();
+  return budget;
+}
 constexpr std::size_t kMaxServers = 64;
 
 Millis ceil_ms(Micros us) {
@@ -1088,8 +1102,35 @@ void Upstream::read_attempt(Attempt& a) {
   retire_if_idle(s);
 }
 
+bool Upstream::socket_live(const OpenSocket& o) const noexcept {
+  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt whose
+  // socket is still open (whichever Query it belongs to now).
+  const Attempt* a = by_id_[o.id];
+  return a == o.attempt && a->fd == o.fd;
+}
+
+bool Upstream::make_socket_room(Server& s) {
+  const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
+  while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
+    open_sockets_.pop_front();
+  if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
+  // At the budget (a flood of names that never get an answer, each holding its copies'
+  // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
+  // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
+  while (!open_sockets_.empty()) {
+    const OpenSocket o = open_sockets_.front();
+    open_sockets_.pop_front();
+    if (!socket_live(o)) continue;
+    close_attempt_socket(*o.attempt);
+    bump(s.stats->sockets_reclaimed);
+    return true;
+  }
+  return false;  // the other workers hold them all
+}
+
 void Upstream::close_attempt_socket(Attempt& a) {
   if (a.fd < 0) return;
+  g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
   loop_.forget_fd(a.fd);  // close() takes it out of epoll: one system call fewer per query
   close(a.fd);
   a.fd = -1;
@@ -1119,7 +1160,9 @@ ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
   }
   // c-ares sends an attempt again only after an error on its socket: a new socket then too.
   close_attempt_socket(*a);
-  const int fd = socket(s.endpoint.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = make_socket_room(s)
+                     ? socket(s.endpoint.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+                     : -1;
   if (fd < 0) {
     // Out of descriptors or memory here, not a fault of the server: the attempt counts as
     // sent and its retransmission timer covers it, as for a datagram lost on the way.
@@ -1145,6 +1188,8 @@ ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
     return static_cast<ares_ssize_t>(bytes.size());
   }
   a->fd = fd;
+  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
+  open_sockets_.push_back({a, fd, a->id});
   return static_cast<ares_ssize_t>(bytes.size());
 }
 

@@ -35,6 +35,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -89,6 +90,10 @@ struct UpstreamOptions {
   /// Where per-server statistics are published (nullptr: nowhere), as worker `worker`.
   UpstreamBoard* board = nullptr;
   int worker = 0;
+  /// Attempt sockets (one per UDP query in flight, see docs/upstream.md) the process may have
+  /// open at once before the oldest gives its socket up for a new one; 0: half the soft
+  /// RLIMIT_NOFILE (at least 64), shared by every Upstream of the process. Tests set it.
+  int max_sockets = 0;
   /// Reads the clock for RTT samples (tests). Default: the loop's time of the current
   /// iteration in microseconds (EventLoop::now_us) — a sample is then the time from the start
   /// of the iteration that sent the attempt to the start of the one that read the answer: at
@@ -208,6 +213,17 @@ class Upstream {
   Query* live_ = nullptr;              // intrusive list of queries not yet freed
   std::vector<Query*> spare_queries_;  // destroyed Query objects whose memory is reused
   std::vector<uint8_t> rxbuf_;         // the datagram read_attempt() is looking at
+  // Attempts in the order their sockets were opened, for giving the oldest up when the
+  // socket budget is reached; entries whose attempt has closed its socket are skipped.
+  struct OpenSocket {
+    Attempt* attempt;
+    int fd;
+    uint16_t id;
+  };
+  std::deque<OpenSocket> open_sockets_;
+  bool socket_live(const OpenSocket& o) const noexcept;
+  /// Makes room under the socket budget; false if none could be made.
+  bool make_socket_room(Server& s);
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
 };

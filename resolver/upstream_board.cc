@@ -33,7 +33,7 @@ struct Summary {
   uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
            edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
   uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
-           socket_errors = 0;
+           socket_errors = 0, reclaimed = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
   uint64_t state_answers = 0;
 };
@@ -69,6 +69,7 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.wrong_id += get(s->dropped_wrong_id);
       m.wrong_question += get(s->dropped_wrong_question);
       m.socket_errors += get(s->socket_errors);
+      m.reclaimed += get(s->sockets_reclaimed);
       if (m.state == nullptr || answers > m.state_answers) {
         m.state = s.get();
         m.state_answers = answers;
@@ -101,9 +102,10 @@ std::string upstreams_text(const UpstreamBoard& board) {
     out += fmt::format(
         " loss={:.2f}% retransmit_wait_ms={} spurious_retransmissions={} "
         "needed_retransmissions={} retransmissions_withheld={} dropped_wrong_port={} "
-        "dropped_wrong_id={} dropped_wrong_question={} socket_errors={}\n",
+        "dropped_wrong_id={} dropped_wrong_question={} socket_errors={} sockets_reclaimed={}\n",
         static_cast<double>(s.loss_ppm.load()) / 1e4, ms(s.patience_us.load()), m.spurious,
-        m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.socket_errors);
+        m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.socket_errors,
+        m.reclaimed);
   }
   if (out.empty()) out = "; no upstream servers\n";
   return out;
@@ -163,6 +165,9 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_socket_errors_total", "counter",
          "Queries for which no socket of their own could be opened.",
          [](const Summary& m) { return m.socket_errors; });
+  family("hourglass_upstream_server_sockets_reclaimed_total", "counter",
+         "Query sockets closed early to stay within the socket budget.",
+         [](const Summary& m) { return m.reclaimed; });
   family("hourglass_upstream_server_loss_ratio", "gauge",
          "Estimated share of datagrams lost on the path to and from the server.",
          [](const Summary& m) { return static_cast<double>(m.state->loss_ppm.load()) / 1e6; });

@@ -52,6 +52,8 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> dropped_wrong_question{0};
   /// Attempts for which no socket could be had (descriptors or memory ran out).
   std::atomic<uint64_t> socket_errors{0};
+  /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).
+  std::atomic<uint64_t> sockets_reclaimed{0};
   std::atomic<int64_t> loss_ppm{0};     ///< estimated loss rate, parts per million
   std::atomic<int64_t> patience_us{0};  ///< wait before the first retransmission now
   std::atomic<int64_t> srtt_us{-1};     ///< -1 before the first sample

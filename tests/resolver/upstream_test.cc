@@ -744,6 +744,27 @@ TEST_F(UpstreamTest, RepliesWithAnotherIdOrQuestionOnTheAttemptsPortAreDroppedAn
   EXPECT_EQ(stats_of(board).answers.load(), 0u);
 }
 
+TEST_F(UpstreamTest, AtTheSocketBudgetTheOldestAttemptGivesItsSocketUp) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.15")}));
+  for (int i = 0; i < 6; ++i)
+    fake.on("hang" + std::to_string(i) + ".example", FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 2000ms, .board = &board, .max_sockets = 4});
+  // Six names that hang hold six sockets' worth of attempts: past four, the oldest give up.
+  std::vector<Outcome> hanging(6);
+  for (int i = 0; i < 6; ++i)
+    (void)up->send(make_query("hang" + std::to_string(i) + ".example", 1), record(hanging[i]));
+  run_until([&] { return fake.total_queries() >= 6; });
+  EXPECT_EQ(stats_of(board).sockets_reclaimed.load(), 2u);
+  // A name the server answers still gets its own socket (a hanging one gives it up) and
+  // its answer.
+  const Outcome o = resolve(*up, make_query("fine.example", 1));
+  EXPECT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(stats_of(board).sockets_reclaimed.load(), 3u);
+  EXPECT_EQ(stats_of(board).socket_errors.load(), 0u);
+  up->cancel_all();
+}
+
 TEST_F(UpstreamTest, ALateAnswerToTheFirstCopyIsASpuriousRetransmissionAndLengthensThePatience) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")}));
   UpstreamBoard board;

@@ -46,7 +46,7 @@ int PathEstimator::max_sends(int ceiling) const noexcept {
   if (!lossy()) return std::min(kQuietSends, ceiling);
   if (loss_ >= 0.99) return ceiling;
   const double n = std::ceil(std::log(kTargetFailure) / std::log(loss_));
-  return std::clamp(static_cast<int>(n), kQuietSends, ceiling);
+  return std::clamp(static_cast<int>(n), std::min(kLossySends, ceiling), ceiling);
 }
 
 Micros PathEstimator::patience(Micros rto) const noexcept {

@@ -76,9 +76,11 @@ class PathEstimator {
   /// A loss rate at or over this makes the path lossy: fast retries (RTO), more copies.
   static constexpr double kLossyAt = 0.01;
   /// A retransmission is planned until this is the chance that every copy is lost.
-  static constexpr double kTargetFailure = 0.001;
+  static constexpr double kTargetFailure = 0.0001;
   /// Copies of a query (first send included) to a server that has shown no loss.
   static constexpr int kQuietSends = 3;
+  /// At least this many on a lossy path: the estimate lags the loss when it starts.
+  static constexpr int kLossySends = 4;
   /// The first retransmission to a server that has shown no loss waits at least this:
   /// a recursive upstream resolving a name it has not cached takes tens to hundreds of ms.
   static constexpr Micros kMinPatience{250'000};
@@ -93,7 +95,8 @@ class PathEstimator {
   double loss_rate() const noexcept { return loss_; }
   bool lossy() const noexcept { return loss_ >= kLossyAt; }
   /// Copies of one query this server gets at most (first send included): kQuietSends on a
-  /// quiet path; on a lossy one enough that all are lost with at most kTargetFailure.
+  /// quiet path; on a lossy one enough that all are lost with at most kTargetFailure, and
+  /// at least kLossySends.
   int max_sends(int ceiling) const noexcept;
   /// How long a query waits before its first retransmission to this server: the RTO on a
   /// lossy path; otherwise at least kMinPatience and the slow answers seen (x 1.5).

@@ -111,6 +111,12 @@ bool EventLoop::remove_fd(int fd) {
   return true;
 }
 
+bool EventLoop::forget_fd(int fd) {
+  if (!watching(fd)) return false;
+  graveyard_.push_back(std::move(watches_[static_cast<std::size_t>(fd)]));
+  return true;
+}
+
 bool EventLoop::watching(int fd) const noexcept {
   return fd >= 0 && static_cast<std::size_t>(fd) < watches_.size() &&
          watches_[static_cast<std::size_t>(fd)] != nullptr;

@@ -99,6 +99,10 @@ class EventLoop {
   /// current iteration are discarded, even if the fd number is reused by a new watch.
   /// Returns false if `fd` was not watched.
   bool remove_fd(int fd);
+  /// remove_fd() without the epoll_ctl system call, for a caller that closes `fd` at once:
+  /// close() takes the fd out of the epoll set itself (the descriptor must not have been
+  /// duplicated). An event still reported for it is discarded, as after remove_fd().
+  bool forget_fd(int fd);
   bool watching(int fd) const noexcept;
 
   // --- timers (loop thread only) -----------------------------------------------------------

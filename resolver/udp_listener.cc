@@ -98,9 +98,10 @@ void send_all(int fd, mmsghdr* msgs, unsigned n) noexcept {
 }
 
 // The datagrams a thread's loop iteration produces outside the listeners' own batches — the
-// answers after upstream queries (one per c-ares callback) and the upstream queries c-ares
-// sends — gathered and sent at the iteration's end with one sendmmsg per socket instead of
-// one sendto each. A datagram waits at most for the rest of its iteration.
+// answers after upstream queries, one per c-ares callback (the upstream queries themselves
+// leave at once, each from its own socket: resolver/upstream.cc) — gathered and sent at the
+// iteration's end with one sendmmsg per socket instead of one sendto each. A datagram waits
+// at most for the rest of its iteration.
 class Outbox {
  public:
   static constexpr std::size_t kMax = 64;             // answers; then flushed at once

@@ -7,17 +7,18 @@
 #include "resolver/upstream.h"
 
 #include "resolver/ares_memory.h"
-#include "resolver/udp_listener.h"
 
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -80,12 +81,6 @@ std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
   return std::nullopt;
 }
 
-// Socket functions: POSIX calls, batched for UDP. Upstream::open_hook, close_hook,
-// send_hook and recv_hook (below) are the ones that know the server; connect is plain.
-int sock_connect(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void*) {
-  return connect(fd, addr, len);
-}
-
 int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
   std::vector<ares_addr_port_node> nodes(servers.size());
   for (std::size_t i = 0; i < servers.size(); ++i) {
@@ -140,6 +135,24 @@ namespace {
 constexpr std::size_t kMaxQuery = 512;
 constexpr std::size_t kMaxAttempts = 16;
 constexpr std::size_t kOptSize = 11;
+// What one read of an attempt's socket takes: c-ares reads UDP into a buffer of 4097 bytes,
+// and treats anything over the EDNS payload (1232) as truncated anyway.
+constexpr std::size_t kMaxDatagram = 4097;
+// Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
+// flood of forgeries at one port cannot keep the loop on it.
+constexpr int kReadsPerWake = 8;
+
+// Attempt sockets open in the process (every worker's Upstream), against the budget.
+std::atomic<int> g_attempt_sockets{0};
+
+int process_socket_budget() {
+  static const int budget = [] {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 32768;
+    return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur / 2, 64, rlim_t{1} << 20));
+  }();
+  return budget;
+}
 constexpr std::size_t kMaxServers = 64;
 
 Millis ceil_ms(Micros us) {
@@ -162,8 +175,12 @@ struct Upstream::Server {
   TimerId destroy_timer;
   TimerId timer;
   MonoTime timer_at{};
-  std::vector<int> fds;      // sockets c-ares asked us to watch
-  std::vector<int> udp_fds;  // c-ares's UDP sockets to this server (open_hook, close_hook)
+  std::vector<int> fds;  // sockets c-ares asked us to watch (TCP)
+  // The UDP socket c-ares believes it talks through: never bound, connected or watched, so
+  // nothing ever arrives on it. Its sends go out on a socket of their own per attempt
+  // (send_datagram); its reads hand over the one answer read_attempt() accepted (`rx`).
+  int udp_fd = -1;
+  std::span<const uint8_t> rx{};
   ServerHealth health;
   std::shared_ptr<UpstreamServerStats> stats;
   Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
@@ -177,6 +194,7 @@ struct Upstream::Attempt {
   Server* server;
   Micros sent;
   upstream_wire::CaseBits case_bits;
+  int fd;  // its own UDP socket, so its own source port; -1: none (launch() sets it)
   uint16_t id;
   bool outstanding;    // c-ares has not reported it yet
   bool edns;           // sent with the OPT record
@@ -189,6 +207,12 @@ struct Upstream::Attempt {
   // The datagram hook found the reply's question byte for byte as sent (0x20 on, no TC): the
   // only kind of reply c-ares can then complete it with, so handle_result need not compare.
   bool question_exact;
+  bool retransmit;   // sent because an earlier attempt of the query to this server timed out
+  bool replied;      // the server answered it (any RCODE)
+  bool judged_lost;  // unanswered when a later copy to the same server was answered
+  bool classified;   // (retransmit) counted as spurious or needed
+  bool local_error;  // no socket could be had for it: not the server's fault
+  bool refused;      // ICMP unreachable on its socket: handled, c-ares still holds it
 };
 
 // One send(): the caller's query, its attempts, its retransmission timer.
@@ -210,64 +234,8 @@ struct Upstream::Query {
   uint8_t n_attempts = 0;
   uint8_t outstanding = 0;
   int timeouts = 0;                            // times the retransmission timer fired
+  bool retransmitted = false;                  // some attempt has `retransmit` set
   std::array<Attempt, kMaxAttempts> attempts;  // the first n_attempts are set by launch()
-};
-
-// The UDP answers of one upstream socket, read with one recvmmsg and handed to c-ares one per
-// recvfrom call (recv_hook). c-ares reads a readable socket until EAGAIN, so a batch is used
-// up within the ares_process_fd that filled it; when the last recvmmsg found fewer datagrams
-// than it had room for, the socket was empty, and the EAGAIN that ends c-ares' loop is given
-// without a system call (a datagram that arrives meanwhile makes the socket readable again).
-struct Upstream::RecvBatch {
-  static constexpr unsigned kSize = 32;
-  int fd = -1;           // the socket being processed (process()); -1: none
-  unsigned next = 0;     // the next datagram to hand out
-  unsigned count = 0;    // datagrams in the batch
-  std::size_t slot = 0;  // bytes per datagram: c-ares's buffer size
-  unsigned written = 0;  // headers whose address length the last recvmmsg changed
-  std::vector<uint8_t> bytes;
-  std::array<mmsghdr, kSize> msgs{};
-  std::array<iovec, kSize> iov{};
-  std::array<sockaddr_storage, kSize> from{};
-
-  void start(int socket) noexcept {
-    fd = socket;
-    next = count = 0;
-  }
-  bool holds(int socket) const noexcept { return fd == socket && next < count; }
-  // The last recvmmsg found fewer datagrams than it had room for: the socket was emptied.
-  bool drained() const noexcept { return count > 0 && count < kSize; }
-
-  // One recvmmsg into datagrams of `size` bytes; false (errno set) when nothing was read.
-  // The headers are set up once per size; after that only the address lengths the kernel
-  // wrote are reset.
-  bool fill(std::size_t size) noexcept {
-    if (slot != size) {
-      try {
-        bytes.resize(std::size_t{kSize} * size);
-      } catch (...) {
-        errno = ENOMEM;
-        return false;
-      }
-      slot = size;
-      for (unsigned i = 0; i < kSize; ++i) {
-        iov[i] = {bytes.data() + std::size_t{i} * slot, slot};
-        std::memset(&msgs[i], 0, sizeof msgs[i]);
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-        msgs[i].msg_hdr.msg_name = &from[i];
-      }
-      written = kSize;
-    }
-    for (unsigned i = 0; i < written; ++i)
-      msgs[i].msg_hdr.msg_namelen = sizeof from[i];
-    written = 0;
-    const int n = recvmmsg(fd, msgs.data(), kSize, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return false;
-    next = 0;
-    count = written = static_cast<unsigned>(n);
-    return true;
-  }
 };
 
 namespace {
@@ -299,7 +267,7 @@ Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
       table_(std::make_shared<UpstreamTable>()),
       by_id_(65536, nullptr),
       scratch_(kMaxQuery),
-      rx_(std::make_unique<RecvBatch>()) {
+      rxbuf_(kMaxDatagram) {
   if (!options_.clock_us) options_.clock_us = [this] { return loop_.now_us(); };
   table_->worker = options_.worker;
 }
@@ -347,7 +315,7 @@ Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
     const Endpoint& endpoint, std::shared_ptr<UpstreamServerStats> stats) {
   using R = Checked<std::unique_ptr<Server>>;
   static const ares_socket_functions kSocketFunctions = {
-      &Upstream::open_hook, &Upstream::close_hook, sock_connect, &Upstream::recv_hook,
+      &Upstream::open_hook, &Upstream::close_hook, &Upstream::connect_hook, &Upstream::recv_hook,
       &Upstream::send_hook};
   auto s = std::make_unique<Server>();
   s->owner = this;
@@ -362,7 +330,10 @@ Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
   // treats every answer over 512 bytes as truncated). c-ares's own EDNS fallback never
   // fires: inspect_datagram() relabels the FORMERR that would trigger it. NOCHECKRESP:
   // SERVFAIL/REFUSED/NOTIMP come to on_answer, which decides where the query goes next.
-  opts.flags = ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP;
+  // STAYOPEN: c-ares's UDP socket is only a stand-in (the datagrams go out on a socket per
+  // attempt, send_datagram), so keeping it costs no port; closing it whenever the channel
+  // goes idle would cost four system calls per burst. It keeps a TCP connection open too.
+  opts.flags = ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP | ARES_FLAG_STAYOPEN;
   // One try per ares_send, alive for the whole query lifetime: retransmissions are new
   // ares_sends, and a late answer to an earlier one still counts.
   opts.timeout = static_cast<int>(options_.lifetime.count());
@@ -404,11 +375,15 @@ void Upstream::update_stats(Server& s) {
   st.edns.store(s.health.edns_ok(now), std::memory_order_relaxed);
   st.use_0x20.store(options_.use_0x20 && s.health.use_0x20(now), std::memory_order_relaxed);
   st.suspect.store(s.health.suspect(), std::memory_order_relaxed);
+  st.loss_ppm.store(static_cast<int64_t>(s.health.path.loss_rate() * 1e6),
+                    std::memory_order_relaxed);
+  st.patience_us.store(s.health.path.patience(r.rto()).count(), std::memory_order_relaxed);
 }
 
 void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
   auto* s = static_cast<Server*>(data);
   EventLoop& loop = s->owner->loop_;
+  if (fd == s->udp_fd) return;  // the stand-in: nothing ever arrives on it
   if (!readable && !writable) {
     loop.remove_fd(fd);
     std::erase(s->fds, fd);
@@ -432,13 +407,7 @@ void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
 }
 
 void Upstream::process(Server& s, int read_fd, int write_fd) {
-  rx_->start(read_fd);
   ares_process_fd(s.ares, read_fd, write_fd);
-  // c-ares stops reading before the batch is used up only after a long run of dropped
-  // datagrams (recv_hook); the rest is handed out here, a bounded number of times.
-  for (int again = 0; again < 4 && s.ares != nullptr && rx_->holds(read_fd); ++again)
-    ares_process_fd(s.ares, read_fd, ARES_SOCKET_BAD);
-  rx_->start(-1);
   rearm_timer_if_needed(s);
   retire_if_idle(s);
 }
@@ -596,7 +565,7 @@ std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback 
   }
   const uint16_t id = q->attempts[0].id;
   send_probes(*q, &s);
-  set_retry_timer(*q, loop_.now() + ceil_ms(s.health.rtt.rto()));
+  set_retry_timer(*q, loop_.now() + retry_interval(*q, s));
   --q->busy;
   release_if_done(q);
   return id;
@@ -610,7 +579,7 @@ std::optional<std::size_t> Upstream::choose(const Query& q) const {
   return choose_server(std::span<const ServerHealth* const>(hs.data(), n), q.failed);
 }
 
-bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe) {
+bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit) {
   if (q.n_attempts >= kMaxAttempts || s.ares == nullptr) return false;
   const auto id = next_id();
   if (!id) return false;
@@ -621,8 +590,18 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe) {
   a.server = &s;
   a.id = *id;
   a.edns = q.has_opt && !edns_retry && s.health.edns_ok(now);
+  a.fd = -1;
   a.edns_retry = edns_retry;
   a.probe = probe;
+  // A retransmission in the sense of the path estimator: another copy to a server that
+  // already has one of this query outstanding, sent because the timer fired.
+  if (retransmit) {
+    for (std::size_t i = 0; i + 1 < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && e.outstanding && !e.edns_retry) a.retransmit = true;
+    }
+    q.retransmitted = q.retransmitted || a.retransmit;
+  }
   a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now);
 
   std::size_t len = q.len;
@@ -722,7 +701,23 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
     return;
   }
   Server& s = *servers_[*idx];
-  if (!launch(q, s, false, false)) {
+  const bool retransmit = why == UpstreamStatus::Timeout;
+  if (retransmit) {
+    // Copies of this query the server has had: few while it shows no loss, more on a lossy
+    // path. At the cap nothing is sent, but the timer keeps running: the path may turn out
+    // lossy meanwhile (checked again at each firing), and the lifetime still ends the query.
+    int copies = 0;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && !e.probe && !e.edns_retry) ++copies;
+    }
+    if (copies >= s.health.path.max_sends(static_cast<int>(kMaxAttempts))) {
+      bump(s.stats->retransmissions_withheld);
+      set_retry_timer(q, now + retry_interval(q, s));
+      return;
+    }
+  }
+  if (!launch(q, s, false, false, retransmit)) {
     // Out of attempts (or IDs): what is in flight may still answer until the lifetime ends.
     set_retry_timer(q, q.give_up);
     return;
@@ -741,15 +736,102 @@ Micros Upstream::case_grace(const Server& s) const {
 }
 
 Millis Upstream::retry_interval(const Query& q, const Server& s) const {
-  // The server's RTO (itself backed off by the server's own timeout streak), and doubled for
-  // each of this query's timeouts past the free ones: answers to other queries end the
-  // server's streak, so without this a name the upstream is slow on would be re-sent every
-  // RTO for the whole lifetime.
-  Micros rto = s.health.rtt.rto();
   const Micros max = options_.rtt.max_rto;
+  Micros rto = s.health.rtt.rto();
+  if (!s.health.path.lossy()) {
+    // No loss seen on this path: a name that takes long is a slow resolution, not a lost
+    // datagram. Wait the patience (at least 250 ms, and 1.5 x the slow answers seen), then
+    // twice that per timeout of this query.
+    Micros wait = s.health.path.patience(rto);
+    for (int i = 0; i < q.timeouts && wait < max; ++i)
+      wait *= 2;
+    return ceil_ms(std::min(wait, std::max(max, s.health.path.patience(rto))));
+  }
+  // A lossy path: the server's RTO (itself backed off by the server's own timeout streak),
+  // doubled for each of this query's timeouts past the free ones: answers to other queries
+  // end the server's streak, so without this a name the upstream is slow on would be re-sent
+  // every RTO for the whole lifetime.
   for (int i = options_.rtt.free_timeouts; i < q.timeouts && rto < max; ++i)
     rto *= 2;
   return ceil_ms(std::min(rto, max));
+}
+
+void Upstream::learn_from_reply(Attempt& a) {
+  Server& s = *a.server;
+  Query& q = *a.query;
+  PathEstimator& path = s.health.path;
+  const bool was_lossy = path.lossy();
+  a.replied = true;
+  if (a.judged_lost) {  // it was not lost after all, only late
+    a.judged_lost = false;
+    path.unlost();
+  }
+  path.delivered();
+  if (q.retransmitted) {
+    std::size_t me = 0;
+    while (&q.attempts[me] != &a)
+      ++me;
+    bool later_copy = false, earlier_replied = false;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (i == me || e.server != &s || e.edns_retry) continue;
+      if (i > me && e.retransmit) later_copy = true;
+      if (i < me && e.replied) earlier_replied = true;
+    }
+    // An answer to a copy that had been retransmitted: the server was slow, not lossy, and
+    // this is how slow.
+    if (later_copy) path.slow_answer(options_.clock_us() - a.sent, options_.rtt.max_rto);
+    if (!earlier_replied) {
+      // A later copy answered while earlier ones are still unanswered: those were lost.
+      for (std::size_t i = 0; i < me; ++i) {
+        Attempt& e = q.attempts[i];
+        if (e.server != &s || e.edns_retry || !e.outstanding || e.refused || e.judged_lost)
+          continue;
+        e.judged_lost = true;
+        path.lost();
+      }
+    }
+    classify_retransmissions(q, s);
+  }
+  if (!was_lossy && path.lossy()) hurry_waiting_queries(s);
+}
+
+void Upstream::classify_retransmissions(Query& q, const Server& s) {
+  // A retransmission was spurious if an earlier copy to the same server was answered (at any
+  // time), needed if it or a later copy was answered and every earlier copy ended without an
+  // answer. One that nothing answered is neither (a name the server never resolves).
+  for (std::size_t j = 0; j < q.n_attempts; ++j) {
+    Attempt& r = q.attempts[j];
+    if (!r.retransmit || r.classified || r.server != &s) continue;
+    bool earlier_replied = false, earlier_pending = false, answered = false;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server != &s || e.edns_retry) continue;
+      if (i < j) {
+        earlier_replied = earlier_replied || e.replied;
+        earlier_pending = earlier_pending || (e.outstanding && !e.refused && !e.replied);
+      } else {
+        answered = answered || e.replied;
+      }
+    }
+    if (earlier_replied) {
+      r.classified = true;
+      bump(s.stats->spurious_retransmissions);
+    } else if (answered && !earlier_pending) {
+      r.classified = true;
+      bump(s.stats->needed_retransmissions);
+    }
+  }
+}
+
+void Upstream::hurry_waiting_queries(const Server& s) {
+  const MonoTime at = loop_.now() + ceil_ms(s.health.rtt.rto());
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    if (q->finished || !q->timer || q->n_attempts == 0) continue;
+    const Attempt& last = q->attempts[q->n_attempts - 1u];
+    if (last.server != &s || !last.outstanding) continue;
+    if (at < q->timer_at) set_retry_timer(*q, at);
+  }
 }
 
 void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
@@ -762,7 +844,18 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
   --q->outstanding;
   self->ids_in_use_.reset(a->id);
   self->by_id_[a->id] = nullptr;
+  self->close_attempt_socket(*a);           // whatever comes to its port from now on is dropped
   if (status == ARES_EDESTRUCTION) return;  // ~Upstream or destroy_server: bookkeeping only
+  if (a->refused) {
+    // The ICMP error was handled when it came (read_attempt); this is c-ares's end of it.
+    ++q->busy;
+    if (!q->finished && q->outstanding == 0 && self->loop_.now() >= q->give_up)
+      self->finish(*q, UpstreamStatus::Timeout, {});
+    --q->busy;
+    self->release_if_done(q);
+    self->retire_if_idle(*s);
+    return;
+  }
   if (self->in_send_) {
     // c-ares failed the attempt inside ares_send (e.g. no socket): handle it at the next
     // iteration, so the caller never sees its callback run inside send().
@@ -802,6 +895,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
         bump(s.stats->timeouts);
         update_stats(s);
       }
+      if (q.retransmitted) classify_retransmissions(q, s);
       if (!q.finished && q.outstanding == 0 && now >= q.give_up)
         finish(q, UpstreamStatus::Timeout, {});
       return;
@@ -813,7 +907,12 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
       break;
   }
 
-  if (status == ARES_SUCCESS) s.last_answer = options_.clock_us();
+  if (status == ARES_SUCCESS) {
+    s.last_answer = options_.clock_us();
+    learn_from_reply(a);
+  } else if (q.retransmitted && !a.outstanding) {
+    classify_retransmissions(q, s);  // this copy's fate is known: never answered
+  }
   std::span<uint8_t> answer;
   if (failure == UpstreamStatus::Ok) {
     if (abuf == nullptr || alen < static_cast<int>(kHeaderSize)) {
@@ -911,35 +1010,46 @@ void Upstream::release_if_done(Query* q) {
   drop_query(q);
 }
 
-bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
+bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
   namespace uw = upstream_wire;
-  if (d.size() < kHeaderSize) return true;  // c-ares ignores it
-  Attempt* a = by_id_[uw::id(d)];
-  if (a == nullptr || a->server != &s) return true;  // not ours: c-ares drops it
-  Query& q = *a->query;
+  Server& s = *a.server;
+  Query& q = *a.query;
+  // The socket is connected to the server: the kernel has checked the address and port it
+  // came from. It is the attempt's own, so only the attempt's ID answers it.
+  if (d.size() < kHeaderSize || (d[2] & 0x80) == 0) {
+    bump(s.stats->dropped_wrong_question);  // not a DNS response at all
+    return false;
+  }
+  if (uw::id(d) != a.id) {
+    // The ID of another attempt to this server: an answer that came to the wrong port (a
+    // forger who guessed the ID but not the port, or a server that answers from a table).
+    const Attempt* other = by_id_[uw::id(d)];
+    bump(other != nullptr && other->server == &s ? s.stats->dropped_wrong_port
+                                                 : s.stats->dropped_wrong_id);
+    return false;
+  }
   const MonoTime now = loop_.now();
-  if (a->use_0x20) {
-    // 0x20: the reply must carry the question exactly as sent, letter case included.
-    const auto question =
-        std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
-    const auto match = uw::match_question_cased(d, question, a->case_bits);
-    if (match != uw::QuestionMatch::Exact) {
-      if (match == uw::QuestionMatch::CaseOnly) {
-        // A forgery, or a server that does not echo case. The attempt stays open for the
-        // real answer; the query moves on soon if none comes (on_retry decides which it was).
-        a->case_mismatch = true;
-        bump(s.stats->case_mismatches);
-        if (!q.finished) {
-          const MonoTime soon = now + ceil_ms(case_grace(s));
-          if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
-        }
-      }
-      return false;
+  const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+  const auto match = a.use_0x20 ? uw::match_question_cased(d, question, a.case_bits)
+                                : uw::match_question(d, question);
+  if (match == uw::QuestionMatch::Other) {
+    bump(s.stats->dropped_wrong_question);
+    return false;
+  }
+  if (a.use_0x20 && match == uw::QuestionMatch::CaseOnly) {
+    // A forgery, or a server that does not echo case. The attempt stays open for the real
+    // answer; the query moves on soon if none comes (on_retry decides which it was).
+    a.case_mismatch = true;
+    bump(s.stats->case_mismatches);
+    if (!q.finished) {
+      const MonoTime soon = now + ceil_ms(case_grace(s));
+      if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
     }
+    return false;
   }
   // Over TCP (after TC) the answer does not pass through here: only a complete UDP reply
   // with the one question vouches for it (c-ares drops a reply whose QDCOUNT differs).
-  a->question_exact = a->use_0x20 && !uw::truncated(d) && get16(d.data() + 4) == 1;
+  a.question_exact = a.use_0x20 && !uw::truncated(d) && get16(d.data() + 4) == 1;
   if (uw::truncated(d)) {
     // c-ares now asks again over TCP: give that connection time before retransmitting.
     bump(s.stats->truncated);
@@ -954,89 +1064,180 @@ bool Upstream::inspect_datagram(Server& s, std::span<uint8_t> d) {
   // NOTIMP here (which c-ares passes on) and restored in handle_result().
   if (uw::rcode(d) == uw::kFormErr && !uw::find_opt(d).present) {
     d[3] = static_cast<uint8_t>((d[3] & 0xf0) | uw::kNotImp);
-    a->formerr = true;
+    a.formerr = true;
   }
   return true;
+}
+
+void Upstream::read_attempt(Attempt& a) {
+  Query& q = *a.query;
+  Server& s = *a.server;
+  ++q.busy;
+  for (int i = 0; i < kReadsPerWake && a.fd >= 0; ++i) {
+    const ssize_t n = recv(a.fd, rxbuf_.data(), rxbuf_.size(), 0);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
+      // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
+      // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
+      close_attempt_socket(a);
+      if (!a.refused && a.outstanding) {
+        a.refused = true;
+        handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
+      }
+      break;
+    }
+    const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
+    if (!accept_datagram(a, d)) continue;
+    // c-ares reads it from the stand-in socket (recv_hook), matches it to the attempt and
+    // calls on_answer, which closes this socket; after a TC it asks over TCP instead.
+    s.rx = d;
+    ares_process_fd(s.ares, s.udp_fd, ARES_SOCKET_BAD);
+    s.rx = {};
+    break;
+  }
+  --q.busy;
+  rearm_timer_if_needed(s);
+  release_if_done(&q);
+  retire_if_idle(s);
+}
+
+bool Upstream::socket_live(const OpenSocket& o) const noexcept {
+  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt whose
+  // socket is still open (whichever Query it belongs to now).
+  const Attempt* a = by_id_[o.id];
+  return a == o.attempt && a->fd == o.fd;
+}
+
+bool Upstream::make_socket_room(Server& s) {
+  const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
+  while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
+    open_sockets_.pop_front();
+  if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
+  // At the budget (a flood of names that never get an answer, each holding its copies'
+  // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
+  // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
+  while (!open_sockets_.empty()) {
+    const OpenSocket o = open_sockets_.front();
+    open_sockets_.pop_front();
+    if (!socket_live(o)) continue;
+    close_attempt_socket(*o.attempt);
+    bump(s.stats->sockets_reclaimed);
+    return true;
+  }
+  return false;  // the other workers hold them all
+}
+
+void Upstream::close_attempt_socket(Attempt& a) {
+  if (a.fd < 0) return;
+  g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
+  loop_.forget_fd(a.fd);  // close() takes it out of epoll: one system call fewer per query
+  close(a.fd);
+  a.fd = -1;
+}
+
+ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
+  std::span<const uint8_t> bytes;
+  if (iovcnt == 1) {
+    bytes = {static_cast<const uint8_t*>(iov[0].iov_base), iov[0].iov_len};
+  } else {
+    std::size_t len = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      const std::size_t part = iov[i].iov_len;
+      if (len + part > rxbuf_.size()) {
+        errno = EMSGSIZE;
+        return -1;
+      }
+      std::memcpy(rxbuf_.data() + len, iov[i].iov_base, part);
+      len += part;
+    }
+    bytes = {rxbuf_.data(), len};
+  }
+  Attempt* a = bytes.size() >= kHeaderSize ? by_id_[upstream_wire::id(bytes)] : nullptr;
+  if (a == nullptr || a->server != &s) {  // cannot happen: every ares_send is an attempt
+    errno = EINVAL;
+    return -1;
+  }
+  // c-ares sends an attempt again only after an error on its socket: a new socket then too.
+  close_attempt_socket(*a);
+  const int fd = make_socket_room(s)
+                     ? socket(s.endpoint.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+                     : -1;
+  if (fd < 0) {
+    // Out of descriptors or memory here, not a fault of the server: the attempt counts as
+    // sent and its retransmission timer covers it, as for a datagram lost on the way.
+    bump(s.stats->socket_errors);
+    a->local_error = true;
+    return static_cast<ares_ssize_t>(bytes.size());
+  }
+  // connect() binds a kernel-chosen ephemeral port (random since Linux 4.x, RFC 6056) and
+  // makes the kernel drop datagrams from any other address or port; ICMP errors for this
+  // datagram come back on this socket only.
+  if (connect(fd, s.endpoint.sockaddr_ptr(), s.endpoint.sockaddr_len()) != 0 ||
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+    const int err = errno;
+    close(fd);
+    errno = err;
+    return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
+  }
+  Attempt* ap = a;
+  if (!loop_.add_fd(fd, Interest::Read, [this, ap](FdEvents) { read_attempt(*ap); })) {
+    close(fd);
+    bump(s.stats->socket_errors);
+    a->local_error = true;
+    return static_cast<ares_ssize_t>(bytes.size());
+  }
+  a->fd = fd;
+  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
+  open_sockets_.push_back({a, fd, a->id});
+  return static_cast<ares_ssize_t>(bytes.size());
 }
 
 ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
                                  ares_socklen_t* from_len, void* user) {
   auto* s = static_cast<Server*>(user);
-  // TCP reads (from == nullptr) are a byte stream: passed on as they are.
-  if (from == nullptr || from_len == nullptr) return recvfrom(fd, buf, len, flags, from, from_len);
-  RecvBatch& b = *s->owner->rx_;
-  const ares_socklen_t room = *from_len;
-  for (int dropped = 0; dropped < 1024; ++dropped) {
-    ssize_t n;
-    if (b.fd != fd) {  // not the socket process() was called for: one datagram at a time
-      *from_len = room;
-      n = recvfrom(fd, buf, len, flags, from, from_len);
-      if (n <= 0) return n;
-    } else {
-      if (b.next == b.count) {
-        if (b.drained()) {
-          errno = EAGAIN;
-          return -1;
-        }
-        if (!b.fill(len)) return -1;
-      }
-      const unsigned i = b.next++;
-      n = static_cast<ssize_t>(std::min<std::size_t>(b.msgs[i].msg_len, len));
-      std::memcpy(buf, b.iov[i].iov_base, static_cast<std::size_t>(n));
-      const socklen_t got = b.msgs[i].msg_hdr.msg_namelen;
-      std::memcpy(from, &b.from[i], std::min<std::size_t>(got, room));
-      *from_len = got;
-    }
-    const auto peer = Endpoint::from_sockaddr(from, std::min<ares_socklen_t>(*from_len, room));
-    if (!peer || !peer->same_ip(s->endpoint) || peer->port() != s->endpoint.port())
-      return n;  // c-ares drops datagrams from other addresses itself
-    if (s->owner->inspect_datagram(
-            *s, std::span<uint8_t>(static_cast<uint8_t*>(buf), static_cast<std::size_t>(n))))
-      return n;
-    // Dropped: read the next one (c-ares stops reading this socket at EAGAIN).
+  if (fd != s->udp_fd) return recvfrom(fd, buf, len, flags, from, from_len);  // TCP
+  // The stand-in: the answer read_attempt() accepted, once; then EAGAIN ends c-ares's loop.
+  if (s->rx.empty()) {
+    errno = EAGAIN;
+    return -1;
   }
-  errno = EAGAIN;
-  return -1;
+  const std::size_t n = std::min(s->rx.size(), len);
+  std::memcpy(buf, s->rx.data(), n);
+  s->rx = {};
+  if (from != nullptr && from_len != nullptr) {
+    const socklen_t want = s->endpoint.sockaddr_len();
+    std::memcpy(from, s->endpoint.sockaddr_ptr(), std::min<socklen_t>(want, *from_len));
+    *from_len = want;
+  }
+  return static_cast<ares_ssize_t>(n);
 }
 
 ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
   auto* s = static_cast<Server*>(user);
   const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-  if (fd < 0 || type != SOCK_DGRAM) return fd;
-  try {
-    s->udp_fds.push_back(fd);
-  } catch (...) {
-    close(fd);
-    errno = ENOMEM;
-    return ARES_SOCKET_BAD;
-  }
+  if (fd >= 0 && type == SOCK_DGRAM) s->udp_fd = fd;
   return fd;
 }
 
 int Upstream::close_hook(ares_socket_t fd, void* user) {
   auto* s = static_cast<Server*>(user);
-  if (std::erase(s->udp_fds, fd) != 0) {
-    // Queries held for the end of the iteration leave now, before the number can be reused;
-    // answers read and not handed out are dropped (c-ares closes a socket when no query is
-    // waiting on it, or on an error, after which it sends its queries again).
-    UdpListener::send_held_now(fd);
-    if (s->owner->rx_->fd == fd) s->owner->rx_->start(-1);
-  }
+  if (fd == s->udp_fd) s->udp_fd = -1;
   return close(fd);
 }
 
-// UDP queries wait for the end of the loop iteration and leave together, one sendmmsg per
-// socket (UdpListener::send_later); c-ares is told they were sent. TCP is written now, with
+// The stand-in is never connected, so it has no port and receives nothing; TCP connects.
+int Upstream::connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) return 0;
+  return connect(fd, addr, len);
+}
+
+// UDP: each attempt's datagram on its own socket (send_datagram). TCP is written now, with
 // MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
 ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
   auto* s = static_cast<Server*>(user);
-  if (iovcnt == 1 && std::find(s->udp_fds.begin(), s->udp_fds.end(), fd) != s->udp_fds.end()) {
-    UdpPeer peer;
-    peer.fd = fd;  // addr_len 0: the socket is connected to the server
-    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(iov[0].iov_base),
-                                         iov[0].iov_len);
-    return UdpListener::send_later(peer, bytes) ? static_cast<ares_ssize_t>(bytes.size()) : -1;
-  }
+  if (fd == s->udp_fd) return s->owner->send_datagram(*s, iov, iovcnt);
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
   msg.msg_iovlen = static_cast<std::size_t>(iovcnt);

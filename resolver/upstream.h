@@ -3,13 +3,18 @@
 // or without EDNS and with which letter case (docs/upstream.md argues the design).
 //
 // Transport: one c-ares channel per server (tries = 1, NOCHECKRESP, EDNS payload 1232), so
-// c-ares sends our bytes, matches answers by ID and question, and retries a truncated UDP
-// answer over TCP — and nothing it learns or decides about one server affects another.
-// Each attempt of a query is its own ares_send with a fresh random ID; the first usable
-// answer ends the query and later ones are only counted.
+// c-ares matches answers by ID and question and retries a truncated UDP answer over TCP —
+// and nothing it learns or decides about one server affects another. Each attempt of a
+// query is its own ares_send with a fresh random ID, and its datagram leaves from a socket
+// of its own (a fresh kernel-chosen source port, RFC 5452): c-ares's UDP socket is a stand-in
+// that never carries traffic. Only a datagram that arrives on the attempt's socket with its
+// ID and question (0x20 case included) reaches c-ares; the rest is counted and dropped. The
+// first usable answer ends the query and later ones are only counted.
 //
 // Above it, per server (upstream_health.h): an RFC 6298 RTT estimator whose RTO times the
-// retransmissions (50 ms .. 1 s, backed off on consecutive timeouts, Karn's rule), a
+// retransmissions (50 ms .. 1 s, backed off on consecutive timeouts, Karn's rule), a path
+// estimator that tells loss from slowness (few, patient copies to a server that shows no
+// loss; fast ones on a lossy path), a
 // failure streak that makes a server "suspect" (only probed, never waited on while a
 // healthy server exists), "no EDNS" and "no 0x20" states remembered for 10 minutes.
 //
@@ -30,6 +35,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -84,6 +90,10 @@ struct UpstreamOptions {
   /// Where per-server statistics are published (nullptr: nowhere), as worker `worker`.
   UpstreamBoard* board = nullptr;
   int worker = 0;
+  /// Attempt sockets (one per UDP query in flight, see docs/upstream.md) the process may have
+  /// open at once before the oldest gives its socket up for a new one; 0: half the soft
+  /// RLIMIT_NOFILE (at least 64), shared by every Upstream of the process. Tests set it.
+  int max_sockets = 0;
   /// Reads the clock for RTT samples (tests). Default: the loop's time of the current
   /// iteration in microseconds (EventLoop::now_us) — a sample is then the time from the start
   /// of the iteration that sent the attempt to the start of the one that read the answer: at
@@ -132,7 +142,6 @@ class Upstream {
   struct Server;
   struct Attempt;
   struct Query;
-  struct RecvBatch;
 
   Upstream(EventLoop& loop, UpstreamOptions options);
   Checked<std::unique_ptr<Server>> open_server(const Endpoint& endpoint,
@@ -149,7 +158,21 @@ class Upstream {
 
   std::optional<std::size_t> choose(const Query& q) const;
   /// Sends one attempt of `q` to `s`; false if it could not be sent at all.
-  bool launch(Query& q, Server& s, bool edns_retry, bool probe);
+  bool launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit = false);
+  /// The send socket function for c-ares's UDP socket to `s`: opens the attempt's own
+  /// socket (a fresh kernel-chosen source port), connects it to the server and sends.
+  ares_ssize_t send_datagram(Server& s, const iovec* iov, int iovcnt);
+  /// The attempt's socket is readable: reads it, hands c-ares the answer that fits.
+  void read_attempt(Attempt& a);
+  /// Whether a datagram read on the attempt's socket answers it (ID, question, case);
+  /// what does not is counted and dropped. Also notes truncation and EDNS rejections.
+  bool accept_datagram(Attempt& a, std::span<uint8_t> datagram);
+  void close_attempt_socket(Attempt& a);
+  /// Answers show delivery, loss or a spurious retransmission (PathEstimator).
+  void learn_from_reply(Attempt& a);
+  void classify_retransmissions(Query& q, const Server& s);
+  /// The server just turned lossy: queries waiting on it retransmit at its RTO.
+  void hurry_waiting_queries(const Server& s);
   void send_probes(Query& q, const Server* primary);
   void set_retry_timer(Query& q, MonoTime at);
   void on_retry(Query& q);
@@ -166,9 +189,6 @@ class Upstream {
   Query* make_query();
   void drop_query(Query* q);
   void update_stats(Server& s);
-  /// The sock_recvfrom hook: drops replies with the wrong 0x20 case; keeps c-ares from
-  /// acting on an EDNS rejection itself; notes truncation. See upstream.cc.
-  bool inspect_datagram(Server& s, std::span<uint8_t> datagram);
 
   static void on_sock_state(void* data, int fd, int readable, int writable);
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
@@ -176,6 +196,7 @@ class Upstream {
                                 ares_socklen_t* from_len, void* user);
   static ares_socket_t open_hook(int domain, int type, int protocol, void* user);
   static int close_hook(ares_socket_t fd, void* user);
+  static int connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user);
   static ares_ssize_t send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user);
 
   EventLoop& loop_;
@@ -191,7 +212,18 @@ class Upstream {
   std::vector<TimerId> deferred_;      // report_later timers, cancelled by ~Upstream
   Query* live_ = nullptr;              // intrusive list of queries not yet freed
   std::vector<Query*> spare_queries_;  // destroyed Query objects whose memory is reused
-  std::unique_ptr<RecvBatch> rx_;      // the UDP answers of the socket being processed
+  std::vector<uint8_t> rxbuf_;         // the datagram read_attempt() is looking at
+  // Attempts in the order their sockets were opened, for giving the oldest up when the
+  // socket budget is reached; entries whose attempt has closed its socket are skipped.
+  struct OpenSocket {
+    Attempt* attempt;
+    int fd;
+    uint16_t id;
+  };
+  std::deque<OpenSocket> open_sockets_;
+  bool socket_live(const OpenSocket& o) const noexcept;
+  /// Makes room under the socket budget; false if none could be made.
+  bool make_socket_room(Server& s);
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
 };

@@ -32,6 +32,8 @@ uint64_t get(const std::atomic<uint64_t>& a) {
 struct Summary {
   uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
            edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
+  uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
+           socket_errors = 0, reclaimed = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
   uint64_t state_answers = 0;
 };
@@ -60,6 +62,14 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.case_fallbacks += get(s->case_fallbacks);
       m.truncated += get(s->truncated);
       m.probes += get(s->probes);
+      m.spurious += get(s->spurious_retransmissions);
+      m.needed += get(s->needed_retransmissions);
+      m.withheld += get(s->retransmissions_withheld);
+      m.wrong_port += get(s->dropped_wrong_port);
+      m.wrong_id += get(s->dropped_wrong_id);
+      m.wrong_question += get(s->dropped_wrong_question);
+      m.socket_errors += get(s->socket_errors);
+      m.reclaimed += get(s->sockets_reclaimed);
       if (m.state == nullptr || answers > m.state_answers) {
         m.state = s.get();
         m.state_answers = answers;
@@ -88,6 +98,14 @@ std::string upstreams_text(const UpstreamBoard& board) {
         s.edns.load() ? "yes" : "no", s.use_0x20.load() ? "on" : "off", m.queries, m.answers,
         m.late, m.timeouts, m.failures, m.edns_rejections, m.edns_fallbacks, m.case_mismatches,
         m.case_fallbacks, m.truncated, m.probes);
+    out.pop_back();  // the path and the drops, on the same line
+    out += fmt::format(
+        " loss={:.2f}% retransmit_wait_ms={} spurious_retransmissions={} "
+        "needed_retransmissions={} retransmissions_withheld={} dropped_wrong_port={} "
+        "dropped_wrong_id={} dropped_wrong_question={} socket_errors={} sockets_reclaimed={}\n",
+        static_cast<double>(s.loss_ppm.load()) / 1e4, ms(s.patience_us.load()), m.spurious,
+        m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.socket_errors,
+        m.reclaimed);
   }
   if (out.empty()) out = "; no upstream servers\n";
   return out;
@@ -126,6 +144,36 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_case_fallbacks_total", "counter",
          "Times 0x20 was switched off for the server (it does not echo the case).",
          [](const Summary& m) { return m.case_fallbacks; });
+  family("hourglass_upstream_server_spurious_retransmissions_total", "counter",
+         "Retransmissions made needless by a later answer to an earlier copy (a slow server).",
+         [](const Summary& m) { return m.spurious; });
+  family("hourglass_upstream_server_needed_retransmissions_total", "counter",
+         "Retransmissions answered while every earlier copy went unanswered (loss).",
+         [](const Summary& m) { return m.needed; });
+  family("hourglass_upstream_server_retransmissions_withheld_total", "counter",
+         "Retransmissions not sent: the query had as many copies as the path's loss warrants.",
+         [](const Summary& m) { return m.withheld; });
+  family("hourglass_upstream_server_dropped_wrong_port_total", "counter",
+         "Replies dropped: the ID of another query to the server, arriving on this one's port.",
+         [](const Summary& m) { return m.wrong_port; });
+  family("hourglass_upstream_server_dropped_wrong_id_total", "counter",
+         "Replies dropped: an ID no query to the server has.",
+         [](const Summary& m) { return m.wrong_id; });
+  family("hourglass_upstream_server_dropped_wrong_question_total", "counter",
+         "Replies dropped: not a response, or not to the question asked.",
+         [](const Summary& m) { return m.wrong_question; });
+  family("hourglass_upstream_server_socket_errors_total", "counter",
+         "Queries for which no socket of their own could be opened.",
+         [](const Summary& m) { return m.socket_errors; });
+  family("hourglass_upstream_server_sockets_reclaimed_total", "counter",
+         "Query sockets closed early to stay within the socket budget.",
+         [](const Summary& m) { return m.reclaimed; });
+  family("hourglass_upstream_server_loss_ratio", "gauge",
+         "Estimated share of datagrams lost on the path to and from the server.",
+         [](const Summary& m) { return static_cast<double>(m.state->loss_ppm.load()) / 1e6; });
+  family("hourglass_upstream_server_retransmit_wait_microseconds", "gauge",
+         "How long a new query to the server waits before its first retransmission.",
+         [](const Summary& m) { return m.state->patience_us.load(); });
   family("hourglass_upstream_server_srtt_microseconds", "gauge",
          "Smoothed round-trip time (-1 before the first sample).",
          [](const Summary& m) { return m.state->srtt_us.load(); });

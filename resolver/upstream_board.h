@@ -38,7 +38,25 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> case_fallbacks{0};   ///< times "no 0x20" was switched on
   std::atomic<uint64_t> truncated{0};        ///< UDP answers with TC (c-ares retries over TCP)
   std::atomic<uint64_t> probes{0};           ///< hedged queries sent to a suspect server
-  std::atomic<int64_t> srtt_us{-1};          ///< -1 before the first sample
+  /// Retransmissions an earlier copy's answer showed needless (the server was slow).
+  std::atomic<uint64_t> spurious_retransmissions{0};
+  /// Retransmissions that got the answer while every earlier copy went unanswered (loss).
+  std::atomic<uint64_t> needed_retransmissions{0};
+  /// Retransmissions not sent: the query had as many copies as the path's loss warrants.
+  std::atomic<uint64_t> retransmissions_withheld{0};
+  /// Datagrams dropped on an attempt's socket: the ID of another attempt to this server
+  /// (an answer that came to the wrong port), an ID of none, a question that is not the
+  /// one asked (or not a response at all).
+  std::atomic<uint64_t> dropped_wrong_port{0};
+  std::atomic<uint64_t> dropped_wrong_id{0};
+  std::atomic<uint64_t> dropped_wrong_question{0};
+  /// Attempts for which no socket could be had (descriptors or memory ran out).
+  std::atomic<uint64_t> socket_errors{0};
+  /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).
+  std::atomic<uint64_t> sockets_reclaimed{0};
+  std::atomic<int64_t> loss_ppm{0};     ///< estimated loss rate, parts per million
+  std::atomic<int64_t> patience_us{0};  ///< wait before the first retransmission now
+  std::atomic<int64_t> srtt_us{-1};     ///< -1 before the first sample
   std::atomic<int64_t> rttvar_us{0};
   std::atomic<int64_t> rto_us{0};
   std::atomic<bool> edns{true};

@@ -1,6 +1,7 @@
 #include "resolver/upstream_health.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace hg::resolver {
 
@@ -32,6 +33,24 @@ Micros RttEstimator::rto() const noexcept {
   for (int i = 0; i < doublings && base < limits_.max_rto; ++i)
     base *= 2;
   return std::min(base, limits_.max_rto);
+}
+
+void PathEstimator::slow_answer(Micros latency, Micros max) noexcept {
+  // 1.5 x the slow answer: the next slow name is answered before its first retransmission.
+  // A larger one is taken at once; a smaller one pulls the wait down by an eighth.
+  const Micros target = std::clamp(latency * 3 / 2, kMinPatience, std::max(kMinPatience, max));
+  slow_ = target > slow_ ? target : slow_ - (slow_ - target) / 8;
+}
+
+int PathEstimator::max_sends(int ceiling) const noexcept {
+  if (!lossy()) return std::min(kQuietSends, ceiling);
+  if (loss_ >= 0.99) return ceiling;
+  const double n = std::ceil(std::log(kTargetFailure) / std::log(loss_));
+  return std::clamp(static_cast<int>(n), std::min(kLossySends, ceiling), ceiling);
+}
+
+Micros PathEstimator::patience(Micros rto) const noexcept {
+  return lossy() ? rto : std::max(rto, slow_);
 }
 
 bool ServerHealth::on_case_failure(MonoTime now) noexcept {

@@ -59,11 +59,61 @@ class RttEstimator {
   int streak_ = 0;
 };
 
+/// What the answers show about a server's path: the share of datagrams lost (either way),
+/// as an exponentially weighted average over the attempts whose fate is known, and how long
+/// the server's slow answers take. Only evidence counts:
+///  - an attempt answered: delivered;
+///  - an attempt still unanswered when a later copy of the same query to the same server is
+///    answered: lost (a server answers copies in the order they came, so a slow name's first
+///    copy is answered first);
+///  - an attempt judged lost that is answered after all: the judgement is taken back, and
+///    the retransmission that followed it was spurious;
+///  - an attempt never answered at all (a name the server never resolves) says nothing.
+/// docs/upstream.md ("Retransmission that tells slow from lost") argues the numbers.
+class PathEstimator {
+ public:
+  static constexpr double kGain = 1.0 / 16;
+  /// A loss rate at or over this makes the path lossy: fast retries (RTO), more copies.
+  static constexpr double kLossyAt = 0.01;
+  /// A retransmission is planned until this is the chance that every copy is lost.
+  static constexpr double kTargetFailure = 0.0001;
+  /// Copies of a query (first send included) to a server that has shown no loss.
+  static constexpr int kQuietSends = 3;
+  /// At least this many on a lossy path: the estimate lags the loss when it starts.
+  static constexpr int kLossySends = 4;
+  /// The first retransmission to a server that has shown no loss waits at least this:
+  /// a recursive upstream resolving a name it has not cached takes tens to hundreds of ms.
+  static constexpr Micros kMinPatience{250'000};
+
+  void delivered() noexcept { loss_ -= loss_ * kGain; }
+  void lost() noexcept { loss_ += (1 - loss_) * kGain; }
+  /// An attempt judged lost was answered: take the judgement back (approximately).
+  void unlost() noexcept { loss_ = loss_ > kGain ? loss_ - kGain : 0; }
+  /// An answer to an attempt that had been retransmitted, `latency` after it was sent.
+  void slow_answer(Micros latency, Micros max) noexcept;
+
+  double loss_rate() const noexcept { return loss_; }
+  bool lossy() const noexcept { return loss_ >= kLossyAt; }
+  /// Copies of one query this server gets at most (first send included): kQuietSends on a
+  /// quiet path; on a lossy one enough that all are lost with at most kTargetFailure, and
+  /// at least kLossySends.
+  int max_sends(int ceiling) const noexcept;
+  /// How long a query waits before its first retransmission to this server: the RTO on a
+  /// lossy path; otherwise at least kMinPatience and the slow answers seen (x 1.5).
+  Micros patience(Micros rto) const noexcept;
+  Micros slow_wait() const noexcept { return slow_; }
+
+ private:
+  double loss_ = 0;
+  Micros slow_{kMinPatience};
+};
+
 /// Per server: everything the selection and the query builder need.
 struct ServerHealth {
   explicit ServerHealth(RttLimits limits = {}) : rtt(limits) {}
 
   RttEstimator rtt;
+  PathEstimator path;
   /// SERVFAIL / REFUSED / NOTIMP / unreachable answers in a row (any answer that is not one
   /// of those ends the streak).
   int failure_streak = 0;

@@ -2,6 +2,11 @@
 // against hourglassd and, when it is installed, Unbound in forward mode, on loopback.
 //
 //   build/tests/integration/hg_upstream_scenarios [hourglass|unbound|both]
+//   build/tests/integration/hg_upstream_scenarios ports [hourglass|unbound|dnsmasq|all]
+//
+// `ports` runs the source-port and retransmission scenarios (a name that hangs while others
+// are asked, slow names, names never answered) against hourglassd, Unbound and dnsmasq, and
+// prints the distinct source ports and the upstream queries per name the fake recorded.
 //
 // Each scenario starts FakeUpstreams that misbehave (EDNS FORMERR, 50 % seeded loss, dead
 // server, case scrambling, forged wrong-case replies), starts the resolver forwarding to them
@@ -16,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +29,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +164,62 @@ std::vector<std::string> a_records(const Answer& a) {
   }
   return out;
 }
+// dnsmasq forwarding to the fakes, all defaults but what keeps it on loopback, in the
+// foreground, without a cache file or /etc/resolv.conf; stopped by its PID.
+class Dnsmasq : public Resolver {
+ public:
+  explicit Dnsmasq(const std::vector<const FakeUpstream*>& ups) {
+    port_ = free_port();
+    std::vector<std::string> args{"dnsmasq",
+                                  "-k",
+                                  "-C",
+                                  "/dev/null",
+                                  "--no-resolv",
+                                  "--no-hosts",
+                                  "--bind-interfaces",
+                                  "--listen-address=127.0.0.1",
+                                  "--port=" + std::to_string(port_),
+                                  "--user=root",
+                                  "--pid-file="};
+    for (const auto* u : ups)
+      args.push_back("--server=127.0.0.1#" + std::to_string(u->port()));
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (FILE* f = std::freopen("/dev/null", "w", stderr)) (void)f;
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execvp("dnsmasq", argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && !ready_; ++i) {
+      auto a = udp_query(port_, build_query({.name = "version.bind", .type = 16, .klass = 3}),
+                         Millis{100});
+      ready_ = a.has_value();
+    }
+  }
+  ~Dnsmasq() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(Millis{100});
+      if (::waitpid(pid_, &status, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+    }
+  }
+  uint16_t port() const override { return port_; }
+  bool ready() const override { return ready_; }
+
+ private:
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+};
 
 struct Result {
   int asked = 0, answered = 0, wrong = 0;
@@ -267,11 +330,175 @@ void scenarios(const char* who, const Factory& make) {
   }
 }
 
+// --- source ports and retransmissions ------------------------------------------------------
+
+std::set<std::string> name_set(const std::vector<std::string>& v) {
+  std::set<std::string> out;
+  for (const auto& n : v) {
+    std::string l;
+    for (char c : n)
+      l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.insert(l);
+  }
+  return out;
+}
+
+// UDP queries the fake got for `names`, and how many distinct source ports they came from.
+std::pair<std::size_t, std::size_t> ports_of(const FakeUpstream& up,
+                                             const std::vector<std::string>& names) {
+  const auto set = name_set(names);
+  std::set<uint16_t> ports;
+  std::size_t n = 0;
+  for (const auto& q : up.received()) {
+    if (q.transport != test::Transport::Udp || set.count(q.qname) == 0) continue;
+    ++n;
+    ports.insert(q.source_port);
+  }
+  return {n, ports.size()};
+}
+
+// Sends each of `names` once from `client` (answers are never read) and waits, bounded,
+// until the fake has seen them all.
+void hang(FakeUpstream& up, UdpClient& client, uint16_t port,
+          const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    up.on(n, FakeReply::dropped());
+  for (const auto& n : names)
+    client.send(port, build_query({.name = n}));
+  const auto set = name_set(names);
+  for (int i = 0; i < 200; ++i) {
+    std::set<std::string> seen;
+    for (const auto& q : up.received())
+      if (set.count(q.qname) != 0) seen.insert(q.qname);
+    if (seen.size() == set.size()) return;
+    std::this_thread::sleep_for(Millis{10});
+  }
+}
+
+void ports_scenarios(const char* who, const Factory& make) {
+  const auto a = FakeRecord::a("", 300, "192.0.2.1");
+  const auto fresh = [](const std::string& zone, int n) { return names(zone, n); };
+  {
+    FakeUpstream up;
+    up.set_default(FakeReply::records({a}));
+    auto r = make({&up});
+    if (!r->ready()) return (void)std::printf("%s: did not start\n", who);
+    UdpClient hanging;
+    hang(up, hanging, r->port(), fresh("hang1.test", 1));
+    const auto asked = fresh("seq.test", 16);
+    const Result res = run(r->port(), asked, 1, "192.0.2.1");
+    const auto [n, distinct] = ports_of(up, asked);
+    std::printf(
+        "%-9s 16 names one by one, 1 hangs    answered %3d/%3d  %zu distinct ports for %zu "
+        "queries\n",
+        who, res.answered, res.asked, distinct, n);
+  }
+  {
+    FakeUpstream up;
+    up.set_default(FakeReply::records({a}));
+    auto r = make({&up});
+    UdpClient hanging;
+    hang(up, hanging, r->port(), fresh("hang5.test", 5));
+    const auto asked = fresh("many.test", 600);
+    const auto t0 = Clock::now();
+    const Result res = run(r->port(), asked, 30, "192.0.2.1");
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto [n, distinct] = ports_of(up, asked);
+    std::printf(
+        "%-9s 600 names x30 (%5.0f q/s), 5 hang answered %3d/%3d  %zu distinct ports for %zu "
+        "queries\n",
+        who, 600 / secs, res.answered, res.asked, distinct, n);
+  }
+  {
+    FakeUpstream up;
+    up.set_default(FakeReply::records({a}));
+    auto r = make({&up});
+    run(r->port(), fresh("warm.test", 20), 1, "192.0.2.1");
+    FakeReply slow = FakeReply::records({a});
+    slow.delay = Millis{300};
+    const std::string name = fresh("slow.test", 1)[0];
+    up.on(name, slow);
+    std::vector<std::unique_ptr<UdpClient>> clients;
+    for (int i = 0; i < 100; ++i) {
+      clients.push_back(std::make_unique<UdpClient>());
+      clients.back()->send(r->port(),
+                           build_query({.name = name, .id = static_cast<uint16_t>(i + 1)}));
+    }
+    int answered = 0;
+    for (auto& c : clients) {
+      auto bytes = c->receive(Millis{3200});
+      if (!bytes) continue;
+      auto ans = parse_answer(*bytes);
+      if (ans && a_records(*ans) == std::vector<std::string>{"192.0.2.1"}) ++answered;
+    }
+    std::printf("%-9s 300 ms name x 100 clients      answered %3d/100  %zu upstream queries\n", who,
+                answered, up.queries(name));
+  }
+  {
+    FakeUpstream up;
+    up.set_default(FakeReply::records({a}));
+    auto r = make({&up});
+    run(r->port(), fresh("warm.test", 30), 1, "192.0.2.1");
+    const auto asked = fresh("mixed.test", 90);
+    for (std::size_t i = 0; i < asked.size(); i += 3) {
+      FakeReply slow = FakeReply::records({a});
+      slow.delay = Millis{400};
+      up.on(asked[i], slow);
+    }
+    const Result res = run(r->port(), asked, 10, "192.0.2.1");
+    const auto [n, distinct] = ports_of(up, asked);
+    std::printf(
+        "%-9s every 3rd of 90 names 400 ms   answered %3d/%3d  %.2f upstream queries/name\n", who,
+        res.answered, res.asked, static_cast<double>(n) / 90.0);
+    (void)distinct;
+  }
+  {
+    FakeUpstream up;
+    up.set_default(FakeReply::records({a}));
+    auto r = make({&up});
+    run(r->port(), fresh("warm.test", 10), 1, "192.0.2.1");
+    const auto never = fresh("never.test", 10);
+    UdpClient hanging;
+    for (const auto& n : never)
+      up.on(n, FakeReply::dropped());
+    for (std::size_t i = 0; i < never.size(); ++i)
+      hanging.send(r->port(), build_query({.name = never[i], .id = static_cast<uint16_t>(i + 1)}));
+    const Result others = run(r->port(), fresh("ok.test", 100), 20, "192.0.2.1");
+    int replies = 0;
+    const auto deadline = Clock::now() + Millis{4000};
+    while (replies < 10 && Clock::now() < deadline) {
+      auto bytes = hanging.receive(Millis{100});
+      if (bytes) ++replies;
+    }
+    std::size_t most = 0, total = 0;
+    for (const auto& n : never) {
+      most = std::max(most, up.queries(n));
+      total += up.queries(n);
+    }
+    std::printf(
+        "%-9s 10 never answered, 100 others  others %3d/100  sends per hanging name: %.1f avg, %zu "
+        "max (replies %d/10)\n",
+        who, others.answered, static_cast<double>(total) / 10.0, most, replies);
+  }
+}
+
 }  // namespace
 }  // namespace hg::integration
 
 int main(int argc, char** argv) {
   using namespace hg::integration;
+  if (argc > 1 && std::string(argv[1]) == "ports") {
+    const std::string who = argc > 2 ? argv[2] : "all";
+    if (who == "hourglass" || who == "all")
+      ports_scenarios("hourglass",
+                      [](const auto& ups) { return std::make_unique<Hourglass>(ups); });
+    if (who == "unbound" || who == "all")
+      ports_scenarios("unbound",
+                      [](const auto& ups) { return std::make_unique<Unbound>(ups, true); });
+    if (who == "dnsmasq" || who == "all")
+      ports_scenarios("dnsmasq", [](const auto& ups) { return std::make_unique<Dnsmasq>(ups); });
+    return 0;
+  }
   const std::string which = argc > 1 ? argv[1] : "both";
   if (which == "hourglass" || which == "both")
     scenarios("hourglass", [](const auto& ups) { return std::make_unique<Hourglass>(ups); });

@@ -405,6 +405,36 @@ TEST(EventLoopFd, SecondWatchOnSameFdIsRefused) {
   EXPECT_FALSE(loop.modify_fd(p.r, Interest::Read));
 }
 
+TEST(EventLoopFd, ForgottenAndClosedFdIsGoneAndItsNumberCanBeWatchedAgain) {
+  EventLoop loop;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv), 0);
+  int old_calls = 0;
+  ASSERT_TRUE(loop.add_fd(sv[0], Interest::Read, [&](FdEvents) { ++old_calls; }));
+  ASSERT_EQ(send(sv[1], "x", 1, 0), 1);  // readable: an event is pending for the old watch
+  EXPECT_TRUE(loop.forget_fd(sv[0]));
+  EXPECT_FALSE(loop.watching(sv[0]));
+  EXPECT_FALSE(loop.forget_fd(sv[0]));
+  const int number = sv[0];
+  close(sv[0]);
+  loop.run_once(0ms);
+  EXPECT_EQ(old_calls, 0);
+  // The same number, a new socket: watched afresh (close() took the old one out of epoll).
+  int again[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, again), 0);
+  ASSERT_EQ(again[0], number);
+  int new_calls = 0;
+  ASSERT_TRUE(loop.add_fd(again[0], Interest::Read, [&](FdEvents) { ++new_calls; }));
+  ASSERT_EQ(send(again[1], "y", 1, 0), 1);
+  loop.run_once(1000ms);
+  EXPECT_EQ(new_calls, 1);
+  EXPECT_EQ(old_calls, 0);
+  loop.remove_fd(again[0]);
+  close(again[0]);
+  close(again[1]);
+  close(sv[1]);
+}
+
 TEST(EventLoopFd, CallbackMayRemoveItsOwnWatch) {
   EventLoop loop;
   Pipe p;

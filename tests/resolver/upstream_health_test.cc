@@ -14,6 +14,60 @@ namespace {
 
 using namespace std::chrono_literals;
 
+TEST(PathEstimator, AQuietPathGetsThreeCopiesAndWaitsAtLeastAQuarterSecond) {
+  PathEstimator p;
+  for (int i = 0; i < 100; ++i)
+    p.delivered();
+  EXPECT_FALSE(p.lossy());
+  EXPECT_EQ(p.max_sends(16), 3);
+  EXPECT_EQ(p.patience(50ms), 250ms);   // the RTO of a sub-ms server is not enough
+  EXPECT_EQ(p.patience(800ms), 800ms);  // a distant server's RTO is
+}
+
+TEST(PathEstimator, LossMakesThePathLossyWithRtoRetriesAndMoreCopies) {
+  PathEstimator p;
+  p.lost();  // one copy lost: 1/16
+  EXPECT_TRUE(p.lossy());
+  EXPECT_EQ(p.patience(50ms), 50ms);
+  EXPECT_EQ(p.max_sends(16), 4);   // 0.0625^4 < 0.01 %, and never under 4 on a lossy path
+  for (int i = 0; i < 200; ++i) {  // half of the copies lost
+    if (i % 2 == 0)
+      p.lost();
+    else
+      p.delivered();
+  }
+  EXPECT_NEAR(p.loss_rate(), 0.5, 0.05);
+  EXPECT_GE(p.max_sends(16), 12);  // 0.5^n <= 0.01 % needs 14 (time allows 9 in 3 s)
+  EXPECT_EQ(p.max_sends(16), std::min(16, p.max_sends(100)));
+  for (int i = 0; i < 200; ++i)  // the loss ends: the path is quiet again
+    p.delivered();
+  EXPECT_FALSE(p.lossy());
+  EXPECT_EQ(p.max_sends(16), 3);
+}
+
+TEST(PathEstimator, ALateAnswerTakesTheLossBack) {
+  PathEstimator p;
+  p.lost();
+  p.unlost();
+  p.delivered();
+  EXPECT_EQ(p.loss_rate(), 0.0);
+  EXPECT_FALSE(p.lossy());
+}
+
+TEST(PathEstimator, SlowAnswersLengthenThePatienceAtOnceAndShortenItSlowly) {
+  PathEstimator p;
+  p.slow_answer(400ms, 1000ms);
+  EXPECT_EQ(p.patience(50ms), 600ms);  // 1.5 x the slow answer
+  p.slow_answer(2000ms, 1000ms);
+  EXPECT_EQ(p.patience(50ms), 1000ms);  // never over the ceiling
+  p.slow_answer(100ms, 1000ms);         // 250 ms (the floor) pulls by an eighth
+  EXPECT_EQ(p.patience(50ms), Micros{1000000 - (1000000 - 250000) / 8});
+  for (int i = 0; i < 100; ++i)
+    p.slow_answer(10ms, 1000ms);
+  EXPECT_LT(p.patience(50ms), 260ms);
+  EXPECT_GE(p.patience(50ms), 250ms);
+}
+
 TEST(RttEstimator, StartsAtTheInitialRtoOfOneSecond) {
   RttEstimator r;
   EXPECT_FALSE(r.has_sample());

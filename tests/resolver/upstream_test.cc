@@ -242,10 +242,10 @@ TEST_F(UpstreamTest, ConcurrentQueriesGetDistinctIds) {
   EXPECT_EQ(fake.total_queries(), static_cast<std::size_t>(kQueries));
 }
 
-// Queries sent inside a loop turn are held to its end and leave together (one sendmmsg per
-// socket); answers queued beyond one recvmmsg batch (32) are all handed to c-ares: 100
-// queries sent from one posted task, answered 50 ms later, close together.
-TEST_F(UpstreamTest, QueriesOfOneTurnLeaveTogetherAndQueuedAnswersAreAllRead) {
+// 100 queries sent from one posted task, answered 50 ms later, close together: each leaves
+// from its own socket at once (no longer held for the turn's end, see send_datagram) and
+// each answer, read from its own socket, reaches c-ares whole and once.
+TEST_F(UpstreamTest, QueriesOfOneTurnAreEachSentOnceAndAnsweredOnce) {
   FakeReply r = FakeReply::records({FakeRecord::a("", 60, "192.0.2.8")});
   r.delay = 50ms;
   fake.set_default(r);
@@ -253,20 +253,16 @@ TEST_F(UpstreamTest, QueriesOfOneTurnLeaveTogetherAndQueuedAnswersAreAllRead) {
   constexpr int kQueries = 100;
   std::vector<Outcome> outcomes(kQueries);
   std::set<uint16_t> ids;
-  bool ran = false, sent = false;
+  bool ran = false;
   loop.post([&] {
     ran = true;
     for (int i = 0; i < kQueries; ++i) {
-      // Nothing has left yet: c-ares was told the datagrams went; they wait for the turn's
-      // end (or for 64 to be held: then they go at once).
-      if (i == kQueries / 2) sent = fake.total_queries() == 0;
       auto id = up->send(make_query("b" + std::to_string(i) + ".example", 1),
                          record(outcomes[static_cast<std::size_t>(i)]));
       if (id) ids.insert(*id);
     }
   });
   run_until([&] { return ran && up->in_flight() == 0; });
-  EXPECT_TRUE(sent);
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kQueries));
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     EXPECT_EQ(outcomes[i].status, UpstreamStatus::Ok) << i;
@@ -682,6 +678,139 @@ TEST_F(UpstreamTest, DeadFirstServerIsLeftForTheLiveOne) {
   // Only the first query waited for the dead server (its initial 1 s RTO).
   EXPECT_EQ(fake.total_queries(), 1u);
   EXPECT_EQ(live.total_queries(), 10u);
+}
+
+TEST_F(UpstreamTest, EveryQueryAndEveryRetransmissionLeavesFromItsOwnPort) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.11")}));
+  fake.on("hangs.example", FakeReply::dropped());
+  auto up = make(UpstreamOptions{.lifetime = 1500ms});
+  Outcome hanging;
+  (void)up->send(make_query("hangs.example", 1), record(hanging));
+  // While it hangs (and is retransmitted), 20 names at once and 20 one after another.
+  std::vector<Outcome> at_once(20);
+  for (int i = 0; i < 20; ++i)
+    (void)up->send(make_query("c" + std::to_string(i) + ".example", 1), record(at_once[i]));
+  run_until(
+      [&] { return std::all_of(at_once.begin(), at_once.end(), [](auto& o) { return o.done; }); });
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(resolve(*up, make_query("s" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  run_until([&] { return hanging.done; });
+  std::set<uint16_t> ports;
+  std::size_t udp = 0;
+  for (const auto& q : fake.received()) {
+    if (q.transport != Transport::Udp) continue;
+    ++udp;
+    ports.insert(q.source_port);
+  }
+  EXPECT_GE(fake.queries("hangs.example"), 2u);  // retransmitted: each copy its own port too
+  EXPECT_GE(udp, 42u);
+  // Kernel-chosen random ports over ~28,000: a repeat among ~43 is rare, two are rarer.
+  EXPECT_GE(ports.size() + 2, udp);
+}
+
+TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.12")}));
+  fake.on("open.example", FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 400ms, .board = &board});
+  Outcome open;
+  (void)up->send(make_query("open.example", 1), record(open));
+  run_until([&] { return fake.queries("open.example") == 1; });
+  ASSERT_EQ(fake.queries("open.example"), 1u);
+  FakeReply misdirected = FakeReply::records({FakeRecord::a("", 300, "203.0.113.12")});
+  misdirected.to_port = fake.received()[0].source_port;
+  fake.on("victim.example", misdirected);
+  const Outcome victim = resolve(*up, make_query("victim.example", 1));
+  EXPECT_EQ(victim.status, UpstreamStatus::Timeout);  // the answer went to open's port
+  EXPECT_GE(stats_of(board).dropped_wrong_port.load(), 1u);
+  run_until([&] { return open.done; });
+  EXPECT_EQ(open.status, UpstreamStatus::Timeout);  // and did not answer open either
+}
+
+TEST_F(UpstreamTest, RepliesWithAnotherIdOrQuestionOnTheAttemptsPortAreDroppedAndCounted) {
+  FakeReply other_id = FakeReply::records({FakeRecord::a("", 300, "203.0.113.13")});
+  other_id.id_xor = 0x5a5a;
+  FakeReply other_question = FakeReply::records({FakeRecord::a("", 300, "203.0.113.14")});
+  other_question.wrong_question = true;
+  fake.on("id.example", other_id);
+  fake.on("question.example", other_question);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 300ms, .board = &board});
+  EXPECT_EQ(resolve(*up, make_query("id.example", 1)).status, UpstreamStatus::Timeout);
+  EXPECT_EQ(resolve(*up, make_query("question.example", 1)).status, UpstreamStatus::Timeout);
+  EXPECT_GE(stats_of(board).dropped_wrong_id.load(), 1u);
+  EXPECT_GE(stats_of(board).dropped_wrong_question.load(), 1u);
+  EXPECT_EQ(stats_of(board).answers.load(), 0u);
+}
+
+TEST_F(UpstreamTest, AtTheSocketBudgetTheOldestAttemptGivesItsSocketUp) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.15")}));
+  for (int i = 0; i < 6; ++i)
+    fake.on("hang" + std::to_string(i) + ".example", FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 2000ms, .board = &board, .max_sockets = 4});
+  // Six names that hang hold six sockets' worth of attempts: past four, the oldest give up.
+  std::vector<Outcome> hanging(6);
+  for (int i = 0; i < 6; ++i)
+    (void)up->send(make_query("hang" + std::to_string(i) + ".example", 1), record(hanging[i]));
+  run_until([&] { return fake.total_queries() >= 6; });
+  EXPECT_EQ(stats_of(board).sockets_reclaimed.load(), 2u);
+  // A name the server answers still gets its own socket (a hanging one gives it up) and
+  // its answer.
+  const Outcome o = resolve(*up, make_query("fine.example", 1));
+  EXPECT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(stats_of(board).sockets_reclaimed.load(), 3u);
+  EXPECT_EQ(stats_of(board).socket_errors.load(), 0u);
+  up->cancel_all();
+}
+
+TEST_F(UpstreamTest, ALateAnswerToTheFirstCopyIsASpuriousRetransmissionAndLengthensThePatience) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(resolve(*up, make_query("w" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.13")});
+  slow.delay = 400ms;
+  fake.on("slow1.example", slow);
+  fake.on("slow2.example", slow);
+  // First slow name: retransmitted after the 250 ms patience, answered (first copy) at 400.
+  ASSERT_EQ(resolve(*up, make_query("slow1.example", 1)).status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.queries("slow1.example"), 2u);
+  EXPECT_EQ(stats_of(board).spurious_retransmissions.load(), 1u);
+  EXPECT_EQ(stats_of(board).loss_ppm.load(), 0);
+  EXPECT_GE(stats_of(board).patience_us.load(), 600'000);
+  // The next slow name is waited for: one copy.
+  ASSERT_EQ(resolve(*up, make_query("slow2.example", 1)).status, UpstreamStatus::Ok);
+  EXPECT_EQ(fake.queries("slow2.example"), 1u);
+  EXPECT_EQ(stats_of(board).needed_retransmissions.load(), 0u);
+}
+
+TEST_F(UpstreamTest, ACopyAnsweredWhileTheFirstIsNotCountsAsLossAndANeededRetransmission) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.14")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 600ms, .board = &board});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(resolve(*up, make_query("w" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  constexpr uint64_t kSeed = 11;
+  std::string name;
+  for (int i = 0; name.empty(); ++i) {
+    const std::string n = "lost" + std::to_string(i) + ".example";
+    if (FakeUpstream::loses(0.5, kSeed, n, 0) && !FakeUpstream::loses(0.5, kSeed, n, 1)) name = n;
+  }
+  fake.set_loss(0.5, kSeed);
+  Outcome o;
+  (void)up->send(make_query(name, 1), record(o));
+  run_until([&] { return o.done; });
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_GT(stats_of(board).loss_ppm.load(), 0);  // at once, when the second copy answered
+  // The retransmission is counted needed once the first copy's life has ended unanswered.
+  run_until([&] { return stats_of(board).needed_retransmissions.load() == 1; });
+  EXPECT_EQ(stats_of(board).needed_retransmissions.load(), 1u);
+  EXPECT_EQ(stats_of(board).spurious_retransmissions.load(), 0u);
 }
 
 TEST(UpstreamCreate, RejectsLinkLocalServerWithScope) {

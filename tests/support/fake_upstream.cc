@@ -339,7 +339,7 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   bool tc = reply.truncate_udp && t == Transport::Udp;
   bool opt = has_opt(q, question_end);
   std::vector<uint8_t> out;
-  put16(out, get16(q, 0));  // ID
+  put16(out, static_cast<uint16_t>(get16(q, 0) ^ reply.id_xor));  // ID
   // QR=1, the query's opcode and RD, AA if scripted, TC; RA=1, RCODE.
   uint8_t b2 = static_cast<uint8_t>(0x80 | (q[2] & 0x79) | (reply.aa ? 0x04 : 0) | (tc ? 0x02 : 0));
   out.push_back(b2);
@@ -373,7 +373,15 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
 
 void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const void* peer,
                           unsigned peer_len) {
-  ReceivedQuery rq{t, 0, {}, {}, 0, false, query};
+  ReceivedQuery rq{t, 0, {}, {}, 0, false, query, 0};
+  if (t == Transport::Udp && peer != nullptr && peer_len >= sizeof(sockaddr_in)) {
+    rq.source_port = ntohs(static_cast<const sockaddr_in*>(peer)->sin_port);
+  } else if (t == Transport::Tcp) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_INET)
+      rq.source_port = ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+  }
   std::size_t qend = parse_question(query, rq.qname, rq.qtype);
   if (qend == 0) return;
   rq.id = get16(query, 0);
@@ -433,6 +441,8 @@ void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const
   if (t == Transport::Udp) {
     std::memcpy(&p.peer, peer, peer_len);
     p.peer_len = peer_len;
+    if (reply.to_port != 0 && p.peer.ss_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&p.peer)->sin_port = htons(reply.to_port);
   } else {
     p.conn_id = static_cast<uint64_t>(fd);
     for (const auto& c : conns_) {

@@ -48,6 +48,12 @@ struct FakeReply {
   bool truncate_udp = false;    ///< over UDP answer with TC=1 and no records; TCP gets it all
   bool wrong_question = false;  ///< echo a different question name (answer must be ignored)
   bool aa = false;              ///< set the AA bit
+  /// UDP: send the answer (from the server's address and port, as usual) to this port of
+  /// 127.0.0.1 instead of the query's source port; 0 = the query's source port. For the
+  /// "an answer that comes to the wrong port is dropped" tests.
+  uint16_t to_port = 0;
+  /// XORed into the answer's ID: nonzero gives a reply with an ID other than the query's.
+  uint16_t id_xor = 0;
 
   static FakeReply records(std::vector<FakeRecord> answer);
   static FakeReply nxdomain(FakeRecord soa);
@@ -68,6 +74,7 @@ struct ReceivedQuery {
   uint16_t qtype;
   bool has_opt;  ///< an OPT record was present (ARCOUNT >= 1 and type 41 found)
   std::vector<uint8_t> bytes;
+  uint16_t source_port = 0;  ///< the port the query came from (UDP and TCP)
 };
 
 class FakeUpstream {

@@ -307,8 +307,8 @@ const std::vector<Key>& keys() {
          auto fz = parse_forward_spec(v);
          if (!fz) return fz.error();
          for (const ForwardZone& f : c.forward_zones) {
-           if (ieq(f.zone, fz->zone) ||
-               ieq(std::string(f.zone) + ".", fz->zone) || ieq(f.zone, fz->zone + "."))
+           if (ieq(f.zone, fz->zone) || ieq(std::string(f.zone) + ".", fz->zone) ||
+               ieq(f.zone, fz->zone + "."))
              return "this zone is already forwarded; give each zone once, with all its servers";
          }
          c.forward_zones.push_back(std::move(fz.value()));
@@ -850,16 +850,19 @@ std::string to_toml(const Config& c) {
   if (c.shadow_size != Config{}.shadow_size)
     out += "shadow-size = " + toml_string(bytes_text(c.shadow_size)) + "\n";
   if (!c.forward_zones.empty()) {
-    out += "forward = " + toml_list(c.forward_zones, [](const ForwardZone& f) {
-             std::string s = f.zone + "=";
-             for (std::size_t i = 0; i < f.servers.size(); ++i)
-               s += (i ? "," : "") + f.servers[i].to_string();
-             return s;
-           }) + "\n";
+    out += "forward = " +
+           toml_list(c.forward_zones,
+                     [](const ForwardZone& f) {
+                       std::string s = f.zone + "=";
+                       for (std::size_t i = 0; i < f.servers.size(); ++i)
+                         s += (i ? "," : "") + f.servers[i].to_string();
+                       return s;
+                     }) +
+           "\n";
   }
   if (!c.hosts_files.empty())
-    out += "hosts-file = " + toml_list(c.hosts_files, [](const std::string& p) { return p; }) +
-           "\n";
+    out +=
+        "hosts-file = " + toml_list(c.hosts_files, [](const std::string& p) { return p; }) + "\n";
   return out;
 }
 

@@ -182,9 +182,8 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
   }
   shared.set_upstreams_now(config.upstreams);
   {
-    auto watch = FileWatch::open(srv->workers_[0]->loop, [s = srv.get()](const std::string& p) {
-      s->on_file_changed(p);
-    });
+    auto watch = FileWatch::open(srv->workers_[0]->loop,
+                                 [s = srv.get()](const std::string& p) { s->on_file_changed(p); });
     if (!watch) return R::failure(watch.error());
     srv->watch_ = std::move(watch.value());
     srv->watch_files();
@@ -504,8 +503,9 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
 void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r) {
   std::vector<Worker::Forward> next;
   for (const auto& servers : r->server_sets()) {
-    auto same = std::find_if(w.forward.begin(), w.forward.end(),
-                             [&](const Worker::Forward& f) { return f.up && f.servers == servers; });
+    auto same = std::find_if(w.forward.begin(), w.forward.end(), [&](const Worker::Forward& f) {
+      return f.up && f.servers == servers;
+    });
     if (same != w.forward.end()) {
       next.push_back(std::move(*same));
       continue;
@@ -541,8 +541,7 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
     return true;
   });
   Worker* wp = &w;
-  w.engine->set_routing(r, [wp](uint32_t set, std::span<const uint8_t> q,
-                                Upstream::Callback done) {
+  w.engine->set_routing(r, [wp](uint32_t set, std::span<const uint8_t> q, Upstream::Callback done) {
     Upstream& up = *wp->forward[set].up;
     if (wp->engine->dnstap() != nullptr) [[unlikely]] {
       dnstap_forward(*wp->engine, up, q, std::move(done));
@@ -607,7 +606,8 @@ void Server::reload_routing(const char* why, bool reread_config) {
     fmt::print(stderr, "{}: keeping the routing in force: {}\n", why, r.error());
     return;
   }
-  fmt::print(stderr, "{}: routing now {} forward zones ({} server sets), {} local names from {} "
+  fmt::print(stderr,
+             "{}: routing now {} forward zones ({} server sets), {} local names from {} "
              "hosts files\n",
              why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
              r.value()->hosts_names(), hosts_files_.size());

@@ -474,6 +474,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
       if (h.source.empty()) {
         h.source = "built-in (RFC 6761 §6.3)";
         h.ttl = kLocalZoneTtl;
+        h.builtin = true;
       }
       if (!h.ptr) h.ptr = localhost;
     }

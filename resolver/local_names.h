@@ -140,6 +140,10 @@ class Routing {
   std::string describe(const wire::Name& qname, std::span<const Endpoint> upstreams) const;
 
   std::size_t hosts_names() const noexcept { return hosts_.size(); }
+  /// A Hosts match from a hosts file (not one of the built-in loopback PTR records).
+  bool from_hosts_file(const Match& m) const noexcept {
+    return m.kind == RouteKind::Hosts && !host_data_[m.index].builtin;
+  }
 
  private:
   struct Zone {
@@ -155,6 +159,7 @@ class Routing {
     std::optional<wire::Name> ptr;
     std::string source;  ///< "PATH:LINE" or "built-in"
     uint32_t ttl = kHostsTtl;
+    bool builtin = false;
   };
   struct SvHash {
     using is_transparent = void;

@@ -296,10 +296,11 @@ std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery
                                       std::span<uint8_t> out, std::size_t limit, MonoTime now) {
   RCode rcode = RCode::NoError;
   const std::size_t size = routing_->answer(m, q, out, limit, rcode);
-  (m.kind == RouteKind::Hosts ? shared_.stats.hosts_answers : shared_.stats.local_answers)
+  const bool hosts = routing_->from_hosts_file(m);
+  (hosts ? shared_.stats.hosts_answers : shared_.stats.local_answers)
       .fetch_add(1, std::memory_order_relaxed);
   if (shared_.config.log_queries)
-    log_query(*q.qname, q.qtype, rcode, m.kind == RouteKind::Hosts ? "hosts" : "local", now);
+    log_query(*q.qname, q.qtype, rcode, hosts ? "hosts" : "local", now);
   return size;
 }
 

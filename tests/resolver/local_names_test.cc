@@ -116,20 +116,33 @@ TEST(ReverseName, Ipv4AndIpv6) {
 TEST(Routing, SpecialUseZonesAreLocalAndOrdinaryNamesGoUpstream) {
   auto r = build({});
   for (std::string_view local :
-       {"localhost", "foo.LOCALHOST", "invalid", "x.invalid", "x.onion", "router.home.arpa",
-        "1.0.168.192.in-addr.arpa", "1.0.0.10.in-addr.arpa", "5.20.172.in-addr.arpa",
-        "1.1.64.100.in-addr.arpa", "9.9.127.100.in-addr.arpa", "1.254.169.in-addr.arpa",
-        "255.255.255.255.in-addr.arpa", "1.2.0.192.in-addr.arpa", "0.0.0.0.in-addr.arpa",
+       {"localhost",
+        "foo.LOCALHOST",
+        "invalid",
+        "x.invalid",
+        "x.onion",
+        "router.home.arpa",
+        "1.0.168.192.in-addr.arpa",
+        "1.0.0.10.in-addr.arpa",
+        "5.20.172.in-addr.arpa",
+        "1.1.64.100.in-addr.arpa",
+        "9.9.127.100.in-addr.arpa",
+        "1.254.169.in-addr.arpa",
+        "255.255.255.255.in-addr.arpa",
+        "1.2.0.192.in-addr.arpa",
+        "0.0.0.0.in-addr.arpa",
         "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
         "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa",
-        "1.0.8.e.f.ip6.arpa", "1.b.e.f.ip6.arpa", "1.8.b.d.0.1.0.0.2.ip6.arpa"}) {
+        "1.0.8.e.f.ip6.arpa",
+        "1.b.e.f.ip6.arpa",
+        "1.8.b.d.0.1.0.0.2.ip6.arpa"}) {
     const auto k = r->route(N(local), RRType::A).kind;
     EXPECT_TRUE(k == RouteKind::LocalZone || k == RouteKind::Hosts) << local;
   }
-  for (std::string_view up : {"example.com", "1.0.15.172.in-addr.arpa", "1.0.32.172.in-addr.arpa",
-                              "1.1.63.100.in-addr.arpa", "1.1.128.100.in-addr.arpa",
-                              "8.8.8.8.in-addr.arpa", "1.c.e.f.ip6.arpa", "home.arpa.com",
-                              "localhost.example", "onion.example"})
+  for (std::string_view up :
+       {"example.com", "1.0.15.172.in-addr.arpa", "1.0.32.172.in-addr.arpa",
+        "1.1.63.100.in-addr.arpa", "1.1.128.100.in-addr.arpa", "8.8.8.8.in-addr.arpa",
+        "1.c.e.f.ip6.arpa", "home.arpa.com", "localhost.example", "onion.example"})
     EXPECT_EQ(r->route(N(up), RRType::A).kind, RouteKind::Upstream) << up;
   // The root and TLD queries a validator makes go upstream.
   EXPECT_EQ(r->route(N("."), RRType::NS).kind, RouteKind::Upstream);
@@ -343,8 +356,9 @@ TEST(LocalAnswers, SingleLabelNodataHasNoSoaAndNoAa) {
 TEST(RoutingDescribe, SaysWhichRuleAndTheServers) {
   auto r = build({"corp.example=127.0.0.2,127.0.0.3"}, "192.0.2.1 box\n");
   const std::vector<Endpoint> ups{*parse_endpoint("127.0.0.9", 53)};
-  EXPECT_NE(r->describe(N("a.corp.example"), ups).find("forward zone corp.example. servers "
-                                                       "127.0.0.2:53 127.0.0.3:53"),
+  EXPECT_NE(r->describe(N("a.corp.example"), ups)
+                .find("forward zone corp.example. servers "
+                      "127.0.0.2:53 127.0.0.3:53"),
             std::string::npos);
   EXPECT_NE(r->describe(N("box"), ups).find("hosts /test/hosts:1"), std::string::npos);
   EXPECT_NE(r->describe(N("x.invalid"), ups).find("local zone invalid. (RFC 6761"),
@@ -394,7 +408,8 @@ class RoutingEngineTest : public ::testing::Test {
 
 TEST_F(RoutingEngineTest, SpecialNamesNeverReachAnUpstreamAndAreCounted) {
   Bytes out;
-  for (std::string_view n : {"localhost", "x.invalid", "y.onion", "1.0.0.10.in-addr.arpa", "wpad"}) {
+  for (std::string_view n :
+       {"localhost", "x.invalid", "y.onion", "1.0.0.10.in-addr.arpa", "wpad"}) {
     const auto o = ask(n, 1, out);
     EXPECT_GT(o.size, 0u) << n;
     EXPECT_FALSE(o.deferred);

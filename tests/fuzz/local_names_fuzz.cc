@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -72,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto name = hg::wire::Name::from_wire(
           std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(nw.data()), nw.size()));
       if (!name) std::abort();  // the parser keeps only valid names
-      for (uint16_t t : {1, 28, 12, 255, 15})
+      for (const uint16_t t : std::initializer_list<uint16_t>{1, 28, 12, 255, 15})
         ask(*r.value(), name.value(), t, asked % 2 ? 512 : 65535);
       if (++asked > 64) return 0;
     }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <fstream>
+#include <unistd.h>
 #include <string>
 
 #include "resolver/query_engine.h"
@@ -435,6 +437,87 @@ TEST_F(RoutingEngineTest, ForwardZonesMissesGoToTheirOwnSetLongestMatchFirst) {
   EXPECT_TRUE(ask("www.corp.example", 1, out).deferred);
   EXPECT_EQ(forwarded_.size(), 2u);
   EXPECT_EQ(shared_.stats.coalesced.load(), 1u);
+}
+
+}  // namespace
+}  // namespace hg::resolver
+
+// --- configuration ----------------------------------------------------------------------------
+
+namespace hg::resolver {
+namespace {
+
+std::variant<Config, ConfigExit> parse_args(std::vector<std::string> args) {
+  args.insert(args.begin(), "hourglassd");
+  std::vector<const char*> argv;
+  for (const auto& s : args)
+    argv.push_back(s.c_str());
+  ParseOptions o;
+  o.local_addresses = std::vector<Endpoint>{};
+  return parse_config(static_cast<int>(argv.size()), argv.data(), o);
+}
+
+std::string write_temp(std::string_view name, std::string_view text) {
+  const std::string p = ::testing::TempDir() + "hg_ln_" + std::to_string(::getpid()) + "_" +
+                        std::string(name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(RoutingConfig, ForwardAndHostsFileFlagsAndTheirTomlForms) {
+  auto r = parse_args({"--upstream", "192.0.2.1", "--forward", "corp.example=127.0.0.2,127.0.0.3",
+                       "--forward", "10.in-addr.arpa=127.0.0.4", "--hosts-file", "/etc/hosts"});
+  ASSERT_TRUE(std::holds_alternative<Config>(r)) << std::get<ConfigExit>(r).message;
+  const Config c = std::get<Config>(r);
+  ASSERT_EQ(c.forward_zones.size(), 2u);
+  EXPECT_EQ(c.forward_zones[0].servers.size(), 2u);
+  EXPECT_EQ(c.hosts_files, std::vector<std::string>{"/etc/hosts"});
+  EXPECT_TRUE(c.forward_from_cli);
+  // to_toml() reads back to the same values.
+  const std::string back_path = write_temp("back.toml", to_toml(c));
+  auto back = parse_args({"--config", back_path});
+  ASSERT_TRUE(std::holds_alternative<Config>(back)) << std::get<ConfigExit>(back).message;
+  EXPECT_EQ(std::get<Config>(back).forward_zones, c.forward_zones);
+  EXPECT_EQ(std::get<Config>(back).hosts_files, c.hosts_files);
+  std::remove(back_path.c_str());
+
+  // The table form, with a list or one string per zone.
+  const std::string t = write_temp("table.toml",
+                                   "upstream = [\"192.0.2.1\"]\n[forward]\n"
+                                   "\"corp.example\" = [\"127.0.0.2\", \"127.0.0.3:5353\"]\n"
+                                   "\"home.arpa\" = \"127.0.0.5\"\n");
+  auto tr = parse_args({"--config", t});
+  ASSERT_TRUE(std::holds_alternative<Config>(tr)) << std::get<ConfigExit>(tr).message;
+  const auto& fz = std::get<Config>(tr).forward_zones;
+  ASSERT_EQ(fz.size(), 2u);
+  EXPECT_EQ(fz[0].servers[1].to_string(), "127.0.0.3:5353");
+  EXPECT_FALSE(std::get<Config>(tr).forward_from_cli);
+  // SIGHUP re-reads them from the file.
+  auto again = reread_routing_settings(std::get<Config>(tr));
+  ASSERT_TRUE(again.has_value()) << again.error();
+  EXPECT_EQ(again->first, fz);
+  std::remove(t.c_str());
+}
+
+TEST(RoutingConfig, BadForwardValuesNameTheFlagAndWhatIsAllowed) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--forward", "corp.example"},
+        std::vector<std::string>{"--forward", ".=127.0.0.2"},
+        std::vector<std::string>{"--forward", "a.example=127.0.0.2", "--forward",
+                                 "A.example.=127.0.0.3"}}) {
+    args.insert(args.begin(), {"--upstream", "192.0.2.1"});
+    auto r = parse_args(args);
+    ASSERT_TRUE(std::holds_alternative<ConfigExit>(r)) << args.back();
+    const auto& e = std::get<ConfigExit>(r);
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_NE(e.message.find("--forward"), std::string::npos) << e.message;
+  }
+  // A forward zone's server that is our own listening socket is a loop.
+  auto loop = parse_args({"--listen", "127.0.0.1:5353", "--upstream", "192.0.2.1", "--forward",
+                          "corp.example=127.0.0.1:5353"});
+  ASSERT_TRUE(std::holds_alternative<ConfigExit>(loop));
+  EXPECT_NE(std::get<ConfigExit>(loop).message.find("forwarding loop"), std::string::npos);
+  EXPECT_NE(std::get<ConfigExit>(loop).message.find("corp.example"), std::string::npos);
 }
 
 }  // namespace

@@ -484,7 +484,7 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
       for (const std::string& e : read->errors) {
         // Said once per line and text, however often the file is re-read.
         if (hosts_reported_.size() > 10000) hosts_reported_.clear();
-        if (!hosts_reported_.insert(path + ":" + e).second) continue;
+        if (!hosts_reported_.insert(fmt::format("{}:{}", path, e)).second) continue;
         if (said++ < 20) {
           fmt::print(stderr, "{}: hosts file {}:{}; line skipped\n", why, path, e);
         } else {
@@ -551,7 +551,7 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
   });
 }
 
-void Server::apply_routing(std::shared_ptr<const Routing> r, bool direct) {
+void Server::apply_routing(const std::shared_ptr<const Routing>& r, bool direct) {
   // Cached answers of a zone whose route changed came from the wrong servers: flush them.
   if (routing_) {
     std::vector<wire::Name> changed;

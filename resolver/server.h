@@ -55,7 +55,7 @@ class Server {
   /// Gives every worker `r` (on its own loop, or directly before run()): forward upstreams
   /// for its server sets (kept across reloads when the servers are the same).
   void install_routing(Worker& w, const std::shared_ptr<const Routing>& r);
-  void apply_routing(std::shared_ptr<const Routing> r, bool direct);
+  void apply_routing(const std::shared_ptr<const Routing>& r, bool direct);
   /// SIGHUP (forward zones and hosts files re-read from --config) or a hosts file change.
   void reload_routing(const char* why, bool reread_config);
   /// Watches the hosts files and the upstream file (when upstreams come from it).

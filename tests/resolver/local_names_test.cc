@@ -5,9 +5,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <deque>
 #include <fstream>
-#include <unistd.h>
 #include <string>
 
 #include "resolver/query_engine.h"
@@ -458,8 +458,8 @@ std::variant<Config, ConfigExit> parse_args(std::vector<std::string> args) {
 }
 
 std::string write_temp(std::string_view name, std::string_view text) {
-  const std::string p = ::testing::TempDir() + "hg_ln_" + std::to_string(::getpid()) + "_" +
-                        std::string(name);
+  const std::string p =
+      ::testing::TempDir() + "hg_ln_" + std::to_string(::getpid()) + "_" + std::string(name);
   std::ofstream(p) << text;
   return p;
 }

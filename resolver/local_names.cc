@@ -45,6 +45,13 @@ std::string lowered_wire(const wire::Name& n) {
   return out;
 }
 
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+// Never 0 (the empty slot).
+constexpr uint64_t finish_hash(uint64_t h) noexcept {
+  return h == 0 ? 1 : h;
+}
+
 // Offsets of each label of a wire name (the root label excluded); the count.
 int label_offsets(std::span<const uint8_t> w, std::array<uint8_t, 128>& offs) noexcept {
   int n = 0;
@@ -376,7 +383,37 @@ void Routing::add_tld(std::string_view lowered) {
   const int n = label_offsets(std::span<const uint8_t>(p, lowered.size()), offs);
   if (n == 0) return;
   const std::size_t o = offs[static_cast<std::size_t>(n - 1)];
-  tlds_.insert(std::string(lowered.substr(o, lowered.size() - o - 1)));
+  uint64_t h = kFnvBasis;
+  for (std::size_t i = o; i + 1 < lowered.size(); ++i)
+    h = (h ^ static_cast<uint8_t>(lowered[i])) * kFnvPrime;
+  h = finish_hash(h);
+  if (tld_maybe(h)) return;
+  if ((tld_count_ + 1) * 4 > tld_hashes_.size()) {  // at most a quarter full
+    std::vector<uint64_t> old(tld_hashes_.size() * 2, 0);
+    old.swap(tld_hashes_);
+    tld_count_ = 0;
+    for (const uint64_t x : old) {
+      if (x == 0) continue;
+      std::size_t i = x & (tld_hashes_.size() - 1);
+      while (tld_hashes_[i] != 0)
+        i = (i + 1) & (tld_hashes_.size() - 1);
+      tld_hashes_[i] = x;
+      ++tld_count_;
+    }
+  }
+  std::size_t i = h & (tld_hashes_.size() - 1);
+  while (tld_hashes_[i] != 0)
+    i = (i + 1) & (tld_hashes_.size() - 1);
+  tld_hashes_[i] = h;
+  ++tld_count_;
+}
+
+bool Routing::tld_maybe(uint64_t h) const noexcept {
+  const std::size_t mask = tld_hashes_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    if (tld_hashes_[i] == h) return true;
+    if (tld_hashes_[i] == 0) return false;
+  }
 }
 
 Routing::Host& Routing::host_at(const wire::Name& name) {
@@ -483,21 +520,29 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
 }
 
 Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexcept {
+  // Every query comes here, the cache hits too: the fast path finds the last label and
+  // hashes it, and nothing more.
   const auto w = qname.wire();
-  std::array<uint8_t, 128> offs;
-  const int n = label_offsets(w, offs);
-  if (n == 0) return {};
-  const bool address = qtype == RRType::A || qtype == RRType::AAAA || qtype == RRType::ANY;
-  const std::size_t last = offs[static_cast<std::size_t>(n - 1)];
-  std::array<char, wire::kMaxNameOctets> low;
   const std::size_t len = w.size();
-  for (std::size_t i = last; i < len; ++i)
-    low[i] = static_cast<char>(wire::ascii_lower(w[i]));
-  if (!tlds_.contains(std::string_view(low.data() + last, len - last - 1))) [[likely]] {
-    if (n == 1 && address) return {RouteKind::SingleLabel, 0, nullptr};
+  std::size_t last = 0;
+  bool single = true;
+  for (std::size_t i = 0; i < len && w[i] != 0; i += 1u + w[i]) {
+    single = i == 0;
+    last = i;
+  }
+  if (len <= 1) return {};  // the root
+  const bool address = qtype == RRType::A || qtype == RRType::AAAA || qtype == RRType::ANY;
+  uint64_t h = kFnvBasis;
+  for (std::size_t i = last; i + 1 < len; ++i)
+    h = (h ^ wire::ascii_lower(w[i])) * kFnvPrime;
+  if (!tld_maybe(finish_hash(h))) [[likely]] {
+    if (single && address) return {RouteKind::SingleLabel, 0, nullptr};
     return {};
   }
-  for (std::size_t i = 0; i < last; ++i)
+  std::array<uint8_t, 128> offs;
+  const int n = label_offsets(w, offs);
+  std::array<char, wire::kMaxNameOctets> low;
+  for (std::size_t i = 0; i < len; ++i)
     low[i] = static_cast<char>(wire::ascii_lower(w[i]));
   if (auto it = hosts_.find(std::string_view(low.data(), len)); it != hosts_.end())
     return {RouteKind::Hosts, it->second, &host_data_[it->second]};

@@ -26,7 +26,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "resolver/checked.h"
@@ -174,7 +173,12 @@ class Routing {
   NameMap zone_index_;  // lowercased wire name -> zones_ index
   std::vector<Host> host_data_;
   NameMap hosts_;  // lowercased wire name -> host_data_ index
-  std::unordered_set<std::string, SvHash, std::equal_to<>> tlds_;  // lowercased last labels
+  /// The last labels (lowercased, with their length byte) some rule ends in, as FNV-1a
+  /// hashes in an open-addressing table (0 = empty): the one probe every query pays. A
+  /// false positive only sends a name down the exact lookups.
+  std::vector<uint64_t> tld_hashes_ = std::vector<uint64_t>(16, 0);
+  std::size_t tld_count_ = 0;
+  bool tld_maybe(uint64_t h) const noexcept;
   std::vector<std::vector<Endpoint>> sets_;
   std::vector<ForwardRule> forward_;
 };

@@ -451,7 +451,7 @@ void Server::finish_shutdown(MonoTime give_up) {
     wp->loop.post([this, wp, remaining] {
       wp->upstream->cancel_all();
       for (auto& f : wp->forward)
-        f.up->cancel_all();
+        if (f.up) f.up->cancel_all();
       for (auto& f : wp->retired)
         f.up->cancel_all();
       if (remaining->fetch_sub(1) != 1) return;
@@ -525,7 +525,10 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
       fmt::print(stderr, "worker {}: forward servers: {}\n", w.index, up.error());
       uo.servers.clear();
       up = Upstream::create(w.loop, uo);
-      if (!up) continue;
+      if (!up) {  // c-ares itself failed: keep the index, the sender answers SERVFAIL
+        next.push_back(Worker::Forward{servers, uo.worker, nullptr});
+        continue;
+      }
     }
     next.push_back(Worker::Forward{servers, uo.worker, std::move(up.value())});
   }
@@ -542,6 +545,11 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
   });
   Worker* wp = &w;
   w.engine->set_routing(r, [wp](uint32_t set, std::span<const uint8_t> q, Upstream::Callback done) {
+    if (set >= wp->forward.size() || !wp->forward[set].up) {
+      wp->loop.add_timer(Millis{0},
+                         [done = std::move(done)] { done(UpstreamStatus::Internal, {}); });
+      return;
+    }
     Upstream& up = *wp->forward[set].up;
     if (wp->engine->dnstap() != nullptr) [[unlikely]] {
       dnstap_forward(*wp->engine, up, q, std::move(done));

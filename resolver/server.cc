@@ -615,8 +615,8 @@ void Server::reload_routing(const char* why, bool reread_config) {
     return;
   }
   fmt::print(stderr,
-             "{}: routing now {} forward zones ({} server sets), {} local names from {} "
-             "hosts files\n",
+             "{}: routing now {} forward zones ({} server sets), {} names from {} hosts "
+             "files and the built-in loopback PTRs\n",
              why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
              r.value()->hosts_names(), hosts_files_.size());
   apply_routing(std::move(r.value()), /*direct=*/false);

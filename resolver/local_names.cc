@@ -1,13 +1,15 @@
 #include "resolver/local_names.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -341,16 +343,38 @@ HostsParse parse_hosts(std::string_view text) {
 
 Checked<HostsParse> read_hosts_file(const std::string& path) {
   using R = Checked<HostsParse>;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return R::failure(path + ": cannot open: " + std::strerror(errno));
+  // Non-blocking, and only a regular file: a FIFO or a device planted at the path must not
+  // stall the loop that reads it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return R::failure(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return R::failure(path + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxHostsFileBytes) {
+    ::close(fd);
+    return R::failure(fmt::format("{}: larger than {} bytes; not read", path, kMaxHostsFileBytes));
+  }
   std::string text;
   std::array<char, 65536> buf;
-  while (in.read(buf.data(), buf.size()) || in.gcount() > 0) {
-    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxHostsFileBytes)
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return R::failure(path + ": cannot read: " + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    if (text.size() > kMaxHostsFileBytes) {  // grew while being read
+      ::close(fd);
       return R::failure(
           fmt::format("{}: larger than {} bytes; not read", path, kMaxHostsFileBytes));
+    }
   }
+  ::close(fd);
   return parse_hosts(text);
 }
 

@@ -223,6 +223,12 @@ TEST_F(LocalNames, HostsFileEditedWhileRunningIsAnsweredWithinASecond) {
   EXPECT_EQ(upstream_.queries("newbox"), 0u);
   dig(port(), "newbox MX");
   EXPECT_EQ(upstream_.queries("newbox"), 1u);
+
+  // Deleted: what it said before stays in force, and the daemon says so.
+  ASSERT_EQ(std::remove(hosts.path().c_str()), 0);
+  ASSERT_TRUE(daemon_->wait_for_output("keeping what it said before", Millis{10000}))
+      << daemon_->output();
+  EXPECT_TRUE(dig(port(), "thirdbox A +short").contains("192.0.2.13"));
 }
 
 TEST_F(LocalNames, UpstreamFileReplacedByRenameIsUsedWithinASecondWithoutSighup) {

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <deque>
 #include <fstream>
@@ -518,6 +519,47 @@ TEST(RoutingConfig, BadForwardValuesNameTheFlagAndWhatIsAllowed) {
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(loop));
   EXPECT_NE(std::get<ConfigExit>(loop).message.find("forwarding loop"), std::string::npos);
   EXPECT_NE(std::get<ConfigExit>(loop).message.find("corp.example"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hg::resolver
+
+// --- hosts files that are not what they seem -------------------------------------------------
+
+namespace hg::resolver {
+namespace {
+
+TEST(HostsFileRead, AFifoADirectoryAndAHugeFileAreRefusedWithoutBlocking) {
+  const std::string base = ::testing::TempDir() + "hg_ln_planted_" + std::to_string(::getpid());
+  const std::string fifo = base + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = read_hosts_file(fifo);  // no writer: a blocking open would never return
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().find("not a regular file"), std::string::npos) << r.error();
+  ::unlink(fifo.c_str());
+
+  auto d = read_hosts_file(::testing::TempDir());
+  EXPECT_FALSE(d.has_value());
+
+  const std::string big = base + ".big";
+  { std::ofstream(big) << "192.0.2.1 a\n"; }
+  ASSERT_EQ(::truncate(big.c_str(), static_cast<off_t>(kMaxHostsFileBytes) + 1), 0);
+  auto b = read_hosts_file(big);
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.error().find("larger than"), std::string::npos) << b.error();
+  ::unlink(big.c_str());
+
+  auto missing = read_hosts_file(base + ".missing");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
+
+  const std::string good = base + ".good";
+  { std::ofstream(good) << "192.0.2.1 a\nbad\n"; }
+  auto g = read_hosts_file(good);
+  ASSERT_TRUE(g.has_value()) << g.error();
+  EXPECT_EQ(g->lines.size(), 1u);
+  EXPECT_EQ(g->errors.size(), 1u);
+  ::unlink(good.c_str());
 }
 
 }  // namespace

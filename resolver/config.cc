@@ -324,6 +324,16 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.hosts_files.clear(); }},
+      {"local-record", Kind::List, "'NAME TTL TYPE DATA'",
+       "Answer NAME with this record (A, AAAA, CNAME, PTR, TXT, MX, SRV), never asking "
+       "upstream; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto r = parse_local_record(v);
+         if (!r) return r.error();
+         c.local_records.push_back(std::string(v));
+         return std::nullopt;
+       },
+       [](Config& c) { c.local_records.clear(); }},
       {"shadow-size", Kind::Scalar, "BYTES",
        "Memory limit of the shadow-ttl table, keys and expiry times only (default 8MiB)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
@@ -860,6 +870,9 @@ std::string to_toml(const Config& c) {
                      }) +
            "\n";
   }
+  if (!c.local_records.empty())
+    out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
+           "\n";
   if (!c.hosts_files.empty())
     out +=
         "hosts-file = " + toml_list(c.hosts_files, [](const std::string& p) { return p; }) + "\n";

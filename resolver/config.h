@@ -93,6 +93,8 @@ struct Config {
   /// config_file on SIGHUP unless given on the command line.
   std::vector<ForwardZone> forward_zones{};
   std::vector<std::string> hosts_files{};
+  /// --local-record 'NAME TTL TYPE DATA', as given (checked by parse_local_record).
+  std::vector<std::string> local_records{};
   bool forward_from_cli = false, hosts_files_from_cli = false;
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};

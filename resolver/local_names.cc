@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -271,6 +273,106 @@ Checked<ForwardZone> parse_forward_spec(std::string_view text) {
   return fz;
 }
 
+Checked<LocalRecord> parse_local_record(std::string_view text) {
+  using R = Checked<LocalRecord>;
+  constexpr std::string_view kAllowed =
+      "expected 'NAME TTL TYPE DATA' with TYPE one of A, AAAA, CNAME, PTR, TXT, MX, SRV, e.g. "
+      "'printer.lan 300 A 192.168.1.20' or '_ipp._tcp.lan 300 SRV 0 0 631 printer.lan'";
+  auto bad = [&](std::string_view what) {
+    return R::failure(std::string(what) + "; " + std::string(kAllowed));
+  };
+  // Fields; TXT strings may be quoted (with \" and \\ inside).
+  std::vector<std::string> f;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+      ++i;
+    if (i >= text.size()) break;
+    std::string field;
+    if (text[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < text.size()) {
+        if (text[i] == '\\' && i + 1 < text.size()) {
+          field += text[i + 1];
+          i += 2;
+        } else if (text[i] == '"') {
+          ++i;
+          closed = true;
+          break;
+        } else {
+          field += text[i++];
+        }
+      }
+      if (!closed) return bad("an unclosed quote");
+    } else {
+      while (i < text.size() && text[i] != ' ' && text[i] != '\t')
+        field += text[i++];
+    }
+    f.push_back(std::move(field));
+    if (f.size() > 64) return bad("too many fields");
+  }
+  if (f.size() < 4) return bad("too few fields");
+  LocalRecord rec;
+  rec.text = std::string(text.substr(0, 200));
+  auto name = wire::Name::from_text(f[0]);
+  if (!name || name->is_root()) return bad("'" + shown(f[0]) + "' is not a domain name");
+  rec.name = name.value();
+  char* end = nullptr;
+  const unsigned long ttl = std::strtoul(f[1].c_str(), &end, 10);
+  if (f[1].empty() || *end != '\0' || f[1][0] == '-' || ttl > 2147483647UL)
+    return bad("'" + shown(f[1]) + "' is not a TTL (0 to 2147483647 seconds)");
+  rec.ttl = static_cast<uint32_t>(ttl);
+  std::string type = f[2];
+  for (char& c : type)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto put_name = [&](const std::string& t) {
+    auto n = wire::Name::from_text(t);
+    if (!n) return false;
+    const auto w = n->wire();
+    rec.rdata.insert(rec.rdata.end(), w.begin(), w.end());
+    return true;
+  };
+  auto put_u16 = [&](const std::string& t) {
+    char* e = nullptr;
+    const unsigned long v = std::strtoul(t.c_str(), &e, 10);
+    if (t.empty() || *e != '\0' || t[0] == '-' || v > 65535) return false;
+    rec.rdata.push_back(static_cast<uint8_t>(v >> 8));
+    rec.rdata.push_back(static_cast<uint8_t>(v));
+    return true;
+  };
+  const std::size_t n = f.size();
+  if (type == "A" || type == "AAAA") {
+    const bool v4 = type == "A";
+    std::array<uint8_t, 16> addr{};
+    if (n != 4 || f[3].size() > 64 ||
+        ::inet_pton(v4 ? AF_INET : AF_INET6, f[3].c_str(), addr.data()) != 1)
+      return bad("'" + shown(f[3]) + "' is not an " + (v4 ? "IPv4" : "IPv6") + " address");
+    rec.type = v4 ? RRType::A : RRType::AAAA;
+    rec.rdata.assign(addr.begin(), addr.begin() + (v4 ? 4 : 16));
+  } else if (type == "CNAME" || type == "PTR") {
+    rec.type = type == "CNAME" ? RRType::CNAME : RRType::PTR;
+    if (n != 4 || !put_name(f[3])) return bad("'" + shown(f[3]) + "' is not a domain name");
+  } else if (type == "TXT") {
+    rec.type = RRType::TXT;
+    for (std::size_t k = 3; k < n; ++k) {
+      if (f[k].size() > 255) return bad("a TXT string longer than 255 bytes");
+      rec.rdata.push_back(static_cast<uint8_t>(f[k].size()));
+      rec.rdata.insert(rec.rdata.end(), f[k].begin(), f[k].end());
+    }
+  } else if (type == "MX") {
+    rec.type = RRType::MX;
+    if (n != 5 || !put_u16(f[3]) || !put_name(f[4])) return bad("MX wants PREFERENCE EXCHANGE");
+  } else if (type == "SRV") {
+    rec.type = RRType::SRV;
+    if (n != 7 || !put_u16(f[3]) || !put_u16(f[4]) || !put_u16(f[5]) || !put_name(f[6]))
+      return bad("SRV wants PRIORITY WEIGHT PORT TARGET");
+  } else {
+    return bad("type '" + shown(f[2]) + "' is not served");
+  }
+  return rec;
+}
+
 HostsParse parse_hosts(std::string_view text) {
   HostsParse out;
   std::size_t names = 0;
@@ -525,6 +627,13 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
       if (!rev.ptr) rev.ptr = canonical;
     }
   }
+  // --local-record data: at its exact name, beside (and before) the hosts files' data.
+  r->records_ = input.records;
+  for (const LocalRecord& rec : r->records_) {
+    Host& h = r->host_at(rec.name);
+    if (h.source.empty()) h.source = "--local-record";
+    h.records.push_back(&rec);
+  }
   // Built in: 127.0.0.1 and ::1 are localhost (RFC 6761 §6.3), unless forwarded.
   if (input.special_use) {
     const std::array<uint8_t, 16> one6 = kLoopback6;
@@ -602,6 +711,38 @@ std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint
       if (t == RRType::AAAA || any)
         for (const auto& x : h.aaaa)
           write_a(a, x, h.ttl);
+      // A CNAME answers every type (RFC 1034 §3.6.2); its target is not followed here.
+      const bool cname = std::any_of(h.records.begin(), h.records.end(),
+                                     [](const LocalRecord* x) { return x->type == RRType::CNAME; });
+      for (const LocalRecord* x : h.records) {
+        if (x->type == t || any || (cname && x->type == RRType::CNAME)) {
+          if (a.begin_at_qname(x->type, x->ttl) && a.bytes(x->rdata)) a.end(wire::Section::Answer);
+        }
+      }
+      if (cname && t != RRType::CNAME && !any) {
+        // One step: a target that is itself a local name is answered too (as an
+        // authoritative server does within its zone), so a stub resolver gets its address.
+        for (const LocalRecord* x : h.records) {
+          if (x->type != RRType::CNAME) continue;
+          auto target = wire::Name::from_wire(x->rdata);
+          if (!target) continue;
+          auto it = hosts_.find(lowered_wire(*target));
+          if (it == hosts_.end()) continue;
+          const Host& th = host_data_[it->second];
+          auto at_target = [&](RRType type, uint32_t ttl, std::span<const uint8_t> rd) {
+            if (a.begin_at(*target, type, ttl) && a.bytes(rd)) a.end(wire::Section::Answer);
+          };
+          if (t == RRType::A)
+            for (const auto& v : th.a)
+              at_target(RRType::A, th.ttl, v);
+          if (t == RRType::AAAA)
+            for (const auto& v : th.aaaa)
+              at_target(RRType::AAAA, th.ttl, v);
+          for (const LocalRecord* y : th.records)
+            if (y->type == t) at_target(y->type, y->ttl, y->rdata);
+        }
+      }
+      if (cname) return a.finish();
       if ((t == RRType::PTR || any) && h.ptr) {
         if (a.begin_at_qname(RRType::PTR, h.ttl) && a.name(*h.ptr)) a.end(wire::Section::Answer);
       }
@@ -672,6 +813,8 @@ std::string Routing::describe(const wire::Name& qname, std::span<const Endpoint>
       for (const auto& x : h.aaaa)
         data += " AAAA " + ip(AF_INET6, x.data());
       if (h.ptr) data += " PTR " + h.ptr->to_text();
+      for (const LocalRecord* x : h.records)
+        data += " [" + x->text + "]";
       return fmt::format("{} hosts {} ttl {}:{}; other types NODATA\n", name, h.source, h.ttl,
                          data);
     }

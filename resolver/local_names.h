@@ -72,6 +72,19 @@ inline constexpr std::size_t kMaxHostsFileBytes = 16u << 20;
 /// Reads and parses a hosts file; the error names the path and the reason.
 Checked<HostsParse> read_hosts_file(const std::string& path);
 
+/// One --local-record 'NAME TTL TYPE DATA' (like a zone file line, class IN implied):
+///   A 192.0.2.1 | AAAA 2001:db8::1 | CNAME target | PTR target | TXT "text" ["more"...]
+///   | MX PREFERENCE exchange | SRV PRIORITY WEIGHT PORT target
+struct LocalRecord {
+  wire::Name name{};
+  uint32_t ttl = 0;
+  wire::RRType type = wire::RRType::A;
+  std::vector<uint8_t> rdata{};  ///< wire form, names uncompressed
+  std::string text{};            ///< as given, for describe()
+};
+/// Parses one record; the error says what is wrong and what is allowed.
+Checked<LocalRecord> parse_local_record(std::string_view text);
+
 /// A hosts file as read: its path and its lines.
 struct HostsFile {
   std::string path;
@@ -104,6 +117,7 @@ class Routing {
   struct Input {
     std::vector<ForwardZone> forward{};
     std::vector<HostsFile> hosts{};
+    std::vector<LocalRecord> records{};
     bool special_use = true;  ///< serve the special-use zones (tests may turn them off)
   };
   /// Builds the table; fails (naming the zone) if a forward zone is not a domain name.
@@ -159,7 +173,9 @@ class Routing {
     std::string source;  ///< "PATH:LINE" or "built-in"
     uint32_t ttl = kHostsTtl;
     bool builtin = false;
+    std::vector<const LocalRecord*> records;  ///< --local-record data at this name
   };
+  std::vector<LocalRecord> records_;
   struct SvHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept;

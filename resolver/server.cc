@@ -472,6 +472,10 @@ void Server::finish_shutdown(MonoTime give_up) {
 Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
   Routing::Input in;
   in.forward = forward_zones_;
+  for (const std::string& text : shared_->config.local_records) {
+    auto rec = parse_local_record(text);  // checked when the configuration was read
+    if (rec) in.records.push_back(std::move(rec.value()));
+  }
   std::size_t said = 0, unsaid = 0;
   for (const std::string& path : hosts_files_) {
     auto read = read_hosts_file(path);

@@ -44,7 +44,21 @@ void ask(const Routing& r, const hg::wire::Name& name, uint16_t type, std::size_
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (data[0] % 2 == 0) {
+  if (data[0] % 3 == 2) {
+    auto rec = parse_local_record(text);
+    if (!rec) {
+      if (rec.error().find('\n') != std::string::npos) std::abort();
+      return 0;
+    }
+    Routing::Input in;
+    in.records.push_back(rec.value());
+    auto r = Routing::build(in);
+    if (!r) std::abort();
+    for (const uint16_t t : std::initializer_list<uint16_t>{1, 28, 5, 12, 16, 15, 33, 255})
+      ask(*r.value(), rec->name, t, 512);
+    return 0;
+  }
+  if (data[0] % 3 == 0) {
     auto f = parse_forward_spec(text);
     if (!f) {
       if (f.error().find('\n') != std::string::npos) std::abort();

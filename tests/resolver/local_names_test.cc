@@ -564,3 +564,75 @@ TEST(HostsFileRead, AFifoADirectoryAndAHugeFileAreRefusedWithoutBlocking) {
 
 }  // namespace
 }  // namespace hg::resolver
+
+// --- --local-record ---------------------------------------------------------------------------
+
+namespace hg::resolver {
+namespace {
+
+TEST(LocalRecord, EachTypeParsesToItsWireForm) {
+  auto a = parse_local_record("printer.lan 300 A 192.168.1.20");
+  ASSERT_TRUE(a.has_value()) << a.error();
+  EXPECT_EQ(a->type, RRType::A);
+  EXPECT_EQ(a->ttl, 300u);
+  EXPECT_EQ(a->rdata, (std::vector<uint8_t>{192, 168, 1, 20}));
+  EXPECT_EQ(parse_local_record("x 0 aaaa 2001:db8::1")->rdata.size(), 16u);
+  EXPECT_EQ(parse_local_record("www.lan 60 CNAME printer.lan")->rdata.size(), 13u);
+  auto txt = parse_local_record(R"(t.lan 60 TXT "v=spf1 -all" bare "q\"x")");
+  ASSERT_TRUE(txt.has_value()) << txt.error();
+  EXPECT_EQ(txt->rdata.size(), 1u + 11 + 1 + 4 + 1 + 3);
+  auto mx = parse_local_record("lan 60 MX 10 mail.lan");
+  ASSERT_TRUE(mx.has_value()) << mx.error();
+  EXPECT_EQ(mx->rdata[1], 10);
+  auto srv = parse_local_record("_ipp._tcp.lan 60 SRV 0 5 631 printer.lan");
+  ASSERT_TRUE(srv.has_value()) << srv.error();
+  EXPECT_EQ(srv->rdata[5], 631 & 0xFF);
+  EXPECT_TRUE(parse_local_record("1.1.168.192.in-addr.arpa 60 PTR printer.lan").has_value());
+}
+
+TEST(LocalRecord, BadRecordsSayWhatIsWrong) {
+  for (std::string_view bad :
+       {"", "x 60 A", "x 60 A 1.2.3", "x -1 A 1.2.3.4", "x 99999999999 A 1.2.3.4", "x 60 NS ns.x",
+        "x 60 MX ten mail", "x 60 SRV 0 0 70000 t", "x 60 TXT \"open", "a..b 60 A 1.2.3.4",
+        ". 60 A 1.2.3.4", "x 60 A 1.2.3.4 extra", "x 60 CNAME a..b"}) {
+    auto r = parse_local_record(bad);
+    EXPECT_FALSE(r.has_value()) << bad;
+    if (!r) {
+      EXPECT_NE(r.error().find("expected 'NAME TTL TYPE DATA'"), std::string::npos) << r.error();
+    }
+  }
+  EXPECT_FALSE(parse_local_record("t 60 TXT " + std::string(256, 'a')).has_value());
+}
+
+TEST(LocalRecord, AnsweredHereByTypeWithACnameAnsweringEveryType) {
+  Routing::Input in;
+  for (const char* t : {"srv.lan 60 SRV 0 0 631 printer.lan", "srv.lan 60 TXT hello",
+                        "www.lan 120 CNAME printer.lan"})
+    in.records.push_back(parse_local_record(t).value());
+  auto r = Routing::build(in).value();
+  EXPECT_EQ(r->route(N("SRV.lan"), RRType::SRV).kind, RouteKind::Hosts);
+  auto srv = ask(*r, "srv.lan", RRType::SRV);
+  ASSERT_EQ(srv.msg.section(wire::Section::Answer).size(), 1u);
+  EXPECT_EQ(srv.msg.section(wire::Section::Answer)[0].type, RRType::SRV);
+  EXPECT_EQ(srv.msg.section(wire::Section::Answer)[0].ttl, 60u);
+  auto none = ask(*r, "srv.lan", RRType::A);
+  EXPECT_EQ(none.msg.rcode(), RCode::NoError);
+  EXPECT_TRUE(none.msg.records().empty());
+  auto cname = ask(*r, "www.lan", RRType::AAAA);
+  ASSERT_EQ(cname.msg.section(wire::Section::Answer).size(), 1u);
+  EXPECT_EQ(cname.msg.section(wire::Section::Answer)[0].type, RRType::CNAME);
+  EXPECT_EQ(cname.msg.section(wire::Section::Answer)[0].ttl, 120u);
+  // A target that is a local name is answered too, one step.
+  Routing::Input in2 = in;
+  in2.hosts.push_back(HostsFile{"h", parse_hosts("192.168.1.20 printer.lan\n").lines});
+  auto r2 = Routing::build(in2).value();
+  auto chased = ask(*r2, "www.lan", RRType::A);
+  ASSERT_EQ(chased.msg.section(wire::Section::Answer).size(), 2u);
+  EXPECT_EQ(chased.msg.section(wire::Section::Answer)[1].type, RRType::A);
+  EXPECT_EQ(rdata_ip(chased, chased.msg.section(wire::Section::Answer)[1]), "192.168.1.20");
+  EXPECT_NE(r->describe(N("www.lan"), {}).find("[www.lan 120 CNAME printer.lan]"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hg::resolver

@@ -37,8 +37,27 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Names in configuration and hosts files are printable ASCII without spaces.
+bool printable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b > 0x20 && b < 0x7F;
+  });
+}
+
+// Text quoted in an error: at most 64 bytes, control and non-ASCII bytes as \xHH, so an
+// error is always one printable line.
 std::string shown(std::string_view s) {
-  return s.size() > 64 ? std::string(s.substr(0, 64)) + "..." : std::string(s);
+  std::string out;
+  for (const char c : s.substr(0, 64)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b >= 0x7F) {
+      out += fmt::format("\\x{:02x}", b);
+    } else {
+      out += c;
+    }
+  }
+  return s.size() > 64 ? out + "..." : out;
 }
 
 std::string lowered_wire(const wire::Name& n) {
@@ -251,7 +270,7 @@ Checked<ForwardZone> parse_forward_spec(std::string_view text) {
     return R::failure("the root zone cannot be a forward zone: give its servers with --upstream; " +
                       std::string(kAllowed));
   auto name = wire::Name::from_text(zone);
-  if (!name || zone.find('\\') != std::string_view::npos)
+  if (!name || zone.find('\\') != std::string_view::npos || !printable(zone))
     return R::failure("'" + shown(zone) + "' is not a zone name; " + std::string(kAllowed));
   ForwardZone fz;
   fz.zone = std::string(zone);
@@ -314,9 +333,10 @@ Checked<LocalRecord> parse_local_record(std::string_view text) {
   }
   if (f.size() < 4) return bad("too few fields");
   LocalRecord rec;
-  rec.text = std::string(text.substr(0, 200));
+  rec.text = shown(text);
   auto name = wire::Name::from_text(f[0]);
-  if (!name || name->is_root()) return bad("'" + shown(f[0]) + "' is not a domain name");
+  if (!name || name->is_root() || !printable(f[0]))
+    return bad("'" + shown(f[0]) + "' is not a domain name");
   rec.name = name.value();
   char* end = nullptr;
   const unsigned long ttl = std::strtoul(f[1].c_str(), &end, 10);
@@ -422,7 +442,8 @@ HostsParse parse_hosts(std::string_view text) {
     for (std::size_t f = 1; f < fields.size(); ++f) {
       const std::string_view n = fields[f];
       auto name = wire::Name::from_text(n);
-      if (!name || n == "." || n.find('\\') != std::string_view::npos || n.front() == '.') {
+      if (!name || n == "." || n.find('\\') != std::string_view::npos || n.front() == '.' ||
+          !printable(n)) {
         bad("'" + shown(n) + "' is not a host name");
         ok = false;
         break;

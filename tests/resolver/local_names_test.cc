@@ -636,3 +636,25 @@ TEST(LocalRecord, AnsweredHereByTypeWithACnameAnsweringEveryType) {
 
 }  // namespace
 }  // namespace hg::resolver
+
+namespace hg::resolver {
+namespace {
+
+// Found by the fuzzer: a server field with a line break made a two-line error message.
+TEST(ForwardSpec, ErrorsAreOneLineWhateverTheInput) {
+  for (std::string_view bad : std::initializer_list<std::string_view>{
+           "corp.example=127.0.0.1:5353ped\nbogus", "a\nb=127.0.0.1",
+           std::string_view("x=\x01\x7f\xff", 5)}) {
+    auto f = parse_forward_spec(bad);
+    ASSERT_FALSE(f.has_value());
+    EXPECT_EQ(f.error().find('\n'), std::string::npos) << f.error();
+    EXPECT_EQ(f.error().find('\x01'), std::string::npos) << f.error();
+  }
+  EXPECT_NE(parse_forward_spec("x=1.2.3.4\n").error().find("\\x0a"), std::string::npos);
+  auto r = parse_local_record("a\tb 60 A 1.2.3.4\r");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().find('\r'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hg::resolver

@@ -178,7 +178,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
   {
     auto routing = srv->build_routing("start-up");
     if (!routing) return R::failure(routing.error());
-    srv->apply_routing(std::move(routing.value()), /*direct=*/true);
+    srv->apply_routing(routing.value(), /*direct=*/true);
   }
   shared.set_upstreams_now(config.upstreams);
   {
@@ -623,7 +623,7 @@ void Server::reload_routing(const char* why, bool reread_config) {
              "files and the built-in loopback PTRs\n",
              why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
              r.value()->hosts_names(), hosts_files_.size());
-  apply_routing(std::move(r.value()), /*direct=*/false);
+  apply_routing(r.value(), /*direct=*/false);
 }
 
 void Server::watch_files() {

@@ -297,6 +297,41 @@ const std::vector<Key>& keys() {
          return add_shadow_ttl(c, v, o);
        },
        [](Config& c) { c.shadow_ttls.clear(); }},
+      // Routing (resolver/local_names.h, docs/local-names.md).
+      {"forward", Kind::List, "ZONE=ADDR[:PORT][,...]",
+       "Send names at or below ZONE to these servers instead of the upstreams (the longest "
+       "matching zone wins); repeatable; re-read from --config on SIGHUP",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto fz = parse_forward_spec(v);
+         if (!fz) return fz.error();
+         for (const ForwardZone& f : c.forward_zones) {
+           if (ieq(f.zone, fz->zone) || ieq(std::string(f.zone) + ".", fz->zone) ||
+               ieq(f.zone, fz->zone + "."))
+             return "this zone is already forwarded; give each zone once, with all its servers";
+         }
+         c.forward_zones.push_back(std::move(fz.value()));
+         return std::nullopt;
+       },
+       [](Config& c) { c.forward_zones.clear(); }},
+      {"hosts-file", Kind::List, "PATH",
+       "Answer the names of this hosts(5) file (A, AAAA, PTR), re-read when it changes; "
+       "repeatable; re-read from --config on SIGHUP",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty()) return "expected the path of a hosts file, e.g. /etc/hosts";
+         c.hosts_files.emplace_back(v);
+         return std::nullopt;
+       },
+       [](Config& c) { c.hosts_files.clear(); }},
+      {"local-record", Kind::List, "'NAME TTL TYPE DATA'",
+       "Answer NAME with this record (A, AAAA, CNAME, PTR, TXT, MX, SRV), never asking "
+       "upstream; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto r = parse_local_record(v);
+         if (!r) return r.error();
+         c.local_records.push_back(std::string(v));
+         return std::nullopt;
+       },
+       [](Config& c) { c.local_records.clear(); }},
       {"shadow-size", Kind::Scalar, "BYTES",
        "Memory limit of the shadow-ttl table, keys and expiry times only (default 8MiB)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
@@ -539,6 +574,25 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
         return out;
       }
       // ttl-cap may also be a table: [ttl-cap] "shop.example.com" = 60
+      if (auto tbl = n.as_table(); tbl && key.name == "forward") {
+        // [forward] "corp.example" = ["10.8.0.1", "10.8.0.2:5353"] (or one string)
+        for (auto&& [zone, servers] : *tbl) {
+          std::string list;
+          if (auto t = toml_scalar_text(servers)) {
+            list = *t;
+          } else if (auto sa = servers.as_array()) {
+            for (const toml::node& e : *sa) {
+              auto one = toml_scalar_text(e);
+              if (!one) return bad("expected a table of ZONE = [\"ADDR[:PORT]\", ...]");
+              list += (list.empty() ? "" : ",") + *one;
+            }
+          } else {
+            return bad("expected a table of ZONE = [\"ADDR[:PORT]\", ...]");
+          }
+          out.push_back(std::string(zone.str()) + "=" + list);
+        }
+        return out;
+      }
       if (auto tbl = n.as_table(); tbl && (key.name == "ttl-cap" || key.name == "shadow-ttl")) {
         for (auto&& [zone, secs] : *tbl) {
           auto t = toml_scalar_text(secs);
@@ -871,6 +925,23 @@ std::string to_toml(const Config& c) {
   }
   if (c.shadow_size != Config{}.shadow_size)
     out += "shadow-size = " + toml_string(bytes_text(c.shadow_size)) + "\n";
+  if (!c.forward_zones.empty()) {
+    out += "forward = " +
+           toml_list(c.forward_zones,
+                     [](const ForwardZone& f) {
+                       std::string s = f.zone + "=";
+                       for (std::size_t i = 0; i < f.servers.size(); ++i)
+                         s += (i ? "," : "") + f.servers[i].to_string();
+                       return s;
+                     }) +
+           "\n";
+  }
+  if (!c.local_records.empty())
+    out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
+           "\n";
+  if (!c.hosts_files.empty())
+    out +=
+        "hosts-file = " + toml_list(c.hosts_files, [](const std::string& p) { return p; }) + "\n";
   return out;
 }
 
@@ -928,6 +999,8 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
       }
     }
     if (k.name == "shadow-ttl") c.shadow_ttls_from_cli = true;
+    if (k.name == "forward") c.forward_from_cli = true;
+    if (k.name == "hosts-file") c.hosts_files_from_cli = true;
   }
   c.dnstap_from_cli = cli.options["dnstap"]->count() > 0;
   c.dnstap_identity_from_cli = cli.options["dnstap-identity"]->count() > 0;
@@ -995,6 +1068,10 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
   if (auto loop = find_forwarding_loop(c.listen, c.upstreams, locals)) {
     return ConfigExit{2, describe(*loop, upstream_source)};
   }
+  for (const ForwardZone& f : c.forward_zones) {
+    if (auto loop = find_forwarding_loop(c.listen, f.servers, locals))
+      return ConfigExit{2, describe(*loop, "--forward " + f.zone)};
+  }
   return c;
 }
 
@@ -1028,6 +1105,21 @@ Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config
   }
   if (!running.dnstap_from_cli) out.first = fresh.dnstap;
   if (!running.dnstap_identity_from_cli) out.second = fresh.dnstap_identity;
+  return out;
+}
+
+Checked<std::pair<std::vector<ForwardZone>, std::vector<std::string>>> reread_routing_settings(
+    const Config& running) {
+  using R = Checked<std::pair<std::vector<ForwardZone>, std::vector<std::string>>>;
+  std::pair<std::vector<ForwardZone>, std::vector<std::string>> out{running.forward_zones,
+                                                                    running.hosts_files};
+  if (running.config_file.empty()) return out;
+  Config fresh;
+  bool file_upstream = false;
+  if (auto err = apply_toml(fresh, running.config_file, ParseOptions{}, file_upstream))
+    return R::failure(*err);
+  if (!running.forward_from_cli) out.first = fresh.forward_zones;
+  if (!running.hosts_files_from_cli) out.second = fresh.hosts_files;
   return out;
 }
 

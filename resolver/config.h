@@ -25,6 +25,7 @@
 
 #include "resolver/checked.h"
 #include "resolver/endpoint.h"
+#include "resolver/local_names.h"
 #include "resolver/resolv_conf.h"
 
 namespace hg::resolver {
@@ -98,6 +99,13 @@ struct Config {
   std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name
   /// Given on the command line, so SIGHUP keeps them rather than re-reading the file's.
   bool dnstap_from_cli = false, dnstap_identity_from_cli = false;
+  /// --forward ZONE=ADDR,... and --hosts-file PATH (resolver/local_names.h); re-read from
+  /// config_file on SIGHUP unless given on the command line.
+  std::vector<ForwardZone> forward_zones{};
+  std::vector<std::string> hosts_files{};
+  /// --local-record 'NAME TTL TYPE DATA', as given (checked by parse_local_record).
+  std::vector<std::string> local_records{};
+  bool forward_from_cli = false, hosts_files_from_cli = false;
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};
 
@@ -131,6 +139,10 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
 /// command line are kept), as {dnstap, dnstap_identity}; an error line if the file no
 /// longer reads. Without a config file, the running values.
 Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config& running);
+/// SIGHUP: the forward zones and hosts files the config file holds now (values from the
+/// command line are kept); an error line if the file no longer reads.
+Checked<std::pair<std::vector<ForwardZone>, std::vector<std::string>>> reread_routing_settings(
+    const Config& running);
 /// The shadow-ttl values of a TOML config file (for SIGHUP), checked like parse_config()
 /// checks them; an empty list when the file has no shadow-ttl key.
 Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,

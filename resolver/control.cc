@@ -40,6 +40,8 @@ constexpr std::string_view kHelp =
     "drain NAME [--old RDATA]... [--flush-old]\n"
     "                        cached answers leading to NAME, when the old ones are gone\n"
     "save                    write the cache to the --cache-file now\n"
+    "route NAME              which rule answers NAME: local zone, hosts file, forward zone\n"
+    "                        and its servers, or the default upstreams\n"
     "  (flush, flush-zone, ttl-cap, ttl-cap-clear take --fleet: Redis and every instance too)\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
@@ -111,6 +113,9 @@ Control::Output stats_text(Shared& shared) {
   line("server.dropped", r(s.dropped));
   line("server.overload", r(s.overload));
   line("server.truncated", r(s.truncated));
+  line("server.local_answers", r(s.local_answers));
+  line("server.hosts_answers", r(s.hosts_answers));
+  line("server.forwarded_queries", r(s.forwarded));
   line("dnstap.written", r(shared.dnstap.written));
   line("dnstap.dropped", r(shared.dnstap.dropped));
   line("inflight.queries", shared.inflight.size());
@@ -209,6 +214,14 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
   if (cmd == "upstreams") {
     if (nargs != 0) return usage(cmd, "(no arguments)");
     return {upstreams_text(shared.upstream_board)};
+  }
+  if (cmd == "route") {
+    if (nargs != 1) return usage(cmd, "NAME");
+    auto name = parse_name(words[1], why);
+    if (!name) return error(why);
+    const auto [routing, upstreams] = shared.routing();
+    if (!routing) return {fmt::format("{} default upstreams\n", name->to_text())};
+    return {routing->describe(*name, upstreams)};
   }
   if (cmd == "dump") {
     if (nargs > 1) return usage(cmd, "[NAME]");

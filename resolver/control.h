@@ -24,6 +24,7 @@
 //   ttl-caps                  "ZONE SECONDS" per cap in force
 //   shadow [list|set|clear]   shadow-ttl zones (resolver/rehearsal.h)
 //   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/rehearsal.h)
+//   route NAME                which rule answers NAME (resolver/local_names.h)
 //   save                      writes the cache to --cache-file now (resolver/warm_restart.h)
 //                             → "saved N answers to PATH (B bytes)"
 //

@@ -153,6 +153,13 @@ std::string render_metrics(Shared& shared) {
   e.sample("hourglass_rejected_total", get(s.dropped), "reason=\"dropped\"");
   e.sample("hourglass_rejected_total", get(s.overload), "reason=\"overload\"");
   e.counter("hourglass_truncated_total", "Answers cut to fit with TC=1.", get(s.truncated));
+  e.family("hourglass_local_answers_total", "counter",
+           "Queries answered here without an upstream: special-use and locally served zones "
+           "and single-label names (rule=\"special\"), hosts files (rule=\"hosts\").");
+  e.sample("hourglass_local_answers_total", get(s.local_answers), "rule=\"special\"");
+  e.sample("hourglass_local_answers_total", get(s.hosts_answers), "rule=\"hosts\"");
+  e.counter("hourglass_forwarded_queries_total",
+            "Upstream queries sent to a forward zone's servers (--forward).", get(s.forwarded));
   e.counter("hourglass_dnstap_written_total",
             "dnstap messages handed to the writer thread (--dnstap).", get(shared.dnstap.written));
   e.counter("hourglass_dnstap_dropped_total",

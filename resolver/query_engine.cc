@@ -176,6 +176,11 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   }
 
   const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
+  if (routing_ != nullptr) {
+    const Routing::Match m = routing_->route(*q.qname, q.qtype);
+    if (m.kind >= RouteKind::LocalZone) [[unlikely]]
+      return {answer_local(m, q, out, limit, now), false};
+  }
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
   // A fresh hit is rendered inside the lookup, under the shard's read lock: no reference to
@@ -300,10 +305,31 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
     return;
   }
   const uint32_t slot = keys_.hold(key);
-  sender_(w.written(), [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
+  auto done = [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
     on_upstream(keys_[slot], status, answer);
     keys_.drop(slot);
-  });
+  };
+  if (routing_ != nullptr && forward_) {
+    const Routing::Match m = routing_->route(key.qname, key.qtype);
+    if (m.kind == RouteKind::Forward) {
+      shared_.stats.forwarded.fetch_add(1, std::memory_order_relaxed);
+      forward_(m.index, w.written(), std::move(done));
+      return;
+    }
+  }
+  sender_(w.written(), std::move(done));
+}
+
+std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery& q,
+                                      std::span<uint8_t> out, std::size_t limit, MonoTime now) {
+  RCode rcode = RCode::NoError;
+  const std::size_t size = routing_->answer(m, q, out, limit, rcode);
+  const bool hosts = routing_->from_hosts_file(m);
+  (hosts ? shared_.stats.hosts_answers : shared_.stats.local_answers)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (shared_.config.log_queries)
+    log_query(*q.qname, q.qtype, rcode, hosts ? "hosts" : "local", now);
+  return size;
 }
 
 void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "resolver/dnstap_writer.h"
 #include "resolver/event_loop.h"
 #include "resolver/inflight.h"
+#include "resolver/local_names.h"
 #include "resolver/query.h"
 #include "resolver/redis_l2.h"
 #include "resolver/responder.h"
@@ -93,6 +95,9 @@ struct Stats {
   Counter servfail, deadline_answers, failure_cached_answers;
   Counter refused, formerr, notimp, dropped, overload;
   Counter truncated;
+  /// Routing (resolver/local_names.h): answered here from a special-use zone or for a
+  /// single-label name; answered from a hosts file; misses sent to a forward zone's servers.
+  Counter local_answers, hosts_answers, forwarded;
 };
 
 /// Everything the workers share.
@@ -118,6 +123,26 @@ struct Shared {
   /// metrics endpoint's.
   ConnCounters tcp_conns;
   ConnCounters metrics_conns;
+
+  /// The routing in force and the default upstreams, for `hourglass-ctl route` (the workers
+  /// hold their own copies of the routing).
+  void set_routing(std::shared_ptr<const Routing> r) {
+    std::lock_guard lock(routing_mu_);
+    routing_ = std::move(r);
+  }
+  void set_upstreams_now(std::vector<Endpoint> u) {
+    std::lock_guard lock(routing_mu_);
+    upstreams_now_ = std::move(u);
+  }
+  std::pair<std::shared_ptr<const Routing>, std::vector<Endpoint>> routing() const {
+    std::lock_guard lock(routing_mu_);
+    return {routing_, upstreams_now_};
+  }
+
+ private:
+  mutable std::mutex routing_mu_;
+  std::shared_ptr<const Routing> routing_;  // guarded by routing_mu_
+  std::vector<Endpoint> upstreams_now_;     // guarded by routing_mu_
 };
 
 /// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the
@@ -133,6 +158,16 @@ class QueryEngine {
   using Sender = std::function<void(std::span<const uint8_t> query, Upstream::Callback done)>;
 
   QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker);
+
+  /// Sends one upstream query to the servers of forward server set `set`.
+  using ForwardSender =
+      std::function<void(uint32_t set, std::span<const uint8_t> query, Upstream::Callback done)>;
+  /// The routing this engine applies (local answers before the cache, forward zones on a
+  /// miss); nullptr (the default): every name goes to `sender`. On the engine's thread.
+  void set_routing(std::shared_ptr<const Routing> routing, ForwardSender forward) {
+    routing_ = std::move(routing);
+    forward_ = std::move(forward);
+  }
 
   /// Handles one query from `peer`. Returns the size of an answer written to `out` now
   /// (cache hits, errors), or 0 when there is nothing to send now (dropped, or the answer
@@ -180,6 +215,9 @@ class QueryEngine {
   /// CLIENT_RESPONSE for an answer delivered later to a waiter.
   void tap_response(const Waiter& w, std::span<const uint8_t> bytes);
   bool allowed(const sockaddr* peer) const noexcept;
+  /// A name answered here (resolver/local_names.h), counted and logged.
+  std::size_t answer_local(const Routing::Match& m, const ClientQuery& q, std::span<uint8_t> out,
+                           std::size_t limit, MonoTime now);
   std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                          std::size_t limit, std::optional<EdeSpec> ede);
   /// The same from the entry itself (a fresh hit rendered inside Cache::lookup_fresh);
@@ -247,6 +285,8 @@ class QueryEngine {
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
   wire::Message l2_msg_;
+  std::shared_ptr<const Routing> routing_;
+  ForwardSender forward_;
 };
 
 /// dnstap (dnstap_tap.cc): sends an upstream query through `upstream` and logs it as

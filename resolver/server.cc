@@ -35,6 +35,15 @@ struct Server::Worker {
   int index;
   EventLoop loop;
   std::unique_ptr<Upstream> upstream;
+  /// One Upstream per forward server set of the routing in force (index = set), and those
+  /// of earlier routings still finishing queries.
+  struct Forward {
+    std::vector<Endpoint> servers;
+    int board_id = 0;
+    std::unique_ptr<Upstream> up;
+  };
+  std::vector<Forward> forward;
+  std::vector<Forward> retired;
   std::unique_ptr<QueryEngine> engine;
   std::unique_ptr<FleetCache> fleet;  // after engine: destroyed before it
   std::vector<std::unique_ptr<UdpListener>> udp;
@@ -201,6 +210,21 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     srv->workers_.push_back(std::move(wk));
   }
   srv->open_reply_sockets();
+  srv->forward_zones_ = config.forward_zones;
+  srv->hosts_files_ = config.hosts_files;
+  {
+    auto routing = srv->build_routing("start-up");
+    if (!routing) return R::failure(routing.error());
+    srv->apply_routing(routing.value(), /*direct=*/true);
+  }
+  shared.set_upstreams_now(config.upstreams);
+  {
+    auto watch = FileWatch::open(srv->workers_[0]->loop,
+                                 [s = srv.get()](const std::string& p) { s->on_file_changed(p); });
+    if (!watch) return R::failure(watch.error());
+    srv->watch_ = std::move(watch.value());
+    srv->watch_files();
+  }
   if (auto err = srv->open_dnstap(config)) return R::failure(*err);
   // Operations (docs/architecture.md §5): the control socket and the metrics endpoint, on worker
   // 0's loop.
@@ -342,6 +366,7 @@ void Server::on_signal() {
       reload_upstreams();
       reload_dnstap();
       reload_shadow_ttls();
+      reload_routing("SIGHUP", /*reread_config=*/true);
       // Each worker switches channels in a task posted to it; READY=1 follows them all.
       if (notifier_.enabled())
         after_all_workers([this] { notifier_.send("READY=1\nSTATUS=" + status_text()); });
@@ -351,27 +376,36 @@ void Server::on_signal() {
   }
 }
 
-void Server::reload_upstreams() {
+void Server::reload_upstreams(const char* why) {
   const Config& c = shared_->config;
   if (!c.upstreams_from_file) {
-    fmt::print(stderr, "SIGHUP: upstreams come from --upstream, nothing to re-read\n");
+    fmt::print(stderr, "{}: upstreams come from --upstream, nothing to re-read\n", why);
     return;
   }
+  // From the file watch, a complaint is said once (a file being rewritten may be seen
+  // half-written several times); SIGHUP always answers.
+  const bool watched = std::string_view(why) != "SIGHUP";
+  auto complain = [&](const std::string& text) {
+    if (watched && text == upstream_complaint_) return;
+    upstream_complaint_ = text;
+    fmt::print(stderr, "{}: keeping the current upstreams: {}\n", why, text);
+  };
   auto rc = read_resolv_conf(c.upstream_file);
   if (!rc) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {}\n", rc.error());
+    complain(rc.error());
     return;
   }
   if (rc->nameservers.empty()) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {} {}\n", c.upstream_file,
-               no_nameserver_reason(rc.value(), c.upstream_file));
+    complain(c.upstream_file + " " + no_nameserver_reason(rc.value(), c.upstream_file));
     return;
   }
   if (auto loop = find_forwarding_loop(bound(), rc->nameservers, local_interface_addresses())) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {}\n",
-               describe(*loop, c.upstream_file));
+    complain(describe(*loop, c.upstream_file));
     return;
   }
+  upstream_complaint_.clear();
+  if (watched && rc->nameservers == shared_->routing().second) return;  // nothing changed
+  shared_->set_upstreams_now(rc->nameservers);
   std::string ups;
   for (const auto& e : rc->nameservers)
     ups += (ups.empty() ? "" : " ") + e.to_string();
@@ -379,7 +413,7 @@ void Server::reload_upstreams() {
   // so the line means "new queries now go to the new servers".
   auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
   auto message = std::make_shared<const std::string>(
-      fmt::format("SIGHUP: upstreams now {} (from {})", ups, c.upstream_file));
+      fmt::format("{}: upstreams now {} (from {})", why, ups, c.upstream_file));
   for (auto& w : workers_) {
     Worker* wp = w.get();
     wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
@@ -456,6 +490,10 @@ void Server::finish_shutdown(MonoTime give_up) {
     Worker* wp = w.get();
     wp->loop.post([this, wp, remaining] {
       wp->upstream->cancel_all();
+      for (auto& f : wp->forward)
+        if (f.up) f.up->cancel_all();
+      for (auto& f : wp->retired)
+        f.up->cancel_all();
       if (remaining->fetch_sub(1) != 1) return;
       for (auto& other : workers_) {
         Worker* op = other.get();
@@ -465,6 +503,195 @@ void Server::finish_shutdown(MonoTime give_up) {
           op->loop.stop();
         });
       }
+    });
+  }
+}
+
+// --- routing: forward zones, hosts files, special-use names -------------------------------
+
+Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
+  Routing::Input in;
+  in.forward = forward_zones_;
+  for (const std::string& text : shared_->config.local_records) {
+    auto rec = parse_local_record(text);  // checked when the configuration was read
+    if (rec) in.records.push_back(std::move(rec.value()));
+  }
+  std::size_t said = 0, unsaid = 0;
+  for (const std::string& path : hosts_files_) {
+    auto read = read_hosts_file(path);
+    if (!read) {
+      const std::string text = "hosts file " + read.error();
+      if (hosts_reported_.insert(text).second)
+        fmt::print(stderr, "{}: {}{}\n", why, text,
+                   hosts_read_.contains(path) ? "; keeping what it said before" : "");
+    } else {
+      for (const std::string& e : read->errors) {
+        // Said once per line and text, however often the file is re-read.
+        if (hosts_reported_.size() > 10000) hosts_reported_.clear();
+        if (!hosts_reported_.insert(fmt::format("{}:{}", path, e)).second) continue;
+        if (said++ < 20) {
+          fmt::print(stderr, "{}: hosts file {}:{}; line skipped\n", why, path, e);
+        } else {
+          ++unsaid;
+        }
+      }
+      hosts_read_[path] = std::move(read->lines);
+    }
+    if (auto it = hosts_read_.find(path); it != hosts_read_.end())
+      in.hosts.push_back(HostsFile{path, it->second});
+  }
+  if (unsaid > 0) fmt::print(stderr, "{}: and {} more malformed hosts lines\n", why, unsaid);
+  return Routing::build(in);
+}
+
+void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r) {
+  std::vector<Worker::Forward> next;
+  for (const auto& servers : r->server_sets()) {
+    auto same = std::find_if(w.forward.begin(), w.forward.end(), [&](const Worker::Forward& f) {
+      return f.up && f.servers == servers;
+    });
+    if (same != w.forward.end()) {
+      next.push_back(std::move(*same));
+      continue;
+    }
+    // Exactly the default upstreams' settings: health, RTT, EDNS and 0x20 state per server.
+    const Config& config = shared_->config;
+    UpstreamOptions uo;
+    uo.servers = servers;
+    uo.lifetime = Millis{config.upstream_timeout.count() * 6 / 5};
+    uo.use_0x20 = config.use_0x20;
+    uo.board = &shared_->upstream_board;
+    uo.worker = next_board_id_++;
+    auto up = Upstream::create(w.loop, uo);
+    if (!up) {
+      // Cannot happen for servers parse_forward_spec accepted; answer SERVFAIL rather than
+      // send the zone's names to the default upstreams.
+      fmt::print(stderr, "worker {}: forward servers: {}\n", w.index, up.error());
+      uo.servers.clear();
+      up = Upstream::create(w.loop, uo);
+      if (!up) {  // c-ares itself failed: keep the index, the sender answers SERVFAIL
+        next.push_back(Worker::Forward{servers, uo.worker, nullptr});
+        continue;
+      }
+    }
+    next.push_back(Worker::Forward{servers, uo.worker, std::move(up.value())});
+  }
+  for (auto& f : w.forward)
+    if (f.up) w.retired.push_back(std::move(f));
+  w.forward = std::move(next);
+  // Upstreams no longer used go when their last query has ended (checked at each install).
+  std::erase_if(w.retired, [&](Worker::Forward& f) {
+    if (f.up->in_flight() > 0) return false;
+    auto empty = std::make_shared<UpstreamTable>();
+    empty->worker = f.board_id;
+    shared_->upstream_board.publish(std::move(empty));
+    return true;
+  });
+  Worker* wp = &w;
+  w.engine->set_routing(r, [wp](uint32_t set, std::span<const uint8_t> q, Upstream::Callback done) {
+    if (set >= wp->forward.size() || !wp->forward[set].up) {
+      wp->loop.add_timer(Millis{0},
+                         [done = std::move(done)] { done(UpstreamStatus::Internal, {}); });
+      return;
+    }
+    Upstream& up = *wp->forward[set].up;
+    if (wp->engine->dnstap() != nullptr) [[unlikely]] {
+      dnstap_forward(*wp->engine, up, q, std::move(done));
+      return;
+    }
+    up.send(q, std::move(done));
+  });
+}
+
+void Server::apply_routing(const std::shared_ptr<const Routing>& r, bool direct) {
+  // Cached answers of a zone whose route changed came from the wrong servers: flush them.
+  if (routing_) {
+    std::vector<wire::Name> changed;
+    auto servers_of = [](const Routing& t, const wire::Name& z) -> const std::vector<Endpoint>* {
+      for (const auto& f : t.forward_rules())
+        if (f.zone == z) return &t.server_sets()[f.set];
+      return nullptr;
+    };
+    for (const auto& f : routing_->forward_rules()) {
+      const auto* now = servers_of(*r, f.zone);
+      if (now == nullptr || *now != routing_->server_sets()[f.set]) changed.push_back(f.zone);
+    }
+    for (const auto& f : r->forward_rules())
+      if (servers_of(*routing_, f.zone) == nullptr) changed.push_back(f.zone);
+    for (const auto& z : changed)
+      shared_->cache.flush_zone(z);
+  }
+  routing_ = r;
+  shared_->set_routing(r);
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    if (direct) {
+      install_routing(*wp, r);
+    } else {
+      wp->loop.post([this, wp, r] { install_routing(*wp, r); });
+    }
+  }
+}
+
+void Server::reload_routing(const char* why, bool reread_config) {
+  if (reread_config) {
+    auto settings = reread_routing_settings(shared_->config);
+    if (!settings) {
+      fmt::print(stderr, "{}: keeping the forward zones and hosts files: {}\n", why,
+                 settings.error());
+      return;
+    }
+    for (const ForwardZone& f : settings->first) {
+      if (auto loop = find_forwarding_loop(bound(), f.servers, local_interface_addresses())) {
+        fmt::print(stderr, "{}: keeping the forward zones and hosts files: {}\n", why,
+                   describe(*loop, "forward " + f.zone));
+        return;
+      }
+    }
+    const bool same = settings->first == forward_zones_ && settings->second == hosts_files_;
+    forward_zones_ = std::move(settings->first);
+    hosts_files_ = std::move(settings->second);
+    if (!same) watch_files();
+  }
+  auto r = build_routing(why);
+  if (!r) {
+    fmt::print(stderr, "{}: keeping the routing in force: {}\n", why, r.error());
+    return;
+  }
+  fmt::print(stderr,
+             "{}: routing now {} forward zones ({} server sets), {} names from {} hosts "
+             "files and the built-in loopback PTRs\n",
+             why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
+             r.value()->hosts_names(), hosts_files_.size());
+  apply_routing(r.value(), /*direct=*/false);
+}
+
+void Server::watch_files() {
+  std::vector<std::string> paths = hosts_files_;
+  if (shared_->config.upstreams_from_file) paths.push_back(shared_->config.upstream_file);
+  for (const std::string& problem : watch_->set_paths(paths))
+    fmt::print(stderr, "warning: {}\n", problem);
+}
+
+void Server::on_file_changed(const std::string& path) {
+  // A short pause, so that a writer's steps (truncate, write, rename) end in one re-read.
+  constexpr Millis kSettle{50};
+  EventLoop& loop = workers_[0]->loop;
+  if (shared_->config.upstreams_from_file && path == shared_->config.upstream_file &&
+      !upstream_reload_pending_) {
+    upstream_reload_pending_ = true;
+    loop.add_timer(kSettle, [this] {
+      upstream_reload_pending_ = false;
+      reload_upstreams("upstream-file changed");
+      watch_files();  // a symbolic link may lead elsewhere now
+    });
+  }
+  if (std::find(hosts_files_.begin(), hosts_files_.end(), path) != hosts_files_.end() &&
+      !hosts_reload_pending_) {
+    hosts_reload_pending_ = true;
+    loop.add_timer(kSettle, [this] {
+      hosts_reload_pending_ = false;
+      reload_routing("hosts file changed", /*reread_config=*/false);
     });
   }
 }

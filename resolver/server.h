@@ -7,14 +7,17 @@
 //   Shared:    cache::Cache (sharded), Inflight (one mutex), Stats (atomics)
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "resolver/config.h"
 #include "resolver/dnstap_writer.h"
+#include "resolver/file_watch.h"
 #include "resolver/query_engine.h"
 #include "resolver/systemd.h"
 
@@ -43,7 +46,22 @@ class Server {
   Server() = default;
   static void start_fleet(Shared& shared, Worker& wk, bool control);
   void on_signal();
-  void reload_upstreams();
+  /// Re-reads the upstream file; `why` starts the log lines ("SIGHUP", or the file watch's
+  /// "upstream-file changed", which says each complaint only once).
+  void reload_upstreams(const char* why = "SIGHUP");
+  // Routing (resolver/local_names.h): forward zones, hosts files, special-use names.
+  /// Reads the hosts files (each malformed line reported once; an unreadable file keeps
+  /// what was read from it before) and builds the routing.
+  Checked<std::shared_ptr<const Routing>> build_routing(const char* why);
+  /// Gives every worker `r` (on its own loop, or directly before run()): forward upstreams
+  /// for its server sets (kept across reloads when the servers are the same).
+  void install_routing(Worker& w, const std::shared_ptr<const Routing>& r);
+  void apply_routing(const std::shared_ptr<const Routing>& r, bool direct);
+  /// SIGHUP (forward zones and hosts files re-read from --config) or a hosts file change.
+  void reload_routing(const char* why, bool reread_config);
+  /// Watches the hosts files and the upstream file (when upstreams come from it).
+  void watch_files();
+  void on_file_changed(const std::string& path);
   /// --dnstap: opens the writer (start-up), and on SIGHUP re-reads the config file's dnstap
   /// keys and reopens when they changed or the file was rotated away.
   std::optional<std::string> open_dnstap(const Config& c);
@@ -83,6 +101,16 @@ class Server {
   /// --cache-save-interval (resolver/warm_restart.h): runs from run() until the loops stop.
   std::unique_ptr<PeriodicSaver> saver_;
   bool watchdog_withheld_ = false;
+  // Routing (worker 0's loop only).
+  std::vector<ForwardZone> forward_zones_;
+  std::vector<std::string> hosts_files_;
+  std::map<std::string, std::vector<HostsLine>> hosts_read_;  // the last good read per file
+  std::set<std::string> hosts_reported_;                      // "PATH:LINE: what", said once
+  std::shared_ptr<const Routing> routing_;
+  std::unique_ptr<FileWatch> watch_;
+  bool hosts_reload_pending_ = false, upstream_reload_pending_ = false;
+  std::string upstream_complaint_;  // the last thing said about an unusable upstream file
+  int next_board_id_ = 1 << 20;     // UpstreamBoard ids of forward upstreams
 };
 
 }  // namespace hg::resolver

@@ -143,13 +143,15 @@ TEST(Lifecycle, SighupWithBrokenFileKeepsCurrentUpstreams) {
   ASSERT_TRUE(d->ready()) << d->output();
   conf.rewrite("# nothing here\n");
   ASSERT_TRUE(d->signal(SIGHUP));
-  ASSERT_TRUE(d->wait_for_output("keeping the current upstreams", Millis{3000})) << d->output();
+  // The file watch may say the same on its own (the file changed): count SIGHUP's answers.
+  const std::string kept = "SIGHUP: keeping the current upstreams";
+  ASSERT_TRUE(d->wait_for_output(kept, Millis{3000})) << d->output();
   // A loop in the new file is refused too.
   conf.rewrite("nameserver " + d->listen_addresses()[0] + "\n");
   ASSERT_TRUE(d->signal(SIGHUP));
-  for (int i = 0; i < 300 && d->lines_with("keeping the current upstreams").size() < 2; ++i)
+  for (int i = 0; i < 300 && d->lines_with(kept).size() < 2; ++i)
     std::this_thread::sleep_for(Millis{10});
-  EXPECT_EQ(d->lines_with("keeping the current upstreams").size(), 2u) << d->output();
+  EXPECT_EQ(d->lines_with(kept).size(), 2u) << d->output();
   auto a = udp_query(d->port(), build_query({.name = "still.test"}));
   ASSERT_TRUE(a);
   EXPECT_EQ(a->rcode(), RCode::NoError);

@@ -199,13 +199,14 @@ struct FakeUpstream::Connection {
   std::vector<uint8_t> buf;
 };
 
-FakeUpstream::FakeUpstream() {
+FakeUpstream::FakeUpstream(const char* ip) : ip_(ip) {
   for (int attempt = 0; attempt < 50 && tcp_fd_ < 0; ++attempt) {
     udp_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (udp_fd_ < 0) die("socket(udp)");
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1 || (ntohl(sin.sin_addr.s_addr) >> 24) != 127)
+      die("FakeUpstream: expected a 127.0.0.0/8 address");
     if (bind(udp_fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) die("bind(udp)");
     socklen_t len = sizeof sin;
     getsockname(udp_fd_, reinterpret_cast<sockaddr*>(&sin), &len);
@@ -233,7 +234,7 @@ FakeUpstream::~FakeUpstream() {
 }
 
 std::string FakeUpstream::address() const {
-  return "127.0.0.1:" + std::to_string(port_);
+  return ip_ + ":" + std::to_string(port_);
 }
 
 void FakeUpstream::set_default(FakeReply reply) {

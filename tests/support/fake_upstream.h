@@ -79,15 +79,16 @@ struct ReceivedQuery {
 
 class FakeUpstream {
  public:
-  /// Binds UDP and TCP on 127.0.0.1 with the same kernel-chosen port and starts the thread.
-  /// Aborts the test binary (std::abort with a message) if the sockets cannot be created.
-  FakeUpstream();
+  /// Binds UDP and TCP on 127.0.0.1 (or another loopback address, e.g. "127.0.0.2") with
+  /// the same kernel-chosen port and starts the thread. Aborts the test binary (std::abort
+  /// with a message) if the sockets cannot be created.
+  explicit FakeUpstream(const char* ip = "127.0.0.1");
   ~FakeUpstream();
   FakeUpstream(const FakeUpstream&) = delete;
   FakeUpstream& operator=(const FakeUpstream&) = delete;
 
   uint16_t port() const noexcept { return port_; }
-  /// "127.0.0.1:PORT", ready for --upstream or parse_endpoint.
+  /// "IP:PORT", ready for --upstream or parse_endpoint.
   std::string address() const;
 
   /// The reply for queries whose name has no script of its own (initially: NOERROR, empty).
@@ -141,6 +142,7 @@ class FakeUpstream {
   int tcp_fd_ = -1;
   int wake_fd_ = -1;
   uint16_t port_ = 0;
+  std::string ip_;
   std::atomic<bool> stopping_{false};
   bool stopped_ = false;
   std::thread thread_;

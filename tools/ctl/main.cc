@@ -2,7 +2,7 @@
 // the reply (the protocol is described in resolver/control.h).
 //
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
-//   hourglass-ctl stats | upstreams | dump [NAME] | flush [NAME] | flush-zone ZONE
+//   hourglass-ctl stats | upstreams | route NAME | dump [NAME] | flush [NAME] | flush-zone ZONE
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
 //   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
 //   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
@@ -87,7 +87,8 @@ int run(int argc, char** argv) {
   app.add_option(
       "command", words,
       "stats | upstreams | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-      "| ttl-cap-clear ZONE | ttl-caps | save | shadow [list | set ZONE SECONDS | clear "
+      "| ttl-cap-clear ZONE | ttl-caps | save | route NAME | shadow [list | set ZONE SECONDS | "
+      "clear "
       "ZONE] | drain NAME [--old RDATA]... [--flush-old] | help");
   // Everything from the first word that is not one of our own options is the command, passed
   // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl; a --fleet

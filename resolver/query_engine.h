@@ -30,6 +30,7 @@
 #include "resolver/redis_l2.h"
 #include "resolver/responder.h"
 #include "resolver/tcp_listener.h"
+#include "resolver/top_names.h"
 #include "resolver/udp_listener.h"
 #include "resolver/upstream.h"
 
@@ -113,6 +114,8 @@ struct Shared {
   /// (used on worker 0's loop only, where the control socket runs).
   FleetStats fleet_stats;
   FleetCache* fleet_control = nullptr;
+  /// The busiest names and those causing upstream queries (hourglass-ctl top).
+  TopNames top_names;
 };
 
 /// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the
@@ -241,6 +244,7 @@ class QueryEngine {
   int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
+  uint32_t top_tick_ = 0;  // queries since the last one sampled into shared_.top_names
   wire::Message l2_msg_;
 };
 

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <random>
 
+#include "resolver/log.h"
 #include "resolver/redis_adapter.h"
 
 namespace hg::resolver {
@@ -99,8 +100,8 @@ void RedisConn::connect() {
                               : redisAsyncConnect(config_.host.c_str(), config_.port);
   if (ac == nullptr || ac->err != 0) {
     if (!logged_error_) {
-      fmt::print(stderr, "redis {}: cannot connect to {}: {}; retrying with backoff\n", name_,
-                 config_.target, ac != nullptr ? ac->errstr : "out of memory");
+      log::print(log::Level::Warning, "redis {}: cannot connect to {}: {}; retrying with backoff",
+                 name_, config_.target, ac != nullptr ? ac->errstr : "out of memory");
       logged_error_ = true;
     }
     if (ac != nullptr) redisAsyncFree(ac);
@@ -151,7 +152,7 @@ void RedisConn::on_connect_cb(const redisAsyncContext* ac, int status) {
   self->connected_ = true;
   self->backoff_ = kBackoffMin;
   if (self->logged_error_) {
-    fmt::print(stderr, "redis {}: connected to {}\n", self->name_, self->config_.target);
+    log::print(log::Level::Info, "redis {}: connected to {}", self->name_, self->config_.target);
     self->logged_error_ = false;
   }
   if (self->on_ready) self->on_ready();
@@ -173,7 +174,7 @@ void RedisConn::lost(const char* why) {
     connect_timer_ = {};
   }
   if (!logged_error_) {
-    fmt::print(stderr, "redis {}: {} {}: {}; retrying with backoff\n", name_,
+    log::print(log::Level::Warning, "redis {}: {} {}: {}; retrying with backoff", name_,
                was_connected ? "lost" : "cannot connect to", config_.target, why);
     logged_error_ = true;
   }
@@ -335,7 +336,7 @@ void FleetCache::note_result(bool ok) {
     breaker_.success();
   } else if (breaker_.failure(loop_.now())) {
     stats_.breaker_opens.fetch_add(1, std::memory_order_relaxed);
-    fmt::print(stderr, "redis: circuit breaker open for {} ms after repeated failures\n",
+    log::print(log::Level::Warning, "redis: circuit breaker open for {} ms after repeated failures",
                breaker_.cooldown().count());
   }
   const bool open = breaker_.state() != CircuitBreaker::State::Closed;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "resolver/control.h"
+#include "resolver/log.h"
 #include "resolver/metrics.h"
 #include "resolver/warm_restart.h"
 
@@ -171,14 +172,14 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
     if (!ctl) return R::failure(ctl.error());
     srv->control_ = std::move(ctl.value());
-    fmt::print(stderr, "control socket on {}\n", srv->control_->path());
+    log::print(log::Level::Info, "control socket on {}", srv->control_->path());
   }
   if (config.metrics) {
     auto m = Metrics::open(srv->workers_[0]->loop, shared, *config.metrics);
     if (!m) return R::failure(m.error());
     srv->metrics_ = std::move(m.value());
-    fmt::print(stderr, "metrics on {} (http://{}/metrics)\n", srv->metrics_->local().to_string(),
-               srv->metrics_->local().to_string());
+    log::print(log::Level::Info, "metrics on {} (http://{}/metrics)",
+               srv->metrics_->local().to_string(), srv->metrics_->local().to_string());
   }
   return srv;
 }
@@ -207,8 +208,8 @@ void Server::open_reply_sockets() {
     auto fds = UdpListener::open_reply_sockets(local, receivers);
     if (!fds) {
       // Not fatal: the listeners answer from their own sockets, at a little more CPU each.
-      fmt::print(stderr,
-                 "hourglassd: note: UDP answers on {} go out from the listening sockets: {}\n",
+      log::print(log::Level::Notice,
+                 "hourglassd: note: UDP answers on {} go out from the listening sockets: {}",
                  local.to_string(), fds.error());
       continue;
     }
@@ -241,7 +242,7 @@ int Server::run() {
   Worker& main = *workers_[0];
   if (signal_fd_ < 0 ||
       !main.loop.add_fd(signal_fd_, Interest::Read, [this](FdEvents) { on_signal(); })) {
-    fmt::print(stderr, "hourglassd: cannot watch signals: {}\n", std::strerror(errno));
+    log::print(log::Level::Error, "hourglassd: cannot watch signals: {}", std::strerror(errno));
     return 1;
   }
 
@@ -251,17 +252,17 @@ int Server::run() {
     addrs += (addrs.empty() ? "" : " ") + e.to_string();
   for (const auto& e : c.upstreams)
     ups += (ups.empty() ? "" : " ") + e.to_string();
-  fmt::print(stderr,
+  log::print(log::Level::Info,
              "hourglassd {}: listening on {} (udp+tcp); upstreams {}{}; cache {} bytes, ttl min "
              "{}s max {}s negative max {}s, stale max {}s ttl {}s; client timeout {}ms, upstream "
-             "timeout {}ms; threads {}\n",
+             "timeout {}ms; threads {}",
              HG_VERSION, addrs, ups,
              c.upstreams_from_file ? " (from " + c.upstream_file + ")" : std::string(),
              c.cache_size, c.cache_min_ttl.count(), c.cache_max_ttl.count(),
              c.negative_max_ttl.count(), c.stale_max.count(), c.stale_ttl.count(),
              c.client_timeout.count(), c.upstream_timeout.count(), workers_.size());
   for (const auto& w : c.warnings)
-    fmt::print(stderr, "warning: {}\n", w);
+    log::print(log::Level::Warning, "warning: {}", w);
 
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     Worker* w = workers_[i].get();
@@ -278,13 +279,13 @@ int Server::run() {
     for (auto& w : workers_)
       w->engine->set_dnstap(nullptr);
     dnstap_.reset();
-    fmt::print(stderr, "hourglassd: dnstap closed; {} messages written, {} dropped\n",
+    log::print(log::Level::Info, "hourglassd: dnstap closed; {} messages written, {} dropped",
                shared_->dnstap.written.load(), shared_->dnstap.dropped.load());
   }
   const auto& s = shared_->stats;
-  fmt::print(stderr,
+  log::print(log::Level::Info,
              "hourglassd: stopped; queries udp {} tcp {}, hits {}, misses {}, stale {}, coalesced "
-             "{}, upstream queries {} failures {}, servfail {}\n",
+             "{}, upstream queries {} failures {}, servfail {}",
              s.queries_udp.load(), s.queries_tcp.load(), s.hits.load(), s.misses.load(),
              s.stale_answers.load(), s.coalesced.load(), s.upstream_queries.load(),
              s.upstream_failures.load(), s.servfail.load());
@@ -314,21 +315,21 @@ void Server::on_signal() {
 void Server::reload_upstreams() {
   const Config& c = shared_->config;
   if (!c.upstreams_from_file) {
-    fmt::print(stderr, "SIGHUP: upstreams come from --upstream, nothing to re-read\n");
+    log::print(log::Level::Info, "SIGHUP: upstreams come from --upstream, nothing to re-read");
     return;
   }
   auto rc = read_resolv_conf(c.upstream_file);
   if (!rc) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {}\n", rc.error());
+    log::print(log::Level::Warning, "SIGHUP: keeping the current upstreams: {}", rc.error());
     return;
   }
   if (rc->nameservers.empty()) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {} has no nameserver line\n",
-               c.upstream_file);
+    log::print(log::Level::Warning,
+               "SIGHUP: keeping the current upstreams: {} has no nameserver line", c.upstream_file);
     return;
   }
   if (auto loop = find_forwarding_loop(bound(), rc->nameservers, local_interface_addresses())) {
-    fmt::print(stderr, "SIGHUP: keeping the current upstreams: {}\n",
+    log::print(log::Level::Warning, "SIGHUP: keeping the current upstreams: {}",
                describe(*loop, c.upstream_file));
     return;
   }
@@ -344,8 +345,8 @@ void Server::reload_upstreams() {
     Worker* wp = w.get();
     wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
       if (auto err = wp->upstream->reload_servers(servers))
-        fmt::print(stderr, "SIGHUP: worker {}: {}\n", wp->index, *err);
-      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", *message);
+        log::print(log::Level::Warning, "SIGHUP: worker {}: {}", wp->index, *err);
+      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", *message);
     });
   }
 }
@@ -354,12 +355,14 @@ void Server::reload_shadow_ttls() {
   const Config& c = shared_->config;
   if (c.config_file.empty()) return;
   if (c.shadow_ttls_from_cli) {
-    fmt::print(stderr, "SIGHUP: shadow-ttl comes from the command line, nothing to re-read\n");
+    log::print(log::Level::Info,
+               "SIGHUP: shadow-ttl comes from the command line, nothing to re-read");
     return;
   }
   auto read = read_shadow_ttls(c.config_file);
   if (!read) {
-    fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}\n", read.error());
+    log::print(log::Level::Warning, "SIGHUP: keeping the current shadow-ttl zones: {}",
+               read.error());
     return;
   }
   std::vector<std::pair<wire::Name, uint32_t>> zones;
@@ -367,8 +370,8 @@ void Server::reload_shadow_ttls() {
   for (const auto& st : read.value()) {
     auto zone = wire::Name::from_text(st.zone);
     if (!zone) {
-      fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}: not a zone name\n",
-                 st.zone);
+      log::print(log::Level::Warning,
+                 "SIGHUP: keeping the current shadow-ttl zones: {}: not a zone name", st.zone);
       return;
     }
     zones.emplace_back(*zone, static_cast<uint32_t>(st.cap.count()));
@@ -376,14 +379,15 @@ void Server::reload_shadow_ttls() {
                         st.cap.count());
   }
   shared_->shadow.replace(zones, workers_[0]->loop.now());
-  fmt::print(stderr, "SIGHUP: shadow-ttl now {} (from {})\n", text.empty() ? "none" : text,
+  log::print(log::Level::Info, "SIGHUP: shadow-ttl now {} (from {})", text.empty() ? "none" : text,
              c.config_file);
 }
 
 void Server::begin_shutdown() {
   stopping_ = true;
   notifier_.send("STOPPING=1\nSTATUS=shutting down");
-  fmt::print(stderr, "hourglassd: shutting down: no new queries; answering the {} in flight\n",
+  log::print(log::Level::Info,
+             "hourglassd: shutting down: no new queries; answering the {} in flight",
              shared_->inflight.size());
   for (auto& w : workers_) {
     Worker* wp = w.get();
@@ -444,7 +448,7 @@ std::optional<std::string> Server::open_dnstap(const Config& c) {
   // Before run(): no worker thread runs yet, so the engines are set directly.
   for (auto& wk : workers_)
     wk->engine->set_dnstap(dnstap_.get());
-  fmt::print(stderr, "dnstap to {} (identity \"{}\")\n", o.target, o.identity);
+  log::print(log::Level::Info, "dnstap to {} (identity \"{}\")", o.target, o.identity);
   return std::nullopt;
 }
 
@@ -452,7 +456,7 @@ void Server::reload_dnstap() {
   Config& c = shared_->config;
   auto settings = reread_dnstap_settings(c);
   if (!settings) {
-    fmt::print(stderr, "SIGHUP: keeping the dnstap settings: {}\n", settings.error());
+    log::print(log::Level::Warning, "SIGHUP: keeping the dnstap settings: {}", settings.error());
     return;
   }
   const auto& [target, identity] = settings.value();
@@ -461,9 +465,9 @@ void Server::reload_dnstap() {
     if (identity == c.dnstap_identity) return;  // nothing changed
     if (target.substr(0, 5) != "unix:") {
       // Reopening the same file would truncate what it recorded.
-      fmt::print(stderr,
+      log::print(log::Level::Notice,
                  "SIGHUP: the new dnstap-identity applies when {} is rotated (renamed away) "
-                 "and SIGHUP is sent again\n",
+                 "and SIGHUP is sent again",
                  target);
       return;
     }
@@ -478,7 +482,7 @@ void Server::reload_dnstap() {
     o.queues = static_cast<unsigned>(workers_.size());
     auto w = DnstapWriter::open(o, shared_->dnstap);
     if (!w) {
-      fmt::print(stderr, "SIGHUP: keeping the dnstap output: {}\n", w.error());
+      log::print(log::Level::Warning, "SIGHUP: keeping the dnstap output: {}", w.error());
       return;
     }
     next = std::move(w.value());
@@ -497,7 +501,7 @@ void Server::reload_dnstap() {
     wp->loop.post([wp, next, old, remaining, what]() mutable {
       wp->engine->set_dnstap(next.get());
       old.reset();
-      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", what);
+      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", what);
     });
   }
 }
@@ -512,7 +516,7 @@ void Server::start_systemd() {
   // every worker thread started before this point.
   main.loop.post([this] {
     notifier_.send("READY=1\nSTATUS=" + status_text());
-    fmt::print(stderr, "systemd: READY=1 sent{}\n",
+    log::print(log::Level::Info, "systemd: READY=1 sent{}",
                notifier_.watchdog()
                    ? fmt::format("; watchdog every {} ms", notifier_.watchdog()->count() / 2000)
                    : std::string());
@@ -549,7 +553,8 @@ void Server::watchdog_tick(Millis every) {
     beats.push_back(workers_[i]->heartbeat_ms.load(std::memory_order_relaxed));
   if (auto stuck = stuck_loop(beats, now, every.count() * 2)) {
     if (!watchdog_withheld_) {
-      fmt::print(stderr, "watchdog: worker {}'s loop has not run for {} ms; WATCHDOG=1 withheld\n",
+      log::print(log::Level::Error,
+                 "watchdog: worker {}'s loop has not run for {} ms; WATCHDOG=1 withheld",
                  *stuck + 1, now - beats[*stuck]);
     }
     watchdog_withheld_ = true;
@@ -593,10 +598,10 @@ void Server::save_at_exit() {
   const auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (r.ok) {
-    fmt::print(stderr, "hourglassd: saved {} answers to {} ({} bytes, {:.1f} ms)\n", r.entries,
-               path, r.bytes, ms);
+    log::print(log::Level::Info, "hourglassd: saved {} answers to {} ({} bytes, {:.1f} ms)",
+               r.entries, path, r.bytes, ms);
   } else {
-    fmt::print(stderr, "hourglassd: cache file {}: not saved: {}\n", path, r.error);
+    log::print(log::Level::Warning, "hourglassd: cache file {}: not saved: {}", path, r.error);
   }
 }
 

@@ -1,5 +1,6 @@
 // Warm restart: loading the cache file at start and saving it at stop or on request.
 #include "resolver/warm_restart.h"
+#include "resolver/log.h"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -21,11 +22,11 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
   switch (r.status) {
     case persist::LoadReport::Status::Missing:
-      fmt::print(stderr, "cache file {}: none yet; starting with an empty cache\n", path);
+      log::print(log::Level::Info, "cache file {}: none yet; starting with an empty cache", path);
       break;
     case persist::LoadReport::Status::Rejected:
-      fmt::print(stderr, "warning: cache file {}: {}; starting with an empty cache\n", path,
-                 r.problem);
+      log::print(log::Level::Warning, "warning: cache file {}: {}; starting with an empty cache",
+                 path, r.problem);
       break;
     case persist::LoadReport::Status::Loaded: {
       // saved_at comes from the file: subtract without overflowing.
@@ -34,9 +35,9 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
                                  r.saved_at.time_since_epoch().count(), &ago_ms))
         ago_ms = 0;
       const auto ago = std::chrono::duration_cast<std::chrono::seconds>(Millis{ago_ms});
-      fmt::print(stderr,
+      log::print(log::Level::Info,
                  "cache file {}: loaded {} of {} answers in {:.1f} ms (saved {}s ago; {} past "
-                 "their stale window, {} refused)\n",
+                 "their stale window, {} refused)",
                  path, r.loaded, r.in_file, took.count(), ago.count(), r.expired, r.refused);
       break;
     }
@@ -46,8 +47,9 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
   std::string dir = ".";
   if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
   if (::access(dir.c_str(), W_OK) != 0) {
-    fmt::print(stderr, "warning: cache file {}: cannot write in {} ({}); it will not be saved\n",
-               path, dir, std::strerror(errno));
+    log::print(log::Level::Warning,
+               "warning: cache file {}: cannot write in {} ({}); it will not be saved", path, dir,
+               std::strerror(errno));
   }
   return r.loaded;
 }

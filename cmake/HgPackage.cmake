@@ -69,15 +69,17 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_CONTACT "hourglass maintainers <maintainers@hourglass.example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "caching DNS forwarder that serves stale answers")
 set(CPACK_PACKAGE_DESCRIPTION
-  "hourglassd is a caching DNS stub resolver (a forwarder) meant to be the machine's\n\
-own resolver. It answers from a cache whose records count their TTLs down, collapses\n\
-identical queries into one upstream query, serves stale answers when the upstreams\n\
-fail (RFC 8767) and answers on time when they are slow.\n\
+  "hourglassd is a caching DNS stub resolver (a forwarder) meant to be the\n\
+machine's own resolver. It answers from a cache whose records count their\n\
+TTLs down, collapses identical queries into one upstream query, serves stale\n\
+answers when the upstreams fail (RFC 8767) and answers on time when they are\n\
+slow.\n\
 .\n\
-The package contains hourglassd with a hardened systemd unit, hourglass-ctl (statistics,\n\
-cache dumps and flushes, a live top view, switching /etc/resolv.conf over and back) and\n\
-hourglass-rehearse (rehearsing a DNS migration: upstream load at lower TTLs, when an old\n\
-answer is gone from caches).")
+The package contains hourglassd with a hardened systemd unit, hourglass-ctl\n\
+(statistics, cache dumps and flushes, a live top view, switching\n\
+/etc/resolv.conf over and back) and hourglass-rehearse (rehearsing a DNS\n\
+migration: upstream load at lower TTLs, when an old answer is gone from\n\
+caches).")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
@@ -87,8 +89,7 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/packaging/deb/postinst ${PROJECT_SOURCE_DIR}/packaging/deb/prerm
   ${PROJECT_SOURCE_DIR}/packaging/deb/postrm ${PROJECT_SOURCE_DIR}/packaging/deb/conffiles)
 # Everything in one package: the default component and the package-only files.
-set(CPACK_DEB_COMPONENT_INSTALL OFF)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL Unspecified deb)
-set(CPACK_MONOLITHIC_INSTALL OFF)
 set(CPACK_COMPONENTS_GROUPING ALL_COMPONENTS_IN_ONE)
 include(CPack)

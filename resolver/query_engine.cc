@@ -157,8 +157,12 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
-  if (++top_tick_ == TopNames::kSampleEvery) [[unlikely]] {
+  if (++top_tick_ >= top_gap_) [[unlikely]] {
     top_tick_ = 0;
+    top_rng_ ^= top_rng_ << 13;
+    top_rng_ ^= top_rng_ >> 17;
+    top_rng_ ^= top_rng_ << 5;
+    top_gap_ = 1 + (top_rng_ & (2 * TopNames::kSampleEvery - 2));
     shared_.top_names.on_query(key.qname);
   }
   // A fresh hit is rendered inside the lookup, under the shard's read lock: no reference to

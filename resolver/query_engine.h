@@ -244,7 +244,12 @@ class QueryEngine {
   int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
-  uint32_t top_tick_ = 0;  // queries since the last one sampled into shared_.top_names
+  // The top-names sample (resolver/top_names.h): queries since the last one sampled, and the
+  // gap to the next, drawn from [1, 31] (mean 16) by a xorshift so that periodic traffic
+  // cannot hide a name between samples.
+  uint32_t top_tick_ = 0;
+  uint32_t top_gap_ = TopNames::kSampleEvery;
+  uint32_t top_rng_ = 0x9e3779b9u;
   wire::Message l2_msg_;
 };
 

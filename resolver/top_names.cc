@@ -35,13 +35,19 @@ std::vector<SpaceSaving::Item> SpaceSaving::top(std::size_t n) const {
 
 void TopNames::on_query(const wire::Name& name) {
   std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  if (!lock.owns_lock()) {
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   busiest_.add(name, name.hash());
 }
 
 void TopNames::on_upstream(const wire::Name& name) {
   std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  if (!lock.owns_lock()) {
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   upstream_.add(name, name.hash());
 }
 
@@ -54,8 +60,10 @@ std::string TopNames::text(std::size_t n) const {
     out += fmt::format("upstream {} {}\n", it.name.to_text(), it.count);
   out += fmt::format(
       "; estimates: busiest from 1 in {} queries ({} sampled), upstream from every upstream "
-      "query ({}); {} counters each (space-saving)\n",
-      kSampleEvery, busiest_.total(), upstream_.total(), SpaceSaving::kCounters);
+      "query ({}); {} counters each (space-saving); {} updates skipped while another worker "
+      "held the lock\n",
+      kSampleEvery, busiest_.total(), upstream_.total(), SpaceSaving::kCounters,
+      skipped_.load(std::memory_order_relaxed));
   return out;
 }
 

@@ -7,14 +7,16 @@
 // name seen more than total/kCounters times is guaranteed to be in the list, and no count is
 // low by more than its error. Memory: 2 x 64 counters of ~270 bytes, ~35 KiB in all.
 //
-// Cost: the busiest list is fed with one query in kSampleEvery (the engine counts queries per
-// worker and calls on_query() for every 16th: an increment and a branch on the others); the
+// Cost: the busiest list is fed with one query in kSampleEvery on average (the engine counts
+// queries per worker and calls on_query() after a random gap of 1 to 31, mean 16: an increment
+// and a branch on the others); the
 // upstream list with every upstream query (a miss already costs a round trip). Updates take a
 // mutex with try_lock and skip the sample when another worker holds it, so no query ever
 // waits for this; counts are estimates, and the reply says so.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -61,7 +63,7 @@ class TopNames {
  private:
   mutable std::mutex mu_;
   SpaceSaving busiest_, upstream_;
-  uint64_t skipped_ = 0;  // updates dropped because the lock was busy (read under mu_)
+  std::atomic<uint64_t> skipped_{0};  // updates dropped because another worker held mu_
 };
 
 }  // namespace hg::resolver

@@ -79,7 +79,7 @@ TEST_F(TopIntegrationTest, OnceShowsTheCountersOfStatsAndTheBusiestNames) {
   std::thread load([&] {
     for (int i = 0; i < 800; ++i) {
       const std::string name =
-          i % 4 == 0 ? "n" + std::to_string(i % 20) + ".top.test" : "hot.top.test";
+          i % 4 == 0 ? "n" + std::to_string(i / 4 % 20) + ".top.test" : "hot.top.test";
       if (udp_query(port, build_query({.name = name}), Millis{2000})) answered.fetch_add(1);
     }
   });
@@ -106,8 +106,9 @@ TEST_F(TopIntegrationTest, OnceShowsTheCountersOfStatsAndTheBusiestNames) {
             std::string::npos)
       << idle.output;
   EXPECT_GE(now.at("queries"), 800u);
-  // 600 of the 800 queries were for hot.top.test: the busiest name (the sketch samples 1 in
-  // 16, so its count is an estimate, but nothing else comes near). Every name went upstream
+  // 600 of the 800 queries were for hot.top.test, 10 for each other name: the busiest name
+  // (the sketch samples 1 in 16 on average, so its count is an estimate, but nothing else
+  // comes near). Every name went upstream
   // once: each is listed with 1.
   const std::string& v = idle.output;
   const auto busiest = v.find("busiest names");

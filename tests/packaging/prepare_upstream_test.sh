@@ -26,8 +26,8 @@ grep -q "wrote $work/upstream.conf with nameserver 192.0.2.53 2001:db8::53" "$wo
 
 # An upstream.conf that exists is the administrator's.
 echo "nameserver 198.51.100.1" >"$work/upstream.conf"
-"$prep" "$work/resolv.conf" "$work/upstream.conf" | grep -q "keeping $work/upstream.conf" ||
-  fail "no word about keeping it"
+"$prep" "$work/resolv.conf" "$work/upstream.conf" >"$work/out3"
+grep -q "keeping $work/upstream.conf" "$work/out3" || fail "no word about keeping it"
 [[ $(cat "$work/upstream.conf") == "nameserver 198.51.100.1" ]] || fail "overwrote upstream.conf"
 
 # Only hourglassd's own address (resolv.conf already switched over): no server, and a hint.
@@ -38,6 +38,6 @@ if grep -q '^nameserver' "$work/none.conf"; then fail "a loop server was written
 grep -q 'WITHOUT any nameserver' "$work/out2" || fail "no warning about the empty file"
 
 # No resolv.conf at all.
-"$prep" "$work/missing.conf" "$work/none2.conf" | grep -q 'WITHOUT any nameserver' ||
-  fail "a missing resolv.conf"
+"$prep" "$work/missing.conf" "$work/none2.conf" >"$work/out4"
+grep -q 'WITHOUT any nameserver' "$work/out4" || fail "a missing resolv.conf"
 echo "prepare-upstream ok"

@@ -847,7 +847,8 @@ TEST(ParseConfig, LogQueriesTakesTextOrJson) {
   EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--no-0x20=maybe"})).exit_code, 2);
 
   TempDir dir;
-  const std::string toml = dir.write("q.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"json\"\n");
+  const std::string toml =
+      dir.write("q.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"json\"\n");
   c = ok(parse({"--config", toml}));
   EXPECT_TRUE(c.log_queries_json);
   EXPECT_THAT(to_toml(c), HasSubstr("log-queries = \"json\"\n"));

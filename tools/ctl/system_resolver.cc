@@ -24,7 +24,7 @@ bool exists(const std::string& path) {
 bool ours(const std::string& path) {
   std::ifstream in(path);
   std::string first;
-  return in && std::getline(in, first) && first == kResolvConfMark;
+  return in && std::getline(in, first) && first.starts_with(kResolvConfMark);
 }
 
 }  // namespace

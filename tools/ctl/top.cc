@@ -47,13 +47,13 @@ bool to_u64(std::string_view s, uint64_t& out) {
 }
 
 // A name from the daemon, safe to print on a terminal (no escape sequences), at most 60 bytes.
-std::string printable(std::string_view name) {
+std::string printable(std::string_view name, std::size_t max = 60) {
   std::string out;
-  for (const char c : name.substr(0, 60)) {
+  for (const char c : name.substr(0, max)) {
     const auto u = static_cast<unsigned char>(c);
     out += (u < 0x20 || u == 0x7f) ? '?' : c;
   }
-  if (name.size() > 60) out += "...";
+  if (name.size() > max) out += "...";
   return out;
 }
 
@@ -163,7 +163,7 @@ std::string render_top(const TopSample& a, const TopSample& b, double seconds,
       right = fmt::format("   {:<46} {:>8}", printable(b.causes[i].first), b.causes[i].second);
     out += left + right + "\n";
   }
-  if (!b.names_note.empty()) out += "; " + printable(b.names_note) + "\n";
+  if (!b.names_note.empty()) out += "; " + printable(b.names_note, 300) + "\n";
   return out;
 }
 

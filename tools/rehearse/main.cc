@@ -83,9 +83,8 @@ void prefer_huge_pages(char** argv) {
   if (current != nullptr) setenv("GLIBC_TUNABLES", current, 1);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The description for the man page (HG_CLI_DOC=1), the usage, or the command named first.
+int run(int argc, char** argv) {
   if (argc < 2 && hg::clidoc::requested()) {
     CLI::App app{
         "hourglass-rehearse: rehearse a DNS migration: upstream load at lower TTLs, "
@@ -103,19 +102,25 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string_view cmd = argv[1];
-  try {
-    if (cmd == "replay") {
-      prefer_huge_pages(argv);
-      return hg::rehearse::run_replay(argc - 1, argv + 1);
-    }
-    if (cmd == "synth") return hg::rehearse::run_synth(argc - 1, argv + 1);
-    if (cmd == "plan") return hg::rehearse::run_plan(argc - 1, argv + 1);
-    if (cmd == "watch") return hg::rehearse::run_watch(argc - 1, argv + 1);
-    if (cmd == "inspect") return hg::rehearse::run_inspect(argc - 1, argv + 1);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "hourglass-rehearse %s: %s\n", argv[1], e.what());
-    return 2;
+  if (cmd == "replay") {
+    prefer_huge_pages(argv);
+    return hg::rehearse::run_replay(argc - 1, argv + 1);
   }
+  if (cmd == "synth") return hg::rehearse::run_synth(argc - 1, argv + 1);
+  if (cmd == "plan") return hg::rehearse::run_plan(argc - 1, argv + 1);
+  if (cmd == "watch") return hg::rehearse::run_watch(argc - 1, argv + 1);
+  if (cmd == "inspect") return hg::rehearse::run_inspect(argc - 1, argv + 1);
   std::fprintf(stderr, "hourglass-rehearse: unknown command '%s'\n\n%s", argv[1], usage().c_str());
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hourglass-rehearse %s: %s\n", argc > 1 ? argv[1] : "", e.what());
+    return 2;
+  }
 }

@@ -121,6 +121,14 @@ echo "installed hourglassd answered: probe.example. A $answer"
 kill "${pids[1]}"
 wait "${pids[1]}" 2>/dev/null || true
 
+# Remove: the programs and the unit's enablement go, the configuration stays (Debian's rule
+# for conffiles) until the purge.
+dpkg --remove hourglass >"$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "dpkg --remove"; }
+[[ ! -e /usr/sbin/hourglassd && ! -e /lib/systemd/system/hourglassd.service ]] ||
+  fail "programs or unit left after remove"
+[[ ! -e /etc/systemd/system/multi-user.target.wants/hourglassd.service ]] ||
+  fail "the service is still enabled after remove"
+[[ -f /etc/hourglass/hourglass.toml ]] || fail "remove deleted the conffile (that is purge's job)"
 dpkg --purge hourglass >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg --purge"; }
 installed_here=0
 snapshot >"$work/after"
@@ -130,4 +138,4 @@ if ! diff "$work/before" "$work/after" >"$work/left"; then
 fi
 [[ $(md5sum /etc/resolv.conf 2>/dev/null || echo none) == "$resolv_before" ]] ||
   fail "/etc/resolv.conf changed"
-echo "package ok: installed, answered, purged, nothing left"
+echo "package ok: installed, answered, removed, purged, nothing left"

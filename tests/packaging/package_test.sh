@@ -66,9 +66,9 @@ fi
 snapshot() {
   find /etc /lib/systemd /usr/sbin /usr/bin /usr/libexec /usr/share/hourglass \
        /usr/share/doc/hourglass /usr/share/bash-completion /usr/share/man/man1 \
-       /usr/share/man/man5 /usr/share/man/man8 /var/lib -xdev \
-       -not -path '/var/lib/dpkg/*' -not -path '/var/lib/apt/*' -not -path '/var/lib/ucf/*' \
-       -not -path '/etc/ld.so.cache' 2>/dev/null | sort || true  # a folder may not exist
+       /usr/share/man/man5 /usr/share/man/man8 /var/lib/hourglass /var/lib/private \
+       /var/lib/systemd -xdev -not -path '/etc/ld.so.cache' 2>/dev/null |
+    sort || true  # a folder may not exist
 }
 resolv_before=$(md5sum /etc/resolv.conf 2>/dev/null || echo none)
 snapshot >"$work/before"

@@ -350,15 +350,21 @@ const std::vector<Key>& keys() {
          c.threads = static_cast<unsigned>(*n);
          return std::nullopt;
        }},
-      {"log-queries", Kind::Flag, "", "Log every query to stderr",
+      {"log-queries", Kind::Flag, "[=json]",
+       "Log every query to stderr, one line each; =json writes JSON lines for log shippers",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
-         c.log_queries = v == "true";
+         if (v != "true" && v != "false" && v != "text" && v != "json")
+           return "expected true or false, \"text\" or \"json\" (on the command line: nothing, "
+                  "=text or =json)";
+         c.log_queries = v != "false";
+         c.log_queries_json = v == "json";
          return std::nullopt;
        }},
       {"no-0x20", Kind::Flag, "",
        "Send upstream query names in lower case instead of a random letter case (0x20) "
        "checked in the answer",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v != "true" && v != "false") return "expected no value (or true or false)";
          c.use_0x20 = v != "true";
          return std::nullopt;
        }},
@@ -547,6 +553,10 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
     case Kind::Flag:
       if (auto b = n.as_boolean()) {
         out.push_back(b->get() ? "true" : "false");
+        return out;
+      }
+      if (auto str = n.as_string(); str && key.name == "log-queries") {
+        out.push_back(str->get());
         return out;
       }
       return bad("expected true or false");
@@ -791,7 +801,7 @@ struct Cli {
   bool check_config = false;
   std::map<std::string, std::string, std::less<>> scalars;
   std::map<std::string, std::vector<std::string>, std::less<>> lists;
-  std::map<std::string, bool, std::less<>> flags;
+  std::map<std::string, std::string, std::less<>> flags;  ///< "true", or what follows '='
   std::map<std::string, CLI::Option*, std::less<>> options;
 
   Cli() {
@@ -885,7 +895,8 @@ std::string to_toml(const Config& c) {
   out += "upstream-timeout = " + std::to_string(c.upstream_timeout.count()) + "\n";
   out += "allow = " + toml_list(c.allow, [](const Cidr& x) { return x.to_string(); }) + "\n";
   out += "threads = " + std::to_string(c.threads) + "\n";
-  out += std::string("log-queries = ") + (c.log_queries ? "true" : "false") + "\n";
+  out += std::string("log-queries = ") +
+         (c.log_queries_json ? "\"json\"" : (c.log_queries ? "true" : "false")) + "\n";
   out += std::string("no-0x20 = ") + (c.use_0x20 ? "false" : "true") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
@@ -950,6 +961,13 @@ std::string config_help() {
   return render_help(cli.app);
 }
 
+std::string config_doc_json(clidoc::Extra extra) {
+  Cli cli;
+  for (const Key& k : keys())
+    extra.toml_keys.emplace_back(k.name);
+  return clidoc::to_json(cli.app, extra);
+}
+
 std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                                               const ParseOptions& options) {
   Cli cli;
@@ -983,7 +1001,10 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
     CLI::Option* o = cli.options[std::string(k.name)];
     if (o->count() == 0) continue;
     if (k.kind == Kind::Flag) {
-      k.set(c, cli.flags[std::string(k.name)] ? "true" : "false", options);
+      const std::string& v = cli.flags[std::string(k.name)];
+      if (auto allowed = k.set(c, v, options)) {
+        return ConfigExit{2, "--" + std::string(k.name) + "=" + quote(v) + ": " + *allowed};
+      }
       continue;
     }
     std::vector<std::string> values;

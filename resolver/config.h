@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "resolver/checked.h"
+#include "resolver/cli_doc.h"
 #include "resolver/endpoint.h"
 #include "resolver/local_names.h"
 #include "resolver/resolv_conf.h"
@@ -80,6 +81,8 @@ struct Config {
   uint64_t shadow_size = uint64_t{8} << 20;  ///< bytes of the shadow table
   unsigned threads = 1;
   bool log_queries = false;
+  /// --log-queries=json: the query log as JSON lines (resolver/query_engine.cc).
+  bool log_queries_json = false;
   /// 0x20: random letter case in upstream query names, checked in the answers.
   bool use_0x20 = true;
   bool check_config = false;   ///< validate, print a summary, exit 0
@@ -150,6 +153,9 @@ Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,
 
 /// The text --help prints.
 std::string config_help();
+/// The command line and the config-file keys as JSON (resolver/cli_doc.h), from the same
+/// table as --help, for the generated man pages and completion; `extra` gives the prose.
+std::string config_doc_json(clidoc::Extra extra);
 
 /// The effective configuration as a TOML file that parse_config() reads back to the same
 /// Config (for --check-config and bug reports). Upstreams read from upstream-file appear as

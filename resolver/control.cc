@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "resolver/rehearsal.h"
+#include "resolver/text.h"
 #include "resolver/warm_restart.h"
 #include "wire/message.h"
 #include "wire/owned.h"
@@ -28,6 +29,7 @@ constexpr std::string_view kHelp =
     "help                    this list\n"
     "stats                   cache and server counters, queries in flight\n"
     "upstreams               per upstream server: RTT, RTO, EDNS and 0x20 state, counters\n"
+    "top-names [N]           the busiest names, and those causing the most upstream queries\n"
     "dump [NAME]             cached answers (all, or NAME's) with the TTLs left now\n"
     "flush                   remove every cached answer\n"
     "flush NAME              remove every cached answer for NAME\n"
@@ -210,6 +212,17 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
   if (cmd == "stats") {
     if (nargs != 0) return usage(cmd, "(no arguments)");
     return stats_text(shared);
+  }
+  if (cmd == "top-names") {
+    std::size_t n = 10;
+    if (words.size() > 2) return usage("top-names", "[N]");
+    if (words.size() == 2) {
+      const auto v = text::parse_digits(words[1]);
+      if (!v || *v < 1 || *v > SpaceSaving::kCounters)
+        return usage("top-names", "[N] with N from 1 to 64");
+      n = static_cast<std::size_t>(*v);
+    }
+    return {shared.top_names.text(n)};
   }
   if (cmd == "upstreams") {
     if (nargs != 0) return usage(cmd, "(no arguments)");

@@ -13,6 +13,8 @@
 //
 //   help                      the commands
 //   stats                     "key value" lines: cache.*, server.* counters, inflight.*
+//   top-names [N]             the busiest names and those causing the most upstream queries,
+//                             estimated (resolver/top_names.h; hourglass-ctl top)
 //   dump [NAME]               every cached answer (or those for NAME): a "; " header line
 //                             (name, class, type, DO/CD, rcode, fresh or stale, time left)
 //                             then its records in dig form with the TTLs left at this instant

@@ -4,16 +4,81 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "resolver/config.h"
+#include "resolver/log.h"
 #include "resolver/server.h"
 #include "wire/name.h"
 
 namespace {
 
+// The man pages hourglassd(8) and hourglass.toml(5) beyond the flags (packaging/gen-docs
+// renders them; the flags come from the table in resolver/config.cc).
+constexpr const char* kManual = R"(# DESCRIPTION
+hourglassd is a caching DNS forwarder meant to be the machine's own resolver. It answers on UDP and TCP from a cache whose records count their TTLs down, forwards misses to the upstream servers (one query per name however many clients ask), serves stale answers when the upstreams fail (RFC 8767), and answers SERVFAIL on time when nothing stale is cached.
+
+Every flag is also a key of the --config file (see hourglass.toml(5)); a flag given on the command line overrides the file.
+
+# SIGNALS
+SIGHUP re-reads the --upstream-file, the shadow-ttl zones and the dnstap settings of the --config file, and reopens a rotated dnstap file. SIGTERM and SIGINT stop gracefully: no new queries, the ones in flight are answered, and the cache is written to --cache-file.
+
+# LOGGING
+Messages go to standard error, one per line. Under systemd (standard error connected to the journal, as JOURNAL_STREAM says) each line starts with its syslog priority, <3> for errors to <6> for information, so that journalctl -p warning shows warnings and errors only; on a terminal the lines are plain. --log-queries=json writes the query log as JSON lines.
+
+# FILES
+  /etc/hourglass/hourglass.toml    the configuration (packaged default)
+  /etc/hourglass/upstream.conf     the upstream servers, in resolv.conf format
+  /run/hourglass/control           the control socket of hourglass-ctl(8)
+  /var/lib/hourglass/cache         the cache saved at stop and loaded at start
+
+# EXIT STATUS
+0 after a graceful stop or --help, --version, --check-config; 1 when it cannot start (a port in use, an unreadable file); 2 for a wrong flag, key or value, with one line saying which and what is allowed.
+
+# EXAMPLES
+  hourglassd --listen 127.0.0.1:5353 --upstream 192.0.2.1
+  hourglassd --config /etc/hourglass/hourglass.toml --check-config
+  systemctl reload hourglassd
+
+# SEE ALSO
+hourglass.toml(5), hourglass-ctl(8), hourglass-rehearse(1), resolv.conf(5), systemd.service(5)
+)";
+
+constexpr const char* kTomlManual = R"(# DESCRIPTION
+The file given to hourglassd(8) with --config is TOML: one key = value line per setting. The keys are the names of hourglassd's flags without the leading dashes, and take the same values. A value is a string or an integer; a repeatable key takes a string or an array of strings; a flag key takes true or false. A flag given on the command line overrides the file's key. Unknown keys, and values out of range, stop the start with one line naming the file, the key, the value and what is allowed.
+
+ttl-cap and shadow-ttl may also be written as a table: [ttl-cap] then "shop.example.com" = 60.
+
+hourglassd --config FILE --check-config checks a file without starting.
+
+# EXAMPLES
+  listen = ["127.0.0.1:53", "[::1]:53"]
+  upstream-file = "/etc/hourglass/upstream.conf"
+  cache-size = "64MiB"
+  stale-max = "1d"
+  control = "/run/hourglass/control"
+  cache-file = "/var/lib/hourglass/cache"
+  ttl-cap = ["shop.example.com=60"]
+
+# FILES
+  /etc/hourglass/hourglass.toml    the file the packaged systemd unit passes to --config
+
+# SEE ALSO
+hourglassd(8), hourglass-ctl(8)
+)";
+
 int run(int argc, char** argv) {
   using namespace hg::resolver;
+  if (hg::clidoc::requested()) {
+    hg::clidoc::Extra extra;
+    extra.section = 8;
+    extra.synopsis = "[OPTIONS]";
+    extra.manual = kManual;
+    extra.toml_manual = kTomlManual;
+    std::fputs(config_doc_json(std::move(extra)).c_str(), stdout);
+    return 0;
+  }
   ParseOptions opts;
   opts.validate_zone = [](std::string_view zone) -> std::optional<std::string> {
     if (auto n = hg::wire::Name::from_text(zone); !n) {
@@ -24,7 +89,11 @@ int run(int argc, char** argv) {
   };
   auto parsed = parse_config(argc, argv, opts);
   if (auto* exit = std::get_if<ConfigExit>(&parsed)) {
-    std::fputs((exit->message + "\n").c_str(), exit->exit_code == 0 ? stdout : stderr);
+    if (exit->exit_code == 0) {
+      std::fputs((exit->message + "\n").c_str(), stdout);
+    } else {
+      hg::resolver::log::write(hg::resolver::log::Level::Error, exit->message);
+    }
     return exit->exit_code;
   }
   Config& config = std::get<Config>(parsed);
@@ -33,7 +102,7 @@ int run(int argc, char** argv) {
     // list, forwarding loop, zone names); a running instance may hold the ports. The
     // warnings start-up would print (an unusable nameserver line, ...) are printed too.
     for (const auto& w : config.warnings)
-      fmt::print(stderr, "warning: {}\n", w);
+      log::print(log::Level::Warning, "warning: {}", w);
     fmt::print("hourglassd: configuration OK{}\n",
                config.warnings.empty()
                    ? std::string()
@@ -43,7 +112,7 @@ int run(int argc, char** argv) {
   }
   auto server = Server::create(config);
   if (!server) {
-    fmt::print(stderr, "hourglassd: {}\n", server.error());
+    hg::resolver::log::print(hg::resolver::log::Level::Error, "hourglassd: {}", server.error());
     return 1;
   }
   return server.value()->run();
@@ -57,7 +126,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hourglassd: %s\n", e.what());
+    hg::resolver::log::print(hg::resolver::log::Level::Error, "hourglassd: {}", e.what());
     return 1;
   }
 }

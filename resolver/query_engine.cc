@@ -1,4 +1,6 @@
 #include "resolver/query_engine.h"
+#include "resolver/cli_doc.h"
+#include "resolver/log.h"
 
 #include <fmt/core.h>
 
@@ -167,7 +169,12 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
           break;
       }
       if (shared_.config.log_queries) {
-        fmt::print(stderr, "query rejected: {}\n", to_string(adm.why));
+        if (shared_.config.log_queries_json) {
+          log::print(log::Level::Info, "{{\"rejected\":{}}}",
+                     clidoc::json_string(to_string(adm.why)));
+        } else {
+          log::print(log::Level::Info, "query rejected: {}", to_string(adm.why));
+        }
       }
       return {adm.response_size, false};
     }
@@ -183,6 +190,14 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   }
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
+  if (++top_tick_ >= top_gap_) [[unlikely]] {
+    top_tick_ = 0;
+    top_rng_ ^= top_rng_ << 13;
+    top_rng_ ^= top_rng_ >> 17;
+    top_rng_ ^= top_rng_ << 5;
+    top_gap_ = 1 + (top_rng_ & (2 * TopNames::kSampleEvery - 2));
+    shared_.top_names.on_query(key.qname);
+  }
   // A fresh hit is rendered inside the lookup, under the shard's read lock: no reference to
   // the entry is taken. shadow-ttl (off unless a shadow zone is set) needs the entry after
   // the lookup, so it takes the reference.
@@ -299,6 +314,7 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
                   w.name(key.qname, false) && w.u16(static_cast<uint16_t>(key.qtype)) &&
                   w.u16(key.qclass) && wire::write_opt(w, opt);
   shared_.stats.upstream_queries.fetch_add(1, std::memory_order_relaxed);
+  shared_.top_names.on_upstream(key.qname);
   if (shared_.shadow.active()) shared_.shadow.on_upstream(key);
   if (!ok) {  // cannot happen: the buffer fits the largest name
     on_upstream(key, UpstreamStatus::BadQuery, {});
@@ -501,8 +517,17 @@ void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const
 void QueryEngine::log_query(const wire::Name& qname, wire::RRType qtype, RCode rcode,
                             const char* what, MonoTime received) {
   const auto ms = std::chrono::duration<double, std::milli>(loop_.update_now() - received).count();
-  fmt::print(stderr, "query {} {} {} {} {:.1f}ms\n", qname.to_text(), wire::to_string(qtype),
-             wire::to_string(rcode), what, ms);
+  if (shared_.config.log_queries_json) {
+    // The name is in presentation form (bytes outside printable ASCII as \DDD) and then
+    // JSON-escaped, so a hostile name cannot break the line or the JSON.
+    log::print(log::Level::Info,
+               "{{\"name\":{},\"type\":{},\"rcode\":{},\"answer\":{},\"ms\":{:.1f}}}",
+               clidoc::json_string(qname.to_text()), clidoc::json_string(wire::to_string(qtype)),
+               clidoc::json_string(wire::to_string(rcode)), clidoc::json_string(what), ms);
+    return;
+  }
+  log::print(log::Level::Info, "query {} {} {} {} {:.1f}ms", qname.to_text(),
+             wire::to_string(qtype), wire::to_string(rcode), what, ms);
 }
 
 void QueryEngine::log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status) {
@@ -514,7 +539,7 @@ void QueryEngine::log_upstream_failure(const cache::CacheKey& key, UpstreamStatu
     return;
   }
   const uint64_t suppressed = shared_.log_suppressed.exchange(0, std::memory_order_relaxed);
-  fmt::print(stderr, "upstream failure: {} {}: {}{}\n", key.qname.to_text(),
+  log::print(log::Level::Warning, "upstream failure: {} {}: {}{}", key.qname.to_text(),
              wire::to_string(key.qtype), to_string(status),
              suppressed ? fmt::format(" (and {} more failures not logged)", suppressed) : "");
 }

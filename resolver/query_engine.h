@@ -33,6 +33,7 @@
 #include "resolver/redis_l2.h"
 #include "resolver/responder.h"
 #include "resolver/tcp_listener.h"
+#include "resolver/top_names.h"
 #include "resolver/udp_listener.h"
 #include "resolver/upstream.h"
 
@@ -119,6 +120,9 @@ struct Shared {
   /// (used on worker 0's loop only, where the control socket runs).
   FleetStats fleet_stats;
   FleetCache* fleet_control = nullptr;
+  /// The busiest names and those causing upstream queries (hourglass-ctl top).
+  TopNames top_names;
+
   /// Connection admission (resolver/conn_admission.h): every DNS-over-TCP listener's, and the
   /// metrics endpoint's.
   ConnCounters tcp_conns;
@@ -284,6 +288,12 @@ class QueryEngine {
   int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
+  // The top-names sample (resolver/top_names.h): queries since the last one sampled, and the
+  // gap to the next, drawn from [1, 31] (mean 16) by a xorshift so that periodic traffic
+  // cannot hide a name between samples.
+  uint32_t top_tick_ = 0;
+  uint32_t top_gap_ = TopNames::kSampleEvery;
+  uint32_t top_rng_ = 0x9e3779b9u;
   wire::Message l2_msg_;
   std::shared_ptr<const Routing> routing_;
   ForwardSender forward_;

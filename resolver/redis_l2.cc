@@ -9,6 +9,7 @@
 #include <random>
 
 #include "resolver/fleet_auth.h"
+#include "resolver/log.h"
 #include "resolver/redis_adapter.h"
 
 namespace hg::resolver {
@@ -109,8 +110,8 @@ void RedisConn::connect() {
                               : redisAsyncConnect(config_.host.c_str(), config_.port);
   if (ac == nullptr || ac->err != 0) {
     if (!logged_error_) {
-      fmt::print(stderr, "redis {}: cannot connect to {}: {}; retrying with backoff\n", name_,
-                 config_.target, ac != nullptr ? ac->errstr : "out of memory");
+      log::print(log::Level::Warning, "redis {}: cannot connect to {}: {}; retrying with backoff",
+                 name_, config_.target, ac != nullptr ? ac->errstr : "out of memory");
       logged_error_ = true;
     }
     if (ac != nullptr) redisAsyncFree(ac);
@@ -185,7 +186,7 @@ void RedisConn::on_ready_cb(redisAsyncContext* ac, void* reply, void* /*privdata
   self->connected_ = true;
   self->backoff_ = kBackoffMin;
   if (self->logged_error_) {
-    fmt::print(stderr, "redis {}: connected to {}\n", self->name_, self->config_.target);
+    log::print(log::Level::Info, "redis {}: connected to {}", self->name_, self->config_.target);
     self->logged_error_ = false;
   }
   if (self->on_ready) self->on_ready();
@@ -207,7 +208,7 @@ void RedisConn::lost(const char* why) {
     connect_timer_ = {};
   }
   if (!logged_error_) {
-    fmt::print(stderr, "redis {}: {} {}: {}; retrying with backoff\n", name_,
+    log::print(log::Level::Warning, "redis {}: {} {}: {}; retrying with backoff", name_,
                was_connected ? "lost" : "cannot connect to", config_.target, why);
     logged_error_ = true;
   }
@@ -377,7 +378,7 @@ void FleetCache::note_result(bool ok) {
     breaker_.success();
   } else if (breaker_.failure(loop_.now())) {
     stats_.breaker_opens.fetch_add(1, std::memory_order_relaxed);
-    fmt::print(stderr, "redis: circuit breaker open for {} ms after repeated failures\n",
+    log::print(log::Level::Warning, "redis: circuit breaker open for {} ms after repeated failures",
                breaker_.cooldown().count());
   }
   const bool open = breaker_.state() != CircuitBreaker::State::Closed;
@@ -710,9 +711,9 @@ bool FleetCache::authentic(const cache::CacheKey& key, std::span<const uint8_t> 
   if (st == fleet::AuthStatus::Ok) return true;
   stats_.auth_failed_values.fetch_add(1, std::memory_order_relaxed);
   if (!logged_forgery_) {
-    fmt::print(stderr,
+    log::print(log::Level::Warning,
                "fleet: ignored a value for {} that does not verify with --fleet-key-file ({}); "
-               "counted in fleet.auth_failed_*, not logged again\n",
+               "counted in fleet.auth_failed_*, not logged again",
                vkey, fleet::to_string(st));
     logged_forgery_ = true;
   }
@@ -724,9 +725,9 @@ void FleetCache::on_fleet_message(std::string_view text) {
   if (auth_ && opened.status != fleet::AuthStatus::Ok) {
     stats_.auth_failed_messages.fetch_add(1, std::memory_order_relaxed);
     if (!logged_forgery_) {
-      fmt::print(stderr,
+      log::print(log::Level::Warning,
                  "fleet: ignored a message on {} that does not verify with --fleet-key-file "
-                 "({}); counted in fleet.auth_failed_*, not logged again\n",
+                 "({}); counted in fleet.auth_failed_*, not logged again",
                  fleet_channel_, fleet::to_string(opened.status));
       logged_forgery_ = true;
     }

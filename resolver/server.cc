@@ -11,6 +11,7 @@
 
 #include "resolver/control.h"
 #include "resolver/fleet_auth.h"
+#include "resolver/log.h"
 #include "resolver/metrics.h"
 #include "resolver/warm_restart.h"
 
@@ -102,17 +103,17 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
   if (config.redis.enabled()) {
     // Said once at start: what this instance trusts in Redis.
     if (config.redis.fleet_key.empty()) {
-      fmt::print(stderr,
+      log::print(log::Level::Warning,
                  "fleet: no --fleet-key-file: the Redis at {} is trusted; anyone who can write "
-                 "to it controls this instance's answers and caches\n",
+                 "to it controls this instance's answers and caches",
                  config.redis.target);
     } else {
       std::string why;
       if (!fleet::FleetAuth::create(fleet::bytes(config.redis.fleet_key), &why))
         return R::failure("--fleet-key-file " + config.redis.key_file + ": " + why);
-      fmt::print(stderr,
+      log::print(log::Level::Warning,
                  "fleet: values and messages in Redis authenticated with HMAC-SHA256 (key from "
-                 "{}); what does not verify is ignored\n",
+                 "{}); what does not verify is ignored",
                  config.redis.key_file);
     }
   }
@@ -125,11 +126,11 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     const uint64_t wanted = n * per_worker + 2 * Metrics::kMaxConnections + 64;
     const FdLimit fds = raise_fd_limit(wanted);
     if (fds.now < wanted)
-      fmt::print(stderr,
+      log::print(log::Level::Warning,
                  "hourglassd: warning: the descriptor limit (RLIMIT_NOFILE) is {}, below the {} "
                  "full connection tables may need; when it runs out, idle TCP connections are "
                  "closed to make room. Raise the hard limit (LimitNOFILE= in the unit, or "
-                 "ulimit -Hn)\n",
+                 "ulimit -Hn)",
                  fds.now, wanted);
   }
   std::vector<Endpoint> listen = config.listen;
@@ -232,14 +233,14 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
     if (!ctl) return R::failure(ctl.error());
     srv->control_ = std::move(ctl.value());
-    fmt::print(stderr, "control socket on {}\n", srv->control_->path());
+    log::print(log::Level::Info, "control socket on {}", srv->control_->path());
   }
   if (config.metrics) {
     auto m = Metrics::open(srv->workers_[0]->loop, shared, *config.metrics);
     if (!m) return R::failure(m.error());
     srv->metrics_ = std::move(m.value());
-    fmt::print(stderr, "metrics on {} (http://{}/metrics)\n", srv->metrics_->local().to_string(),
-               srv->metrics_->local().to_string());
+    log::print(log::Level::Info, "metrics on {} (http://{}/metrics)",
+               srv->metrics_->local().to_string(), srv->metrics_->local().to_string());
   }
   return srv;
 }
@@ -268,8 +269,8 @@ void Server::open_reply_sockets() {
     auto fds = UdpListener::open_reply_sockets(local, receivers);
     if (!fds) {
       // Not fatal: the listeners answer from their own sockets, at a little more CPU each.
-      fmt::print(stderr,
-                 "hourglassd: note: UDP answers on {} go out from the listening sockets: {}\n",
+      log::print(log::Level::Notice,
+                 "hourglassd: note: UDP answers on {} go out from the listening sockets: {}",
                  local.to_string(), fds.error());
       continue;
     }
@@ -302,7 +303,7 @@ int Server::run() {
   Worker& main = *workers_[0];
   if (signal_fd_ < 0 ||
       !main.loop.add_fd(signal_fd_, Interest::Read, [this](FdEvents) { on_signal(); })) {
-    fmt::print(stderr, "hourglassd: cannot watch signals: {}\n", std::strerror(errno));
+    log::print(log::Level::Error, "hourglassd: cannot watch signals: {}", std::strerror(errno));
     return 1;
   }
 
@@ -312,17 +313,17 @@ int Server::run() {
     addrs += (addrs.empty() ? "" : " ") + e.to_string();
   for (const auto& e : c.upstreams)
     ups += (ups.empty() ? "" : " ") + e.to_string();
-  fmt::print(stderr,
+  log::print(log::Level::Info,
              "hourglassd {}: listening on {} (udp+tcp); upstreams {}{}; cache {} bytes, ttl min "
              "{}s max {}s negative max {}s, stale max {}s ttl {}s; client timeout {}ms, upstream "
-             "timeout {}ms; threads {}\n",
+             "timeout {}ms; threads {}",
              HG_VERSION, addrs, ups,
              c.upstreams_from_file ? " (from " + c.upstream_file + ")" : std::string(),
              c.cache_size, c.cache_min_ttl.count(), c.cache_max_ttl.count(),
              c.negative_max_ttl.count(), c.stale_max.count(), c.stale_ttl.count(),
              c.client_timeout.count(), c.upstream_timeout.count(), workers_.size());
   for (const auto& w : c.warnings)
-    fmt::print(stderr, "warning: {}\n", w);
+    log::print(log::Level::Warning, "warning: {}", w);
 
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     Worker* w = workers_[i].get();
@@ -342,13 +343,13 @@ int Server::run() {
     for (auto& w : workers_)
       w->engine->set_dnstap(nullptr);
     dnstap_.reset();
-    fmt::print(stderr, "hourglassd: dnstap closed; {} messages written, {} dropped\n",
+    log::print(log::Level::Info, "hourglassd: dnstap closed; {} messages written, {} dropped",
                shared_->dnstap.written.load(), shared_->dnstap.dropped.load());
   }
   const auto& s = shared_->stats;
-  fmt::print(stderr,
+  log::print(log::Level::Info,
              "hourglassd: stopped; queries udp {} tcp {}, hits {}, misses {}, stale {}, coalesced "
-             "{}, upstream queries {} failures {}, servfail {}\n",
+             "{}, upstream queries {} failures {}, servfail {}",
              s.queries_udp.load(), s.queries_tcp.load(), s.hits.load(), s.misses.load(),
              s.stale_answers.load(), s.coalesced.load(), s.upstream_queries.load(),
              s.upstream_failures.load(), s.servfail.load());
@@ -379,7 +380,7 @@ void Server::on_signal() {
 void Server::reload_upstreams(const char* why) {
   const Config& c = shared_->config;
   if (!c.upstreams_from_file) {
-    fmt::print(stderr, "{}: upstreams come from --upstream, nothing to re-read\n", why);
+    log::print(log::Level::Info, "{}: upstreams come from --upstream, nothing to re-read", why);
     return;
   }
   // From the file watch, a complaint is said once (a file being rewritten may be seen
@@ -388,7 +389,7 @@ void Server::reload_upstreams(const char* why) {
   auto complain = [&](const std::string& text) {
     if (watched && text == upstream_complaint_) return;
     upstream_complaint_ = text;
-    fmt::print(stderr, "{}: keeping the current upstreams: {}\n", why, text);
+    log::print(log::Level::Warning, "{}: keeping the current upstreams: {}", why, text);
   };
   auto rc = read_resolv_conf(c.upstream_file);
   if (!rc) {
@@ -418,8 +419,8 @@ void Server::reload_upstreams(const char* why) {
     Worker* wp = w.get();
     wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
       if (auto err = wp->upstream->reload_servers(servers))
-        fmt::print(stderr, "SIGHUP: worker {}: {}\n", wp->index, *err);
-      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", *message);
+        log::print(log::Level::Warning, "SIGHUP: worker {}: {}", wp->index, *err);
+      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", *message);
     });
   }
 }
@@ -428,12 +429,14 @@ void Server::reload_shadow_ttls() {
   const Config& c = shared_->config;
   if (c.config_file.empty()) return;
   if (c.shadow_ttls_from_cli) {
-    fmt::print(stderr, "SIGHUP: shadow-ttl comes from the command line, nothing to re-read\n");
+    log::print(log::Level::Info,
+               "SIGHUP: shadow-ttl comes from the command line, nothing to re-read");
     return;
   }
   auto read = read_shadow_ttls(c.config_file);
   if (!read) {
-    fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}\n", read.error());
+    log::print(log::Level::Warning, "SIGHUP: keeping the current shadow-ttl zones: {}",
+               read.error());
     return;
   }
   std::vector<std::pair<wire::Name, uint32_t>> zones;
@@ -441,8 +444,8 @@ void Server::reload_shadow_ttls() {
   for (const auto& st : read.value()) {
     auto zone = wire::Name::from_text(st.zone);
     if (!zone) {
-      fmt::print(stderr, "SIGHUP: keeping the current shadow-ttl zones: {}: not a zone name\n",
-                 st.zone);
+      log::print(log::Level::Warning,
+                 "SIGHUP: keeping the current shadow-ttl zones: {}: not a zone name", st.zone);
       return;
     }
     zones.emplace_back(*zone, static_cast<uint32_t>(st.cap.count()));
@@ -450,14 +453,15 @@ void Server::reload_shadow_ttls() {
                         st.cap.count());
   }
   shared_->shadow.replace(zones, workers_[0]->loop.now());
-  fmt::print(stderr, "SIGHUP: shadow-ttl now {} (from {})\n", text.empty() ? "none" : text,
+  log::print(log::Level::Info, "SIGHUP: shadow-ttl now {} (from {})", text.empty() ? "none" : text,
              c.config_file);
 }
 
 void Server::begin_shutdown() {
   stopping_ = true;
   notifier_.send("STOPPING=1\nSTATUS=shutting down");
-  fmt::print(stderr, "hourglassd: shutting down: no new queries; answering the {} in flight\n",
+  log::print(log::Level::Info,
+             "hourglassd: shutting down: no new queries; answering the {} in flight",
              shared_->inflight.size());
   for (auto& w : workers_) {
     Worker* wp = w.get();
@@ -522,7 +526,7 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
     if (!read) {
       const std::string text = "hosts file " + read.error();
       if (hosts_reported_.insert(text).second)
-        fmt::print(stderr, "{}: {}{}\n", why, text,
+        log::print(log::Level::Warning, "{}: {}{}", why, text,
                    hosts_read_.contains(path) ? "; keeping what it said before" : "");
     } else {
       for (const std::string& e : read->errors) {
@@ -530,7 +534,7 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
         if (hosts_reported_.size() > 10000) hosts_reported_.clear();
         if (!hosts_reported_.insert(fmt::format("{}:{}", path, e)).second) continue;
         if (said++ < 20) {
-          fmt::print(stderr, "{}: hosts file {}:{}; line skipped\n", why, path, e);
+          log::print(log::Level::Warning, "{}: hosts file {}:{}; line skipped", why, path, e);
         } else {
           ++unsaid;
         }
@@ -540,7 +544,8 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why) {
     if (auto it = hosts_read_.find(path); it != hosts_read_.end())
       in.hosts.push_back(HostsFile{path, it->second});
   }
-  if (unsaid > 0) fmt::print(stderr, "{}: and {} more malformed hosts lines\n", why, unsaid);
+  if (unsaid > 0)
+    log::print(log::Level::Warning, "{}: and {} more malformed hosts lines", why, unsaid);
   return Routing::build(in);
 }
 
@@ -566,7 +571,7 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
     if (!up) {
       // Cannot happen for servers parse_forward_spec accepted; answer SERVFAIL rather than
       // send the zone's names to the default upstreams.
-      fmt::print(stderr, "worker {}: forward servers: {}\n", w.index, up.error());
+      log::print(log::Level::Error, "worker {}: forward servers: {}", w.index, up.error());
       uo.servers.clear();
       up = Upstream::create(w.loop, uo);
       if (!up) {  // c-ares itself failed: keep the index, the sender answers SERVFAIL
@@ -637,13 +642,13 @@ void Server::reload_routing(const char* why, bool reread_config) {
   if (reread_config) {
     auto settings = reread_routing_settings(shared_->config);
     if (!settings) {
-      fmt::print(stderr, "{}: keeping the forward zones and hosts files: {}\n", why,
+      log::print(log::Level::Warning, "{}: keeping the forward zones and hosts files: {}", why,
                  settings.error());
       return;
     }
     for (const ForwardZone& f : settings->first) {
       if (auto loop = find_forwarding_loop(bound(), f.servers, local_interface_addresses())) {
-        fmt::print(stderr, "{}: keeping the forward zones and hosts files: {}\n", why,
+        log::print(log::Level::Warning, "{}: keeping the forward zones and hosts files: {}", why,
                    describe(*loop, "forward " + f.zone));
         return;
       }
@@ -655,12 +660,12 @@ void Server::reload_routing(const char* why, bool reread_config) {
   }
   auto r = build_routing(why);
   if (!r) {
-    fmt::print(stderr, "{}: keeping the routing in force: {}\n", why, r.error());
+    log::print(log::Level::Warning, "{}: keeping the routing in force: {}", why, r.error());
     return;
   }
-  fmt::print(stderr,
+  log::print(log::Level::Info,
              "{}: routing now {} forward zones ({} server sets), {} names from {} hosts "
-             "files and the built-in loopback PTRs\n",
+             "files and the built-in loopback PTRs",
              why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
              r.value()->hosts_names(), hosts_files_.size());
   apply_routing(r.value(), /*direct=*/false);
@@ -670,7 +675,7 @@ void Server::watch_files() {
   std::vector<std::string> paths = hosts_files_;
   if (shared_->config.upstreams_from_file) paths.push_back(shared_->config.upstream_file);
   for (const std::string& problem : watch_->set_paths(paths))
-    fmt::print(stderr, "warning: {}\n", problem);
+    log::print(log::Level::Warning, "warning: {}", problem);
 }
 
 void Server::on_file_changed(const std::string& path) {
@@ -711,7 +716,7 @@ std::optional<std::string> Server::open_dnstap(const Config& c) {
   // Before run(): no worker thread runs yet, so the engines are set directly.
   for (auto& wk : workers_)
     wk->engine->set_dnstap(dnstap_.get());
-  fmt::print(stderr, "dnstap to {} (identity \"{}\")\n", o.target, o.identity);
+  log::print(log::Level::Info, "dnstap to {} (identity \"{}\")", o.target, o.identity);
   return std::nullopt;
 }
 
@@ -719,7 +724,7 @@ void Server::reload_dnstap() {
   Config& c = shared_->config;
   auto settings = reread_dnstap_settings(c);
   if (!settings) {
-    fmt::print(stderr, "SIGHUP: keeping the dnstap settings: {}\n", settings.error());
+    log::print(log::Level::Warning, "SIGHUP: keeping the dnstap settings: {}", settings.error());
     return;
   }
   const auto& [target, identity] = settings.value();
@@ -728,9 +733,9 @@ void Server::reload_dnstap() {
     if (identity == c.dnstap_identity) return;  // nothing changed
     if (target.substr(0, 5) != "unix:") {
       // Reopening the same file would truncate what it recorded.
-      fmt::print(stderr,
+      log::print(log::Level::Notice,
                  "SIGHUP: the new dnstap-identity applies when {} is rotated (renamed away) "
-                 "and SIGHUP is sent again\n",
+                 "and SIGHUP is sent again",
                  target);
       return;
     }
@@ -745,7 +750,7 @@ void Server::reload_dnstap() {
     o.queues = static_cast<unsigned>(workers_.size());
     auto w = DnstapWriter::open(o, shared_->dnstap);
     if (!w) {
-      fmt::print(stderr, "SIGHUP: keeping the dnstap output: {}\n", w.error());
+      log::print(log::Level::Warning, "SIGHUP: keeping the dnstap output: {}", w.error());
       return;
     }
     next = std::move(w.value());
@@ -764,7 +769,7 @@ void Server::reload_dnstap() {
     wp->loop.post([wp, next, old, remaining, what]() mutable {
       wp->engine->set_dnstap(next.get());
       old.reset();
-      if (remaining->fetch_sub(1) == 1) fmt::print(stderr, "{}\n", what);
+      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", what);
     });
   }
 }
@@ -779,7 +784,7 @@ void Server::start_systemd() {
   // every worker thread started before this point.
   main.loop.post([this] {
     notifier_.send("READY=1\nSTATUS=" + status_text());
-    fmt::print(stderr, "systemd: READY=1 sent{}\n",
+    log::print(log::Level::Info, "systemd: READY=1 sent{}",
                notifier_.watchdog()
                    ? fmt::format("; watchdog every {} ms", notifier_.watchdog()->count() / 2000)
                    : std::string());
@@ -816,7 +821,8 @@ void Server::watchdog_tick(Millis every) {
     beats.push_back(workers_[i]->heartbeat_ms.load(std::memory_order_relaxed));
   if (auto stuck = stuck_loop(beats, now, every.count() * 2)) {
     if (!watchdog_withheld_) {
-      fmt::print(stderr, "watchdog: worker {}'s loop has not run for {} ms; WATCHDOG=1 withheld\n",
+      log::print(log::Level::Error,
+                 "watchdog: worker {}'s loop has not run for {} ms; WATCHDOG=1 withheld",
                  *stuck + 1, now - beats[*stuck]);
     }
     watchdog_withheld_ = true;
@@ -860,10 +866,11 @@ void Server::save_at_exit() {
   const auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (r.ok) {
-    fmt::print(stderr, "hourglassd: saved {} answers to {}{} ({} bytes, {:.1f} ms)\n", r.entries,
-               r.path, r.diverted.empty() ? std::string() : " (" + r.diverted + ")", r.bytes, ms);
+    log::print(log::Level::Info, "hourglassd: saved {} answers to {}{} ({} bytes, {:.1f} ms)",
+               r.entries, r.path, r.diverted.empty() ? std::string() : " (" + r.diverted + ")",
+               r.bytes, ms);
   } else {
-    fmt::print(stderr, "hourglassd: cache file {}: not saved: {}\n", path, r.error);
+    log::print(log::Level::Warning, "hourglassd: cache file {}: not saved: {}", path, r.error);
   }
 }
 

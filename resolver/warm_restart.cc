@@ -1,6 +1,7 @@
 // Warm restart: loading the cache file at start, saving it at stop, on request and
 // periodically.
 #include "resolver/warm_restart.h"
+#include "resolver/log.h"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -27,19 +28,19 @@ persist::LoadReport load_one(Shared& shared, const std::string& path, MonoTime n
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
   switch (r.status) {
     case persist::LoadReport::Status::Missing:
-      fmt::print(stderr, "cache file {}: none yet; starting with an empty cache\n", path);
+      log::print(log::Level::Info, "cache file {}: none yet; starting with an empty cache", path);
       break;
     case persist::LoadReport::Status::Rejected:
       if (r.newer && !fallback) {
         // The fallback's own line follows, saying what was loaded.
-        fmt::print(stderr,
+        log::print(log::Level::Warning,
                    "warning: cache file {}: {}; left as it is for the hourglassd that wrote it: "
-                   "this one loads and saves {} instead\n",
+                   "this one loads and saves {} instead",
                    path, r.problem, persist::fallback_path(path));
         break;
       }
-      fmt::print(stderr, "warning: cache file {}: {}; starting with an empty cache\n", path,
-                 r.problem);
+      log::print(log::Level::Warning, "warning: cache file {}: {}; starting with an empty cache",
+                 path, r.problem);
       break;
     case persist::LoadReport::Status::Loaded: {
       // saved_at comes from the file: subtract without overflowing.
@@ -48,9 +49,9 @@ persist::LoadReport load_one(Shared& shared, const std::string& path, MonoTime n
                                  r.saved_at.time_since_epoch().count(), &ago_ms))
         ago_ms = 0;
       const auto ago = std::chrono::duration_cast<std::chrono::seconds>(Millis{ago_ms});
-      fmt::print(stderr,
+      log::print(log::Level::Info,
                  "cache file {}: loaded {} of {} answers in {:.1f} ms (saved {}s ago; {} past "
-                 "their stale window, {} refused)\n",
+                 "their stale window, {} refused)",
                  path, r.loaded, r.in_file, took.count(), ago.count(), r.expired, r.refused);
       break;
     }
@@ -80,8 +81,9 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
   std::string dir = ".";
   if (slash != std::string::npos) dir = slash == 0 ? "/" : written.substr(0, slash);
   if (::access(dir.c_str(), W_OK) != 0) {
-    fmt::print(stderr, "warning: cache file {}: cannot write in {} ({}); it will not be saved\n",
-               written, dir, std::strerror(errno));
+    log::print(log::Level::Warning,
+               "warning: cache file {}: cannot write in {} ({}); it will not be saved", written,
+               dir, std::strerror(errno));
   }
   return r.loaded;
 }
@@ -141,7 +143,8 @@ bool PeriodicSaver::save_if_changed() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r.ok) {
     if (r.error != last_error_) {
-      fmt::print(stderr, "warning: cache file {}: periodic save failed: {}; retrying every {} s\n",
+      log::print(log::Level::Warning,
+                 "warning: cache file {}: periodic save failed: {}; retrying every {} s",
                  shared_.config.cache_file, r.error, interval_.count() / 1000);
       last_error_ = r.error;
     }
@@ -155,9 +158,9 @@ bool PeriodicSaver::save_if_changed() {
     n = ++saves_;
   }
   if (n == 1 || !last_error_.empty()) {
-    fmt::print(stderr,
+    log::print(log::Level::Info,
                "cache file: {}saved {} answers to {} ({} bytes, {:.1f} ms); saved every {} s while "
-               "the cache changes, failures logged\n",
+               "the cache changes, failures logged",
                last_error_.empty() ? "periodic save: " : "periodic save works again: ", r.entries,
                saved_where(r), r.bytes, ms, interval_.count() / 1000);
   }

@@ -925,5 +925,32 @@ TEST(ParseConfig, RedisErrorsNameTheFlagAndWhatIsAllowed) {
   }
 }
 
+// --log-queries=json: the query log as JSON lines (docs/packaging.md).
+TEST(ParseConfig, LogQueriesTakesTextOrJson) {
+  Config c = ok(parse({"--upstream", "192.0.2.1", "--log-queries"}));
+  EXPECT_TRUE(c.log_queries);
+  EXPECT_FALSE(c.log_queries_json);
+  c = ok(parse({"--upstream", "192.0.2.1", "--log-queries=json"}));
+  EXPECT_TRUE(c.log_queries);
+  EXPECT_TRUE(c.log_queries_json);
+  c = ok(parse({"--upstream", "192.0.2.1", "--log-queries=text"}));
+  EXPECT_FALSE(c.log_queries_json);
+  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--log-queries=xml"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--log-queries=\"xml\""));
+  EXPECT_THAT(e.message, HasSubstr("json"));
+  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--no-0x20=maybe"})).exit_code, 2);
+
+  TempDir dir;
+  const std::string toml =
+      dir.write("q.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"json\"\n");
+  c = ok(parse({"--config", toml}));
+  EXPECT_TRUE(c.log_queries_json);
+  EXPECT_THAT(to_toml(c), HasSubstr("log-queries = \"json\"\n"));
+  // The printed configuration reads back to the same setting.
+  const std::string again = dir.write("again.toml", to_toml(c));
+  EXPECT_TRUE(ok(parse({"--config", again})).log_queries_json);
+}
+
 }  // namespace
 }  // namespace hg::resolver

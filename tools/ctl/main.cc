@@ -6,6 +6,8 @@
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
 //   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
 //   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
+//   hourglass-ctl top [--once] [--interval SECONDS]     (tools/ctl/top.h: a live view)
+//   hourglass-ctl use-as-system-resolver [--undo]        (tools/ctl/system_resolver.h)
 //   (--fleet with flush, flush-zone, ttl-cap, ttl-cap-clear: every instance and Redis too)
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
@@ -31,7 +33,76 @@
 #include <string_view>
 #include <vector>
 
+#include "resolver/cli_doc.h"
+#include "tools/ctl/client.h"
+#include "tools/ctl/system_resolver.h"
+#include "tools/ctl/top.h"
+
 namespace {
+
+// The commands, for --help, the man page and the completion (hg::clidoc). All but the last
+// two are sent to hourglassd (resolver/control.h); top and use-as-system-resolver run here.
+const std::vector<hg::clidoc::Command>& commands() {
+  static const std::vector<hg::clidoc::Command> c = {
+      {"stats", "", "cache and server counters, queries in flight"},
+      {"upstreams", "", "per upstream server: RTT, RTO, EDNS and 0x20 state, counters"},
+      {"dump", "[NAME]", "cached answers (all, or NAME's) with the TTLs left now"},
+      {"flush", "[NAME]", "remove every cached answer, or every one for NAME"},
+      {"flush-zone", "ZONE", "remove cached answers for ZONE and every name below it"},
+      {"ttl-cap", "ZONE SECONDS", "cap TTLs at or below ZONE, cached answers included"},
+      {"ttl-cap-clear", "ZONE", "remove ZONE's cap"},
+      {"ttl-caps", "", "the caps in force"},
+      {"shadow", "[list | set ZONE SECONDS | clear ZONE]",
+       "shadow-ttl zones: real vs projected upstream queries"},
+      {"drain", "NAME [--old RDATA]... [--flush-old]",
+       "cached answers leading to NAME, and when the old ones are gone"},
+      {"top-names", "[N]", "the busiest names and those causing the most upstream queries"},
+      {"save", "", "write the cache to the --cache-file now"},
+      {"route", "NAME", "which rule answers NAME: local zone, hosts file, forward zone, upstreams"},
+      {"help", "", "the commands hourglassd knows"},
+      {"top", "[--once] [--interval SECONDS] [--names N]",
+       "live view: queries/s, hit ratio, misses, stale, SERVFAIL, upstreams, busiest names"},
+      {"use-as-system-resolver", "[--undo] [--force] [--resolv-conf PATH] [--backup PATH]",
+       "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping the old file; --undo "
+       "puts it back"},
+  };
+  return c;
+}
+
+std::string command_summary() {
+  std::string out;
+  for (const auto& c : commands()) {
+    if (!out.empty()) out += " | ";
+    out += c.name;
+    if (!c.args.empty()) out += " " + c.args;
+  }
+  return out;
+}
+
+constexpr const char* kManual = R"(# DESCRIPTION
+hourglass-ctl sends one command to a running hourglassd(8) over its control socket (hourglassd --control PATH) and prints the reply. The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control, where the packaged service creates it. The socket is mode 0660: run it as root or as a member of the daemon's group.
+
+top and use-as-system-resolver run in hourglass-ctl itself. top polls stats, upstreams and top-names every --interval seconds and draws a terminal view: queries/s, hit ratio, misses/s, stale answers/s, SERVFAIL/s, each upstream's smoothed RTT and loss (timeouts per query sent), the busiest names and the names that cause the most upstream queries. With --once it waits one interval, prints one plain snapshot and exits; its totals line holds the same counters as stats at the time of its second sample.
+
+use-as-system-resolver renames /etc/resolv.conf to /etc/hourglass/resolv.conf.before and writes a new /etc/resolv.conf that says nameserver 127.0.0.1. It refuses when hourglassd does not answer on its control socket (--force switches anyway). --undo puts the old file (or symbolic link) back, unless /etc/resolv.conf was changed by something else since. Removing the package runs --undo.
+
+# EXIT STATUS
+0 with the reply on standard output; 1 when hourglassd answered with an error, or use-as-system-resolver could not do what was asked; 2 when hourglassd could not be reached or its reply did not arrive in time.
+
+# ENVIRONMENT
+  HOURGLASS_CONTROL    the control socket when --socket is not given
+
+# EXAMPLES
+  hourglass-ctl stats
+  hourglass-ctl dump www.example.com
+  hourglass-ctl flush-zone example.com
+  hourglass-ctl ttl-cap shop.example.com 60
+  hourglass-ctl top
+  hourglass-ctl use-as-system-resolver
+
+# SEE ALSO
+hourglassd(8), hourglass.toml(5), hourglass-rehearse(1)
+)";
 
 constexpr const char* kDefaultSocket = "/run/hourglass/control";
 constexpr std::size_t kMaxLine = 4096;  // the daemon's limit, '\n' included
@@ -79,17 +150,14 @@ int run(int argc, char** argv) {
                "flush, flush-zone, ttl-cap, ttl-cap-clear: also in Redis and on every instance "
                "of the fleet (hourglassd --redis)");
   app.add_option("-s,--socket", path, "hourglassd's control socket ($HOURGLASS_CONTROL)")
+      ->type_name("PATH")
       ->capture_default_str();
   app.add_option("-t,--timeout", timeout_s,
                  "Seconds to wait for hourglassd to send (more of) its reply")
+      ->type_name("SECONDS")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app.add_option(
-      "command", words,
-      "stats | upstreams | dump [NAME] | flush [NAME] | flush-zone ZONE | ttl-cap ZONE SECONDS "
-      "| ttl-cap-clear ZONE | ttl-caps | save | route NAME | shadow [list | set ZONE SECONDS | "
-      "clear "
-      "ZONE] | drain NAME [--old RDATA]... [--flush-old] | help");
+  app.add_option("command", words, command_summary());
   // Everything from the first word that is not one of our own options is the command, passed
   // on verbatim (drain's --old and --flush-old belong to it, not to hourglass-ctl; a --fleet
   // after the command is passed on as it stands, one before it is appended below).
@@ -108,6 +176,15 @@ int run(int argc, char** argv) {
   }
   const std::vector<std::string> command(argv + std::min(ours, argc), argv + argc);
   app.footer("Exit status: 0 ok, 1 hourglassd answered with an error, 2 hourglassd not reachable.");
+  if (hg::clidoc::requested()) {
+    hg::clidoc::Extra extra;
+    extra.section = 8;
+    extra.synopsis = "[OPTIONS] COMMAND [ARGS...]";
+    extra.commands = commands();
+    extra.manual = kManual;
+    std::fputs(hg::clidoc::to_json(app, extra).c_str(), stdout);
+    return 0;
+  }
   try {
     app.parse(std::min(argc, ours), argv);
   } catch (const CLI::ParseError& e) {
@@ -117,6 +194,10 @@ int run(int argc, char** argv) {
   if (words.empty()) {
     fmt::print(stderr, "hourglass-ctl: command is required; run with --help for the list\n");
     return 2;
+  }
+  if (words[0] == "top") return hg::ctl::run_top(path, timeout_s, words);
+  if (words[0] == "use-as-system-resolver") {
+    return hg::ctl::use_as_system_resolver(path, timeout_s, words);
   }
 
   std::string line;

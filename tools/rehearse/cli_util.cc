@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "resolver/cli_doc.h"
+
 namespace hg::rehearse {
 
 namespace {
@@ -53,6 +55,11 @@ int usage_error(std::string_view cmd, std::string_view flag, std::string_view va
                static_cast<int>(value.size()), value.data(), static_cast<int>(allowed.size()),
                allowed.data());
   return 2;
+}
+
+int print_cli_doc(const CLI::App& app) {
+  std::fputs(clidoc::to_json(app, clidoc::Extra{}).c_str(), stdout);
+  return 0;
 }
 
 int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd) {

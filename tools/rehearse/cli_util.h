@@ -25,6 +25,9 @@ int usage_error(std::string_view cmd, std::string_view flag, std::string_view va
                 std::string_view allowed);
 /// CLI11's --help (exit 0) or a one-line parse error (exit 2).
 int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd);
+/// Prints the subcommand's command line as JSON (resolver/cli_doc.h, for the man page and
+/// completion) and returns 0; run when HG_CLI_DOC=1.
+int print_cli_doc(const CLI::App& app);
 /// The --resolver values, or the nameservers of /etc/resolv.conf; nullopt (after printing
 /// the one-line error) when one is bad or there is none.
 std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/discover.h"
@@ -66,6 +67,7 @@ int run_plan(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the report as JSON to FILE");
   app.add_option("--plot", plot_path, "also draw the timelines as SVG to FILE");
   app.add_option("--now", now_text, "pretend it is this time (UTC), for reproducible reports");
+  if (hg::clidoc::requested()) return print_cli_doc(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 // hourglass-rehearse synth: generated traces of a recording resolver (see synth.h).
 #include "tools/rehearse/synth.h"
+#include "resolver/cli_doc.h"
+#include "tools/rehearse/cli_util.h"
 
 #include <pcap/pcap.h>
 
@@ -453,6 +455,7 @@ int run_synth(int argc, char** argv) {
   app.add_option("--clients", o.clients, "distinct client addresses (default 256)");
   app.add_option("--truth", truth,
                  "also write per-name truth as CSV: rank,name,ttl,rate,queries,upstream");
+  if (hg::clidoc::requested()) return print_cli_doc(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

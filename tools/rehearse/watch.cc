@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/dns_client.h"
@@ -76,6 +77,7 @@ int run_watch(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--duration", duration_text, "give up after this long, at most 24h")
       ->capture_default_str();
+  if (hg::clidoc::requested()) return print_cli_doc(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -85,7 +85,13 @@ INSTANTIATE_TEST_SUITE_P(
             "layer 1 (\"a\"): unknown key \"hold\""},
         Bad{"[[layer]]\nname = 7\nkind = \"fixed\"\n", "name: expected a string"},
         Bad{"[[layer]]\nname = \"a\"\nkind = \"fixed\"\nseconds = 3\nuntil = \"x\"\n",
-            "until: only"}),
+            "until: only"},
+        // Found by fuzzing (tests/fuzz/corpus/profile/found-multiline-layer-name): a layer
+        // named with a multi-line string broke the error into several lines.
+        Bad{"[[layer]]\nname = \"\"\"a\nb\"\"\"\nkind = \"x\"\n",
+            "layer 1 (\"a\\nb\"): kind: \"x\""},
+        Bad{"[[layer]]\nname = \"a\\u001b[31m\"\nkind = \"x\"\n", "(\"a\\x1b[31m\")"},
+        Bad{"\"a\\nb\" = 1\n", "unknown key \"a\\nb\""}),
     [](const testing::TestParamInfo<Bad>& p) { return "case" + std::to_string(p.index); });
 
 TEST(PlanProfile, MissingFileIsAnError) {

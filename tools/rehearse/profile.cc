@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include "tools/rehearse/default_profile.h"  // generated: kDefaultProfileToml
@@ -16,9 +17,22 @@ using resolver::Checked;
 
 constexpr const char* kKinds = "fixed, floor, cap, stale or until";
 
-std::string one_line(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
+// A profile's own strings (layer names, kinds, keys) end up in the error line: a multi-line
+// TOML string must not break it into several lines, nor a control byte reach the terminal.
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
 Checked<Layer> read_layer(const toml::table& t, const std::string& where) {
@@ -97,7 +111,9 @@ std::optional<LayerKind> layer_kind_from_text(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-Checked<Profile> parse_profile(std::string_view text, std::string_view origin) {
+namespace {
+
+Checked<Profile> parse_profile_text(std::string_view text, std::string_view origin) {
   using R = Checked<Profile>;
   const std::string org(origin);
   toml::table tbl;
@@ -109,8 +125,7 @@ Checked<Profile> parse_profile(std::string_view text, std::string_view origin) {
     if (at.line > 0) {
       msg += "line " + std::to_string(at.line) + ", column " + std::to_string(at.column) + ": ";
     }
-    return R::failure(msg + one_line(std::string(e.description())) +
-                      "; expected TOML with [[layer]] tables");
+    return R::failure(msg + std::string(e.description()) + "; expected TOML with [[layer]] tables");
   }
   Profile p;
   p.origin = org;
@@ -134,6 +149,14 @@ Checked<Profile> parse_profile(std::string_view text, std::string_view origin) {
     }
   }
   if (p.layers.size() > 256) return R::failure(org + ": more than 256 layers");
+  return p;
+}
+
+}  // namespace
+
+Checked<Profile> parse_profile(std::string_view text, std::string_view origin) {
+  auto p = parse_profile_text(text, origin);
+  if (!p) return Checked<Profile>::failure(one_line(p.error()));
   return p;
 }
 

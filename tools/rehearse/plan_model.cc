@@ -252,7 +252,9 @@ void compute_timeline(NamePlan& p, const PlanInput& in, const Profile& profile) 
           "when that TTL runs out, whatever the {}'s TTL; so this {} s {} does not hold the "
           "old {}",
           lim.owner, negative ? "(the negative answer)" : lim.type, h.type, h.ttl, h.type,
-          negative ? "negative answer" : "data");
+          negative                                ? "negative answer"
+          : lim.type == "A" || lim.type == "AAAA" ? "address"
+                                                  : "data");
     } else {
       because = fmt::format("it is below the hop that changes ({} {}) and stays as it is",
                             lim.owner, lim.type);

@@ -122,7 +122,9 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
     }
     o += "  timeline:\n";
     for (const TimelineLine& l : p.lines) {
-      o += fmt::format("    {}  {}  {}\n", when_text(l.when), pad(l.label, 30), l.explanation);
+      // A line without a time explains the one above it: no "no time bound" there.
+      o += fmt::format("    {}  {}  {}\n", l.when ? format_utc(*l.when) : std::string(20, ' '),
+                       pad(l.label, 30), l.explanation);
     }
     if (!p.layers.empty()) {
       o += "  layers on top (profile), old answer gone by:\n";
@@ -443,11 +445,26 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
                    SysSeconds from, std::optional<SysSeconds> end, const char* colour) {
       const double by = top + kRow * static_cast<double>(row);
       const double start = ax.x(std::max(from, std::min(in.now, in.cutover)));
+      // The label and its figure share the left column: shorten a long label (about 6.5 px a
+      // character at this size) so the two never overlap.
+      std::string shown = label;
+      const std::size_t room = static_cast<std::size_t>(
+          std::max(8.0, (kLabelW - 24 - 7.0 * static_cast<double>(cols(figure))) / 6.8));
+      if (cols(shown) > room) {
+        std::size_t keep = 0, chars = 0;
+        while (keep < shown.size() && chars + 1 < room) {
+          ++keep;
+          while (keep < shown.size() && (static_cast<unsigned char>(shown[keep]) & 0xC0) == 0x80)
+            ++keep;
+          ++chars;
+        }
+        shown = shown.substr(0, keep) + "…";
+      }
       const double stop = end ? ax.x(*end) : ax.x1;
       o += fmt::format(
           "<text x=\"16\" y=\"{:.1f}\">{}</text><text x=\"{:.1f}\" y=\"{:.1f}\" "
           "text-anchor=\"end\" fill=\"#666\">{}</text>\n",
-          by + 14, xml(label), kLabelW, by + 14, xml(figure));
+          by + 14, xml(shown), kLabelW, by + 14, xml(figure));
       o += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
           "rx=\"2\"/>\n",

@@ -253,21 +253,31 @@ TEST(ReplayModel, ScheduleThatMatchesNothingOrSwitchesOutsideTheTraceIsWarned) {
   TraceBuilder t;
   for (int i = 0; i < 100; ++i) {
     t.query(i * kSec, "www.example.com");
-    t.answer(i * kSec + kMs, "www.example.com", 300);
+    t.answer(i * kSec + kMs, "www.example.com", 40);
   }
   ReplayConfig c;
-  c.schedule = {rule("exmaple.com=60@+10s"), rule("example.com=60@+2h"),
+  c.upstream_rtt_ns = 0;
+  c.schedule = {rule("exmaple.com=60@+10s"), rule("example.com=20@+2h"),
                 rule("example.com=30@+50s")};
   const ReplayResult r = t.run(c);
   const auto w = schedule_warnings(r, c);
   ASSERT_EQ(w.size(), 2u) << ::testing::PrintToString(w);
   EXPECT_NE(w[0].find("--schedule exmaple.com.=60: no question or record"), std::string::npos)
       << w[0];
-  EXPECT_NE(w[1].find("--schedule example.com.=60: switches at 2026-01-01T02:00:00Z, after the "
+  EXPECT_NE(w[1].find("--schedule example.com.=20: switches at 2026-01-01T02:00:00Z, after the "
                       "trace ends"),
             std::string::npos)
       << w[1];
   EXPECT_EQ(r.rule_matched, (std::vector<uint8_t>{0, 1, 1}));
+  // The rule past the end does not hold the settled window back: it starts when the last
+  // copy fetched before the +50 s switch (TTL 40, a query every second, so at a whole second)
+  // expires.
+  int64_t last_before_switch = -1;
+  for (int64_t b = 0; b < 50; ++b)
+    if (r.buckets_after[static_cast<std::size_t>(b)] > 0) last_before_switch = b;
+  ASSERT_GE(last_before_switch, 0);
+  ASSERT_TRUE(r.settled_from_ns().has_value());
+  EXPECT_EQ(*r.settled_from_ns(), kT0 + (last_before_switch + 40) * kSec);
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ std::string render_svg(const ReportInput& in) {
         "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#fff3d6\" "
         "opacity=\"0.7\"/>\n<text x=\"{:.1f}\" y=\"{}\" fill=\"#8a6100\" "
         "text-anchor=\"end\">settled: mean {:.2f} → {:.2f} /s, peak {:.0f} → {:.0f} /s</text>\n",
-        X(s0), kTop, X(span_s) - X(s0), ph, kLeft + pw - 4, kTop + ph - 8, settled->mean_qps_before,
+        X(s0), kTop, X(span_s) - X(s0), ph, kLeft + pw - 4, kTop + 60, settled->mean_qps_before,
         settled->mean_qps_after, settled->peak_qps_before, settled->peak_qps_after);
   }
   if (clipped) {

@@ -115,7 +115,10 @@ std::optional<int64_t> ReplayResult::settled_from_ns() const noexcept {
   for (int64_t t : switch_ns)
     if (t >= first_ns && t <= last_ns) last_switch = std::max(last_switch.value_or(t), t);
   if (!last_switch) return std::nullopt;
-  const int64_t from = std::max(*last_switch, old_copies_until_ns);
+  int64_t from = *last_switch;
+  for (std::size_t i = 0; i < rule_at_ns.size() && i < old_copies_until_ns.size(); ++i)
+    if (rule_at_ns[i] != INT64_MIN && rule_at_ns[i] <= *last_switch)
+      from = std::max(from, old_copies_until_ns[i]);
   if (from >= last_ns) return std::nullopt;
   return from;
 }
@@ -323,6 +326,9 @@ void ReplayEngine::apply(const EventBatch& batch) {
         if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);
       }
       result_.rule_matched.assign(config_.schedule.size(), 0);
+      result_.old_copies_until_ns.assign(config_.schedule.size(), INT64_MIN);
+      for (const auto& r : config_.schedule)
+        result_.rule_at_ns.push_back(r.when == ScheduleRule::When::Always ? INT64_MIN : r.at_ns);
       std::sort(result_.switch_ns.begin(), result_.switch_ns.end());
       result_.switch_ns.erase(std::unique(result_.switch_ns.begin(), result_.switch_ns.end()),
                               result_.switch_ns.end());
@@ -477,22 +483,24 @@ void ReplayEngine::mark_rules(const wire::Name& owner) {
 
 void ReplayEngine::note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t at) {
   // The entry lives as long as its shortest record (the cache's rule), at most the cache's
-  // ceiling; it is an "old copy" when a rule not yet in force at t would lower a record of it.
-  bool lowered_later = false;
+  // ceiling; it is an old copy for each rule not yet in force at t that would lower a record.
   uint32_t shortest = UINT32_MAX;
-  for (const auto* sec : {&m.answer, &m.authority}) {
-    for (const auto& rr : *sec) {
-      if (rr.type == wire::RRType::OPT) continue;
-      shortest = std::min(shortest, rr.ttl);
-      for (const auto& rule : config_.schedule) {
-        if (rule.when == ScheduleRule::When::Always || rule.at_ns <= t) continue;
-        if (rr.ttl > rule.ttl && rr.owner.is_subdomain_of(rule.zone)) lowered_later = true;
-      }
-    }
-  }
-  if (!lowered_later || shortest == UINT32_MAX) return;
+  for (const auto* sec : {&m.answer, &m.authority})
+    for (const auto& rr : *sec)
+      if (rr.type != wire::RRType::OPT) shortest = std::min(shortest, rr.ttl);
+  if (shortest == UINT32_MAX) return;
   const int64_t expiry = at + static_cast<int64_t>(std::min(shortest, config_.ttl.max_ttl)) * kSec;
-  result_.old_copies_until_ns = std::max(result_.old_copies_until_ns, expiry);
+  for (std::size_t i = 0; i < config_.schedule.size(); ++i) {
+    const ScheduleRule& rule = config_.schedule[i];
+    if (rule.when == ScheduleRule::When::Always || rule.at_ns <= t) continue;
+    if (result_.old_copies_until_ns[i] >= expiry) continue;
+    bool lowered = false;
+    for (const auto* sec : {&m.answer, &m.authority})
+      for (const auto& rr : *sec)
+        lowered = lowered || (rr.type != wire::RRType::OPT && rr.ttl > rule.ttl &&
+                              rr.owner.is_subdomain_of(rule.zone));
+    if (lowered) result_.old_copies_until_ns[i] = expiry;
+  }
 }
 
 std::optional<uint32_t> ReplayEngine::cap_at(const wire::Name& owner, int64_t t) const {

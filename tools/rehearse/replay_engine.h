@@ -201,13 +201,13 @@ struct ReplayResult {
   /// Per --schedule rule (in order): whether a question's name or a fetched record's owner
   /// was at or below its zone. A rule that matched nothing changed nothing (a typo?).
   std::vector<uint8_t> rule_matched;
-  /// The latest moment a copy fetched by the "after" run before the last switch, with a TTL
-  /// that a later rule lowers, is still cached: from here on the after run holds only
-  /// lowered TTLs. INT64_MIN when no such copy was fetched.
-  int64_t old_copies_until_ns = INT64_MIN;
-  /// The start of the settled window: the last switch inside the trace, or later when old
-  /// copies outlive it (max of the two). nullopt: no timed switch inside the trace, or the
-  /// old copies outlive the trace.
+  /// Per --schedule rule: when it switches (absolute ns; INT64_MIN for a rule without a time),
+  /// and the latest moment a copy the "after" run fetched before that switch, with a TTL the
+  /// rule lowers, is still cached (INT64_MIN: none). After both, the rule is fully in force.
+  std::vector<int64_t> rule_at_ns, old_copies_until_ns;
+  /// The start of the settled window: the last switch inside the trace, or later when copies
+  /// older than a switch (up to that one) outlive it. nullopt: no timed switch inside the
+  /// trace, or the old copies outlive the trace.
   std::optional<int64_t> settled_from_ns() const noexcept;
   std::vector<NameReport> names;  ///< per (name, qtype), unordered
   bool has_forwarder() const noexcept { return recorded_upstream > 0; }

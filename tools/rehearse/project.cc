@@ -94,6 +94,7 @@ void ProjectInput::add(const TraceEvent& ev) {
   }
   std::string rkey = addr_text(ev.family, a, prefix);
   series[qkey][rkey].push_back(static_cast<double>(ev.time_ns - base_ns()) / kNs);
+  ++per_minute[(ev.time_ns - base_ns()) / 60'000'000'000];
   ++queries;
 }
 
@@ -210,7 +211,16 @@ std::optional<uint64_t> number(std::string_view s) {
 }
 
 std::string cost(double queries, std::optional<double> price) {
-  return price ? fmt::format("{:.2f}", queries / 1e6 * *price) : std::string("-");
+  if (!price) return "-";
+  const double c = queries / 1e6 * *price;
+  return c >= 100 ? fmt::format("{:.0f}", c) : fmt::format("{:.4g}", c);
+}
+
+uint64_t peak_minute(const ProjectInput& in) {
+  uint64_t m = 0;
+  for (const auto& [minute, n] : in.per_minute)
+    m = std::max(m, n);
+  return m;
 }
 
 }  // namespace
@@ -239,6 +249,7 @@ std::string format_project_json(const ProjectResult& r, const ProjectInput& in,
   }
   o += fmt::format("}},\n  \"max_caches_behind_one_address\": {},\n", r.max_caches);
   o += fmt::format("  \"price_per_million\": {},\n", price ? num(*price) : "null");
+  o += fmt::format("  \"peak_minute_received\": {},\n", peak_minute(in));
   o += "  \"candidates\": [";
   for (std::size_t c = 0; c < r.candidates.size(); ++c) {
     const Rate& t = r.totals[c];
@@ -314,6 +325,17 @@ std::string format_project_table(const ProjectResult& r, const ProjectInput& in,
                                 : std::string("-"),
                      cost(t.mid * per_day, price));
   }
+  const uint64_t peak = peak_minute(in);
+  o += fmt::format(
+      "peak:       the busiest minute received {} queries ({:.2f}/s); scaled by each TTL's "
+      "multiplier (the same shape assumed):",
+      peak, static_cast<double>(peak) / 60);
+  for (std::size_t c = 0; c < r.candidates.size(); ++c)
+    o += fmt::format(
+        " {} s → {:.0f}", r.candidates[c],
+        r.observed ? static_cast<double>(peak) * r.totals[c].mid / static_cast<double>(r.observed)
+                   : 0.0);
+  o += "\n";
   const std::size_t n = std::min(top, r.names.size());
   if (n > 0) {
     o += fmt::format("\ntop {} questions by added queries at {} s:\n", n, r.candidates.back());

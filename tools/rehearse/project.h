@@ -27,6 +27,7 @@ struct ProjectInput {
   uint64_t other_messages = 0;  ///< dnstap messages of other types (skipped)
   std::map<std::string, std::map<std::string, std::vector<double>>> series;
   std::map<std::string, uint32_t> ttl_of;
+  std::map<int64_t, uint64_t> per_minute;  ///< queries per minute since the first event
 
   /// One event, in time order (the first one fixes the time origin).
   void add(const TraceEvent& ev);

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  watch NAME        poll resolvers until each one serves the new answer\n"
     "  inspect TRACE...  what a trace holds (reader, view, events, skipped) and read speed\n"
     "  project TRACE...  an authoritative server's queries: its load at other TTLs\n"
+    "  report NAME...    one HTML + JSON for the change ticket: when, and at what cost\n"
     "\n"
     "hourglass-rehearse COMMAND --help describes each command.\n";
 
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
     if (cmd == "watch") return hg::rehearse::run_watch(argc - 1, argv + 1);
     if (cmd == "inspect") return hg::rehearse::run_inspect(argc - 1, argv + 1);
     if (cmd == "project") return hg::rehearse::run_project(argc - 1, argv + 1);
+    if (cmd == "report") return hg::rehearse::run_report(argc - 1, argv + 1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hourglass-rehearse %s: %s\n", argv[1], e.what());
     return 2;

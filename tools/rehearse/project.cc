@@ -118,7 +118,8 @@ ProjectResult project(ProjectInput& in, const std::vector<uint32_t>& candidates,
     np.question = qkey;
     auto it = in.ttl_of.find(qkey);
     if (it != in.ttl_of.end()) {
-      np.ttl = it->second;
+      // A TTL of 0 is not cached: every query is a fetch. Modelled as 1 s, so rates stay finite.
+      np.ttl = std::max<uint32_t>(it->second, 1);
       np.ttl_from = "response";
     } else if (default_ttl) {
       np.ttl = *default_ttl;

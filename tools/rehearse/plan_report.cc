@@ -91,7 +91,7 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
         if (neg && hop.ttl > in.target_ttl) mark = "lower SOA TTL/MINIMUM to target";
         if (p.planned) {
           if (moves) {
-            mark = (neg ? "new at the cut-over, " : "changes, ") + mark;
+            mark.insert(0, neg ? "new at the cut-over, " : "changes, ");
           } else {
             mark = hop.ttl > in.target_ttl ? "does not change, need not be lowered"
                                            : "does not change";

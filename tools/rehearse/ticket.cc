@@ -418,6 +418,7 @@ int run_report(int argc, char** argv) {
   DnsClient client(DnsClient::Options{});
   Discoverer disc(client, dopt);
   std::vector<NamePlan> found;
+  found.reserve(qnames.size());
   for (const auto& q : qnames)
     found.push_back(disc.discover(q));
   std::vector<Candidate> cands;

@@ -102,10 +102,14 @@ std::string render_svg(const ReportInput& in) {
       }
     }
   }
-  const bool clipped = cold_peak > ymax * 1.1;
-  if (!clipped) ymax = std::max(ymax, cold_peak);
   ymax *= 1.08;
-  const double ystep = nice_step(ymax > 0 ? ymax : 1, 5);
+  double ystep = nice_step(ymax > 0 ? ymax : 1, 5);
+  // Clip only a cold start that does not fit under the rounded-up scale anyway.
+  const bool clipped = cold_peak > std::max(ystep, std::ceil(ymax / ystep) * ystep);
+  if (!clipped && cold_peak > ymax) {
+    ymax = cold_peak * 1.02;
+    ystep = nice_step(ymax, 5);
+  }
   ymax = std::max(ystep, std::ceil(ymax / ystep) * ystep);
 
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;

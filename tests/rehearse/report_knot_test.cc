@@ -121,5 +121,36 @@ TEST(ReportKnot, NumbersEqualPlanAndReplayAndChromiumRendersIt) {
     std::filesystem::copy_file(shot, keep, std::filesystem::copy_options::overwrite_existing);
 }
 
+// The same with an authoritative server's trace: the cost comes from the projection and
+// equals project --json's for the same trace, TTL and candidates.
+TEST(ReportKnot, AuthoritativeTraceCostEqualsProject) {
+  auto knot = Knot::start({{"example.test", report_zone()}});
+  ASSERT_NE(knot, nullptr);
+  TempDir tmp;
+  // The pcap written above, read as what an authoritative server received: one resolver
+  // asking for www and api.
+  const std::string trace = tmp.file("auth.pcap");
+  write_resolver_pcap(trace);
+  auto r = rehearse(
+      "report www.example.test api.example.test --candidates 120,60 --cutover "
+      "2026-12-03T10:00Z --now 2026-11-30T12:00Z --transfer-margin 0 --auth " +
+      knot->address() + " --side auth --trace " + trace + " --html " + tmp.file("r.html") +
+      " --json " + tmp.file("r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto p = rehearse("project " + trace + " --candidates 120,60 --json " + tmp.file("p.json"));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const std::string rj = tmp.file("r.json"), pj = tmp.file("p.json");
+  EXPECT_EQ(json_get(rj, "d['candidates'][1]['cost']['source']"), "project");
+  EXPECT_EQ(json_get(rj, "d['candidates'][1]['cost']['queries_before']"),
+            json_get(pj, "d['observed']"));
+  for (int c = 0; c < 2; ++c) {
+    const std::string k = std::to_string(c);
+    EXPECT_EQ(json_get(rj, "round(d['candidates'][" + k + "]['cost']['queries_after'], 3)"),
+              json_get(pj, "round(d['candidates'][" + k + "]['queries'], 3)"));
+    EXPECT_EQ(json_get(rj, "round(d['candidates'][" + k + "]['cost']['queries_after_hi'], 3)"),
+              json_get(pj, "round(d['candidates'][" + k + "]['queries_hi'], 3)"));
+  }
+}
+
 }  // namespace
 }  // namespace hg::rehearse_test

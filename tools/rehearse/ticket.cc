@@ -311,6 +311,7 @@ int run_report(int argc, char** argv) {
   std::string cutover_text, now_text, profile_path, json_path, html_path, candidates_text;
   std::string moving = "address", margin_text, timeout_text = "1s";
   std::optional<uint32_t> ttl_flag;
+  std::string side = "auto";
   app.add_option("NAME", names, "names to plan")->required();
   app.add_option("--cutover", cutover_text, "the switch time, UTC: 2026-12-03T10:00Z")->required();
   app.add_option("--candidates", candidates_text, "candidate TTLs: 300,120,60,30")->required();
@@ -324,6 +325,10 @@ int run_report(int argc, char** argv) {
   app.add_option("--profile", profile_path, "TOML profile of layers, as plan");
   app.add_option("--ttl", ttl_flag, "authoritative queries-only traces: today's TTL, as project");
   app.add_option("--now", now_text, "pretend it is this time (UTC)");
+  app.add_option("--side", side,
+                 "whose trace: resolver (replayed), auth (projected), or auto: auth when the "
+                 "dnstap holds AUTH_* messages (a pcap is taken as a resolver's)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -332,6 +337,8 @@ int run_report(int argc, char** argv) {
   auto bad = [](const std::string& flag, const std::string& value, const std::string& allowed) {
     return usage_error("report", flag, value, allowed);
   };
+  if (side != "auto" && side != "auth" && side != "resolver")
+    return bad("--side", side, "auto, auth or resolver");
   std::vector<uint32_t> candidates;
   {
     std::string_view rest = candidates_text;
@@ -412,7 +419,7 @@ int run_report(int argc, char** argv) {
       pin.add(ev);
     }
   }
-  const bool authoritative = pin.auth_messages > 0;
+  const bool authoritative = side == "auth" || (side == "auto" && pin.auth_messages > 0);
 
   // Discover once; the timeline per candidate.
   DnsClient client(DnsClient::Options{});

@@ -230,4 +230,78 @@ Knot::~Knot() {
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
+namespace {
+
+void stop_pid(pid_t& pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  int st = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      pid = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  pid = -1;
+}
+
+}  // namespace
+
+std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_port) {
+  std::unique_ptr<Unbound> u(new Unbound());
+  char tmpl[] = "/tmp/hg-unbound-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed";
+    return nullptr;
+  }
+  u->dir_ = tmpl;
+  u->port_ = free_port();
+  // "test." is one of Unbound's default local zones (RFC 6761): nodefault lets the stub through.
+  const std::string conf =
+      "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(u->port_) +
+      "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + u->dir_ +
+      "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n"
+      "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
+      "  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  prefetch: no\n"
+      "  outgoing-range: 32\n  so-reuseport: no\n  local-zone: \"test.\" nodefault\n"
+      "remote-control:\n  control-enable: no\n"
+      "stub-zone:\n  name: \"" +
+      apex + "\"\n  stub-addr: 127.0.0.1@" + std::to_string(auth_port) + "\n";
+  const std::string conf_path = u->dir_ + "/unbound.conf";
+  write_file(conf_path, conf);
+  const std::string log_path = u->dir_ + "/unbound.log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::FILE* log = std::fopen(log_path.c_str(), "w");
+    if (log != nullptr) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    execlp("unbound", "unbound", "-d", "-c", conf_path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  u->pid_ = pid;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = run(
+        "kdig @127.0.0.1 -p " + std::to_string(u->port_) + " +timeout=1 +retry=0 " + apex + " SOA",
+        5);
+    if (r.exit_code == 0 && r.output.find("status: NOERROR") != std::string::npos) return u;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  ADD_FAILURE() << "unbound did not answer for " << apex << " on port " << u->port_ << ": "
+                << read_file(log_path);
+  return nullptr;
+}
+
+Unbound::~Unbound() {
+  stop_pid(pid_);
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
 }  // namespace hg::rehearse_test

@@ -46,6 +46,26 @@ class Knot {
   pid_t pid_ = -1;
 };
 
+/// A real Unbound on 127.0.0.1 (a kernel-picked port) as a recursive resolver whose one zone
+/// `apex` is a stub zone pointing at 127.0.0.1:`auth_port` (knotd): an RRset cache that keeps
+/// each RRset on its own TTL (RFC 2181), unlike hourglassd's per-answer entries. No validator,
+/// no prefetch; nothing leaves loopback. Stopped by its PID.
+class Unbound {
+ public:
+  /// nullptr (with a gtest failure recorded) if it does not answer for `apex` within 15 s.
+  static std::unique_ptr<Unbound> start(const std::string& apex, uint16_t auth_port);
+  ~Unbound();
+  Unbound(const Unbound&) = delete;
+  Unbound& operator=(const Unbound&) = delete;
+  uint16_t port() const noexcept { return port_; }
+
+ private:
+  Unbound() = default;
+  std::string dir_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
 /// A port on 127.0.0.1 that was free a moment ago (bound with port 0 and closed).
 uint16_t free_port();
 /// A UDP port on 127.0.0.1 on which a socket is bound that never answers: queries to it time

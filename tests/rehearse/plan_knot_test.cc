@@ -1,15 +1,22 @@
 // hourglass-rehearse plan against a real knotd on loopback (label: integration): the chain
-// www CNAME (3600) → lb A (300), lowering only lb, lame and unreachable servers, missing
-// names, loops, DNAME, servers that disagree, and finding the servers through a resolver.
+// www CNAME (3600) → lb A (300) with the A record moving, the CNAME or every hop moving, the
+// transfer margin from SOA REFRESH, lame and unreachable servers, missing names, loops, DNAME,
+// servers that disagree, finding the servers through a resolver, and — measured — when
+// hourglassd in front of knotd serves a changed A record under a long CNAME.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "tests/integration/daemon.h"
 #include "tests/rehearse/knot.h"
+#include "wire/rdata.h"
 
 namespace hg::rehearse_test {
 namespace {
 
-const char* kPlanTimes = "--target-ttl 60 --cutover 2026-12-03T10:00Z --now 2026-11-30T12:00Z";
+const char* kPlanTimes =
+    "--target-ttl 60 --cutover 2026-12-03T10:00Z --now 2026-11-30T12:00Z --transfer-margin 0";
 
 std::string zone(uint32_t serial, uint32_t www_ttl, uint32_t lb_ttl) {
   return "$ORIGIN example.test.\n"
@@ -51,39 +58,70 @@ class PlanKnot : public testing::Test {
   TempDir tmp_;
 };
 
-TEST_F(PlanKnot, CnameAboveTheAddressIsTheLimit) {
+TEST_F(PlanKnot, TheAddressRecordMovesAndTheCnameAboveNeedNotBeLowered) {
   const std::string json = tmp_.file("plan.json");
   auto r = plan("www.example.test --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json_get(json, "d['cutover']"), "2026-12-03T10:00:00Z");
   EXPECT_EQ(json_get(json, "d['target_ttl']"), "60");
+  EXPECT_EQ(json_get(json, "d['moving']"), "address");
   EXPECT_EQ(json_get(json, "d['names'][0]['name']"), "www.example.test.");
-  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
-  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_ttl']"), "3600");
+  // cut-over − lb's 300 s, not − the CNAME's 3600 s.
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:55:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_ttl']"), "300");
+  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_hop']"),
+            "{'owner': 'lb.example.test.', 'type': 'A'}");
   EXPECT_EQ(json_get(json, "d['names'][0]['gone_by_ttl']"), "2026-12-03T10:01:00Z");
-  EXPECT_EQ(json_get(json, "[(h['owner'], h['type'], h['ttl']) for h in d['names'][0]['hops']]"),
-            "[('www.example.test.', 'CNAME', 3600), ('lb.example.test.', 'A', 300)]");
+  EXPECT_EQ(json_get(json,
+                     "[(h['owner'], h['type'], h['ttl'], h['moves']) for h in "
+                     "d['names'][0]['hops']]"),
+            "[('www.example.test.', 'CNAME', 3600, False), ('lb.example.test.', 'A', 300, True)]");
   EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['negative_ttl']"), "300");
   EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['ns_ttl']"), "3600");
-  EXPECT_NE(r.output.find("2026-12-03T09:00:00Z  lower every hop by"), std::string::npos)
+  EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['soa_refresh']"), "3600");
+  EXPECT_NE(r.output.find("2026-12-03T09:55:00Z  lower A by"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not change, need not be lowered"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanKnot, TransferMarginDefaultsToSoaRefresh) {
+  const std::string json = tmp_.file("plan.json");
+  auto r = rehearse(
+      "plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+      "2026-11-30T12:00Z --auth " +
+      knot_->address() + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The zone's SOA REFRESH is 3600: cut-over − 3600 − 300.
+  EXPECT_EQ(json_get(json, "d['names'][0]['transfer_margin']"), "3600");
+  EXPECT_EQ(json_get(json, "d['names'][0]['margin_source']"), "SOA REFRESH of zone example.test.");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T08:55:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['gone_by_ttl']"), "2026-12-03T11:01:00Z");
+  EXPECT_NE(r.output.find("--transfer-margin 0"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanKnot, MovingTheCnameOrEveryHop) {
+  const std::string json = tmp_.file("plan.json");
+  auto r = plan("www.example.test --moving www.example.test --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  r = plan("www.example.test --moving all --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  // A hop that is not on the chain: not planned, exit 1, the chain's owners named.
+  r = plan("www.example.test --moving api.example.test");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--moving api.example.test: no hop of the chain"), std::string::npos)
       << r.output;
 }
 
-TEST_F(PlanKnot, LoweringOnlyLbLeavesTheCnameAsTheLimit) {
+TEST_F(PlanKnot, LoweredAddressLeavesNothingToLower) {
   ASSERT_TRUE(knot_->replace_zone({"example.test", zone(2, 3600, 60)}, 2));
   const std::string json = tmp_.file("plan.json");
   auto r = plan("www.example.test --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json_get(json, "d['names'][0]['hops'][1]['ttl']"), "60");
   EXPECT_EQ(json_get(json, "d['names'][0]['hops'][1]['at_or_below_target']"), "True");
-  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
-  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_hop']"),
-            "{'owner': 'www.example.test.', 'type': 'CNAME'}");
-  // Lowering the CNAME too moves "lower by" to one target TTL before the cut-over.
-  ASSERT_TRUE(knot_->replace_zone({"example.test", zone(3, 60, 60)}, 3));
-  r = plan("www.example.test --json " + json);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:59:00Z");
+  EXPECT_NE(r.output.find("nothing to lower"), std::string::npos) << r.output;
 }
 
 TEST_F(PlanKnot, UnreachableAndLameServersAreReportedNotFatal) {
@@ -104,7 +142,7 @@ TEST_F(PlanKnot, UnreachableAndLameServersAreReportedNotFatal) {
   EXPECT_NE(r.output.find(k->address() + ": REFUSED"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("no --auth server is authoritative for it (lame)"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("2026-12-03T09:00:00Z  lower every hop by"), std::string::npos);
+  EXPECT_NE(r.output.find("2026-12-03T09:55:00Z  lower A by"), std::string::npos);
 }
 
 TEST_F(PlanKnot, NothingPlannableExitsOne) {
@@ -120,8 +158,11 @@ TEST_F(PlanKnot, MissingNameIsPlannedAsANewName) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json_get(json, "d['names'][0]['missing']"), "True");
   EXPECT_EQ(json_get(json, "d['names'][0]['negative_ttl']"), "300");  // min(3600, 300)
-  EXPECT_EQ(json_get(json, "d['names'][0]['new_name_by']"), "2026-12-03T10:05:00Z");
+  // Lowered to the target TTL (60 s) ahead: visible 60 s after the cut-over.
+  EXPECT_EQ(json_get(json, "d['names'][0]['new_name_by']"), "2026-12-03T10:01:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:55:00Z");
   EXPECT_NE(r.output.find("does not exist yet (NXDOMAIN"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("gone from TTL-obeying caches"), std::string::npos) << r.output;
 }
 
 TEST_F(PlanKnot, ChainLoopIsReported) {
@@ -142,7 +183,8 @@ TEST_F(PlanKnot, DnameAndCrossZoneHopsAreFollowed) {
   EXPECT_EQ(json_get(json, "[(h['type'], h['ttl'], h['zone']) for h in d['names'][1]['hops']]"),
             "[('CNAME', 900, 'example.test.'), ('A', 120, 'other.test.')]");
   EXPECT_EQ(json_get(json, "d['names'][1]['zones'][1]['negative_ttl']"), "120");
-  EXPECT_EQ(json_get(json, "d['names'][1]['lower_by']"), "2026-12-03T09:45:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:55:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][1]['lower_by']"), "2026-12-03T09:58:00Z");
 }
 
 TEST_F(PlanKnot, ServersThatDisagreeAreReported) {
@@ -156,7 +198,7 @@ TEST_F(PlanKnot, ServersThatDisagreeAreReported) {
   EXPECT_NE(r.output.find(knot_->address() + " says CNAME 3600"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(second->address() + " says CNAME 300"), std::string::npos) << r.output;
   // Planned with the larger TTL.
-  EXPECT_EQ(json_get(json, "d['names'][0]['limiting_ttl']"), "3600");
+  EXPECT_EQ(json_get(json, "d['names'][0]['hops'][0]['ttl']"), "3600");
 }
 
 TEST_F(PlanKnot, ProfileAndPlotAreUsed) {
@@ -195,10 +237,91 @@ TEST_F(PlanKnot, ServersAreFoundThroughAResolver) {
                     " --resolver 127.0.0.1:" + std::to_string(d->port()) + " --auth-port " +
                     std::to_string(knot_->port()) + " --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:55:00Z");
   EXPECT_EQ(json_get(json, "d['names'][0]['zones'][0]['servers']"), "['" + knot_->address() + "']");
   EXPECT_EQ(json_get(json, "[z['apex'] for z in d['names'][1]['zones']]"),
             "['example.test.', 'other.test.']");
+}
+
+// The claim behind "lower by = cut-over − the TTL of the RRset that changes", measured: knotd
+// serves www CNAME (60 s) → lb A (3 s) — the 3600 s → 300 s chain scaled down by 20 — and the
+// A record changes. hourglassd (one cache entry per answer) and Unbound (one per RRset) in
+// front of it each fetched the chain just before the change; each must serve the new address
+// within the A record's TTL (+ the 1 s granularity of TTLs and the polling), long before the
+// CNAME's 60 s run out. plan's "lower by" for the same chain is cut-over − 3 s.
+std::string move_zone(uint32_t serial, const char* addr) {
+  return "$ORIGIN move.test.\n"
+         "@ 3600 IN SOA ns.move.test. admin.move.test. " +
+         std::to_string(serial) +
+         " 3600 600 86400 60\n"
+         "@ 3600 IN NS ns\n"
+         "ns 3600 IN A 127.0.0.1\n"
+         "www 60 IN CNAME lb\n"
+         "lb 3 IN A " +
+         addr + "\n";
+}
+
+// The A address a resolver on `port` gives for www.move.test, "" when it does not answer.
+std::string address_of(uint16_t port) {
+  auto a = integration::udp_query(port, integration::build_query({"www.move.test"}),
+                                  integration::Millis{2000});
+  if (!a) return "";
+  for (const auto& rr : a->msg.answer) {
+    if (rr.type == wire::RRType::A) return wire::rdata_to_text(rr.rdata);
+  }
+  return "";
+}
+
+TEST(PlanKnotMeasured, NewAddressIsServedAfterTheARecordsTtlNotTheCnames) {
+  auto knot = Knot::start({{"move.test", move_zone(1, "192.0.2.1")}});
+  ASSERT_NE(knot, nullptr);
+  TempDir tmp;
+  const std::string json = tmp.file("plan.json");
+  auto r = rehearse(
+      "plan www.move.test --target-ttl 1 --cutover 2026-12-03T10:00Z --now 2026-12-03T09:00Z "
+      "--transfer-margin 0 --auth " +
+      knot->address() + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(json_get(json, "d['names'][0]['limiting_hop']"),
+            "{'owner': 'lb.move.test.', 'type': 'A'}");
+  EXPECT_EQ(json_get(json, "d['names'][0]['lower_by']"), "2026-12-03T09:59:57Z");
+  const int planned_ttl = std::stoi(json_get(json, "d['names'][0]['limiting_ttl']"));
+  ASSERT_EQ(planned_ttl, 3);
+
+  auto hg = integration::Daemon::start({"--upstream=" + knot->address()});
+  ASSERT_TRUE(hg->ready()) << hg->output();
+  auto ub = Unbound::start("move.test", knot->port());
+  ASSERT_NE(ub, nullptr);
+  const uint16_t ports[] = {hg->port(), ub->port()};
+  const char* names[] = {"hourglassd", "unbound"};
+
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point fetched[2];
+  for (int i = 0; i < 2; ++i) {
+    fetched[i] = Clock::now();  // before the query: the copy cannot be older than this
+    ASSERT_EQ(address_of(ports[i]), "192.0.2.1") << names[i];
+  }
+  ASSERT_TRUE(knot->replace_zone({"move.test", move_zone(2, "198.51.100.7")}, 2));
+
+  // Poll each resolver (bounded: 30 s, every 50 ms) until it serves the new address.
+  for (int i = 0; i < 2; ++i) {
+    const auto deadline = Clock::now() + std::chrono::seconds{30};
+    std::string got;
+    while (Clock::now() < deadline) {
+      got = address_of(ports[i]);
+      if (got == "198.51.100.7") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    ASSERT_EQ(got, "198.51.100.7") << names[i] << " never served the new address";
+    const double held = std::chrono::duration<double>(Clock::now() - fetched[i]).count();
+    std::printf(
+        "%s: new address served %.2f s after its copy was fetched (A TTL %d s, CNAME "
+        "TTL 60 s)\n",
+        names[i], held, planned_ttl);
+    // The A record's TTL bounds it: +1 s for whole-second TTLs, +1 s for polling and load.
+    EXPECT_LE(held, planned_ttl + 2.0) << names[i];
+    EXPECT_LT(held, 60.0) << names[i] << " held the old address for the CNAME's TTL";
+  }
 }
 
 TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {
@@ -216,6 +339,15 @@ TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {
        "--profile /nonexistent.toml",
        "--profile /nonexistent.toml: cannot be read"},
       {"plan www.example.test --cutover 2026-12-03T10:00Z", "--target-ttl is required"},
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+       "2026-12-03T11:00Z --auth 127.0.0.1",
+       "--cutover '2026-12-03T10:00Z': expected a time in the future (now 2026-12-03T11:00:00Z)"},
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+       "2026-12-01T11:00Z --auth 127.0.0.1 --transfer-margin soon",
+       "--transfer-margin 'soon'"},
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+       "2026-12-01T11:00Z --auth 127.0.0.1 --moving ''",
+       "--moving ''"},
   };
   for (const auto& c : cases) {
     auto r = rehearse(c.args);

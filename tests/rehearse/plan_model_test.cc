@@ -52,68 +52,175 @@ TEST(PlanTime, SpansReadable) {
   EXPECT_EQ(format_span(86400), "86400 s (1 d)");
 }
 
-TEST(PlanTimeline, CnameAboveLimitsTheChain) {
+PlanInput with(std::string moving, std::optional<uint32_t> margin = 0, uint32_t target = 60) {
+  PlanInput in = kIn;
+  in.moving = std::move(moving);
+  in.transfer_margin = margin;
+  in.target_ttl = target;
+  return in;
+}
+
+const TimelineLine* line_with(const NamePlan& p, std::string_view label) {
+  for (const auto& l : p.lines)
+    if (l.label.find(label) != std::string::npos) return &l;
+  return nullptr;
+}
+
+TEST(PlanTimeline, TheAddressRecordsMoveByDefault) {
+  // www CNAME 3600 → lb A 300, the A record changes: lower it 300 s before the cut-over. The
+  // CNAME does not hold the old address: caches re-fetch lb's A after its own 300 s.
   NamePlan p = www_chain(3600, 300);
-  compute_timeline(p, kIn, Profile{});
+  compute_timeline(p, with(""), Profile{});
   ASSERT_TRUE(p.planned);
-  EXPECT_EQ(p.limiting_ttl, 3600u);
-  EXPECT_EQ(p.limiting_hop, 0);
-  EXPECT_EQ(format_utc(*p.lower_by), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(p.moving_hops, std::vector<int>{1});
+  EXPECT_EQ(p.limiting_ttl, 300u);
+  EXPECT_EQ(p.limiting_hop, 1);
+  EXPECT_EQ(format_utc(*p.lower_by), "2026-12-03T09:55:00Z");
   EXPECT_EQ(format_utc(*p.gone_by_ttl), "2026-12-03T10:01:00Z");
   ASSERT_FALSE(p.lines.empty());
-  EXPECT_NE(p.lines[0].explanation.find("www.example.test. CNAME"), std::string::npos)
+  EXPECT_EQ(p.lines[0].label, "lower A by");
+  EXPECT_NE(p.lines[0].explanation.find("lb.example.test. A changes"), std::string::npos)
       << p.lines[0].explanation;
+  const TimelineLine* cname = line_with(p, "www.example.test. CNAME 3600 s");
+  ASSERT_NE(cname, nullptr);
+  EXPECT_NE(cname->explanation.find("need not be lowered"), std::string::npos);
+  EXPECT_NE(cname->explanation.find("RFC 2181"), std::string::npos);
+  EXPECT_EQ(cname->explanation.find("does nothing"), std::string::npos);
+  // "address" is the same as the default.
+  NamePlan q = www_chain(3600, 300);
+  compute_timeline(q, with("address"), Profile{});
+  EXPECT_EQ(q.lower_by, p.lower_by);
 }
 
-TEST(PlanTimeline, LoweringOnlyTheLastHopChangesNothing) {
-  NamePlan before = www_chain(3600, 300);
-  NamePlan after = www_chain(3600, 60);
-  compute_timeline(before, kIn, Profile{});
-  compute_timeline(after, kIn, Profile{});
-  EXPECT_EQ(before.lower_by, after.lower_by);
-  EXPECT_EQ(after.limiting_hop, 0);
-  EXPECT_EQ(before.gone_by_ttl, after.gone_by_ttl);
+TEST(PlanTimeline, MovingTheCnameOrAllHops) {
+  NamePlan cname = www_chain(3600, 300);
+  compute_timeline(cname, with("WWW.Example.Test"), Profile{});  // any case, dot optional
+  ASSERT_TRUE(cname.planned);
+  EXPECT_EQ(cname.limiting_hop, 0);
+  EXPECT_EQ(format_utc(*cname.lower_by), "2026-12-03T09:00:00Z");
+  const TimelineLine* below = line_with(cname, "lb.example.test. A 300 s");
+  ASSERT_NE(below, nullptr);
+  EXPECT_NE(below->explanation.find("below the hop that changes"), std::string::npos);
+
+  NamePlan all = www_chain(3600, 300);
+  compute_timeline(all, with("all"), Profile{});
+  EXPECT_EQ(all.moving_hops, (std::vector<int>{0, 1}));
+  EXPECT_EQ(format_utc(*all.lower_by), "2026-12-03T09:00:00Z");
+  EXPECT_EQ(all.lines[0].label, "lower the moving hops by");
 }
 
-TEST(PlanTimeline, AllLoweredTheLargestStillBounds) {
-  NamePlan p = www_chain(30, 60);
-  compute_timeline(p, kIn, Profile{});
-  EXPECT_EQ(p.limiting_ttl, 60u);
-  EXPECT_EQ(p.limiting_hop, 1);
-  EXPECT_EQ(*p.lower_by, kIn.cutover - seconds{60});
-  // Nothing is above the target: gone one (largest) TTL after the cut-over.
-  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{60});
-  EXPECT_NE(p.lines[0].explanation.find("already at or below"), std::string::npos);
+TEST(PlanTimeline, MovingAHopThatIsNotOnTheChainIsNotPlanned) {
+  NamePlan p = www_chain(3600, 300);
+  compute_timeline(p, with("api.example.test"), Profile{});
+  EXPECT_FALSE(p.planned);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_NE(p.problems[0].find("--moving api.example.test: no hop of the chain"),
+            std::string::npos);
+}
+
+TEST(PlanTimeline, TransferMarginComesFromSoaRefreshUnlessGiven) {
+  NamePlan p = www_chain(3600, 300);
+  ZoneFacts z;
+  z.apex = "example.test.";
+  z.soa_refresh = 1800;
+  p.zones = {z};
+  compute_timeline(p, with("", std::nullopt), Profile{});
+  EXPECT_EQ(p.transfer_margin, 1800u);
+  EXPECT_EQ(p.margin_source, "SOA REFRESH of zone example.test.");
+  EXPECT_EQ(*p.lower_by, kIn.cutover - seconds{1800 + 300});
+  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{1800 + 60});
+  ASSERT_NE(line_with(p, "transfer margin"), nullptr);
+  EXPECT_NE(line_with(p, "transfer margin")->explanation.find("NOTIFY"), std::string::npos);
+  // --transfer-margin wins.
+  compute_timeline(p, with("", 30), Profile{});
+  EXPECT_EQ(p.transfer_margin, 30u);
+  EXPECT_EQ(*p.lower_by, kIn.cutover - seconds{30 + 300});
+  // No SOA REFRESH known: 0, and said so.
+  NamePlan q = www_chain(3600, 300);
+  compute_timeline(q, with("", std::nullopt), Profile{});
+  EXPECT_EQ(q.transfer_margin, 0u);
+  EXPECT_NE(q.margin_source.find("unknown"), std::string::npos);
+}
+
+TEST(PlanTimeline, TargetAboveTheTtlLowersNothing) {
+  NamePlan p = www_chain(3600, 300);
+  compute_timeline(p, with("", 0, 600), Profile{});
+  EXPECT_EQ(p.lowered_ttl, 300u);
+  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{300});
+  EXPECT_EQ(p.lines[0].label, "nothing to lower");
+  const TimelineLine* cut = line_with(p, "cut-over");
+  ASSERT_NE(cut, nullptr);
+  EXPECT_NE(cut->explanation.find("at most 300 s"), std::string::npos) << cut->explanation;
+  EXPECT_EQ(cut->explanation.find("600"), std::string::npos) << cut->explanation;
+  EXPECT_NE(line_with(p, "--target-ttl above the TTL"), nullptr);
 }
 
 TEST(PlanTimeline, HopsBelowTargetShortenGoneBy) {
   NamePlan p = www_chain(20, 10);
-  compute_timeline(p, kIn, Profile{});
-  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{20});
+  compute_timeline(p, with(""), Profile{});
+  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{10});
 }
 
 TEST(PlanTimeline, TooLateIsSaid) {
-  NamePlan p = www_chain(86400 * 7, 300);
-  compute_timeline(p, kIn, Profile{});
+  NamePlan p = www_chain(300, 86400 * 7);
+  compute_timeline(p, with(""), Profile{});
   EXPECT_LT(*p.lower_by, kIn.now);
-  bool said = false;
-  for (const auto& l : p.lines)
-    said = said || l.label.find("too late") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_NE(line_with(p, "too late"), nullptr);
 }
 
-TEST(PlanTimeline, NewNameUsesNegativeTtl) {
+NamePlan new_name(const char* what) {
   NamePlan p;
   p.name = "new.example.test.";
-  p.hops = {hop("new.example.test.", "NXDOMAIN", 300)};
+  p.hops = {hop("new.example.test.", what, 300)};
   p.missing = true;
-  p.missing_what = "NXDOMAIN";
+  p.missing_what = std::string(what) == "NODATA" ? "NODATA (no A record)" : "NXDOMAIN";
   p.negative_ttl = 300;
-  compute_timeline(p, kIn, Profile{});
+  return p;
+}
+
+TEST(PlanTimeline, NewNameUsesNegativeTtlAndSaysOneThing) {
+  NamePlan p = new_name("NXDOMAIN");
+  compute_timeline(p, with(""), Profile{});
   ASSERT_TRUE(p.planned);
-  EXPECT_EQ(*p.new_name_by, kIn.cutover + seconds{300});
   EXPECT_EQ(*p.lower_by, kIn.cutover - seconds{300});
-  EXPECT_EQ(*p.gone_by_ttl, kIn.cutover + seconds{60});
+  // Lowered to the target (SOA MINIMUM 60): visible one lowered negative TTL after.
+  EXPECT_EQ(*p.new_name_by, kIn.cutover + seconds{60});
+  EXPECT_EQ(p.gone_by_ttl, p.new_name_by);
+  EXPECT_EQ(p.lines[0].label, "lower SOA TTL/MINIMUM by");
+  EXPECT_NE(line_with(p, "new name visible everywhere"), nullptr);
+  // No line about an old address being gone: there is none.
+  EXPECT_EQ(line_with(p, "gone from TTL-obeying caches"), nullptr);
+}
+
+TEST(PlanTimeline, NodataSaysTheNameExistsWithoutTheType) {
+  NamePlan p = new_name("NODATA");
+  compute_timeline(p, with(""), Profile{});
+  const TimelineLine* cut = line_with(p, "cut-over");
+  ASSERT_NE(cut, nullptr);
+  EXPECT_NE(cut->explanation.find("the name exists but has no record of this type"),
+            std::string::npos)
+      << cut->explanation;
+  EXPECT_EQ(line_with(p, "gone from TTL-obeying caches"), nullptr);
+}
+
+TEST(PlanTimeline, LayersUseTheirNegativeHoldForANewName) {
+  NamePlan p = new_name("NXDOMAIN");
+  compute_timeline(p, with(""), default_profile());
+  const LayerLine* jvm = nullptr;
+  for (const auto& l : p.layers)
+    if (l.name == "JVM") jvm = &l;
+  ASSERT_NE(jvm, nullptr);
+  // networkaddress.cache.negative.ttl 10 s, not the positive 30 s.
+  EXPECT_EQ(*jvm->gone_by, *p.new_name_by + seconds{10});
+  EXPECT_NE(jvm->explanation.find("a negative answer"), std::string::npos);
+  // The same layer on a positive answer holds 30 s.
+  NamePlan q = www_chain(3600, 300);
+  compute_timeline(q, with(""), default_profile());
+  for (const auto& l : q.layers) {
+    if (l.name == "JVM") {
+      EXPECT_EQ(*l.gone_by, *q.gone_by_ttl + seconds{30});
+    }
+  }
 }
 
 TEST(PlanTimeline, FailedDiscoveryIsNotPlanned) {
@@ -178,13 +285,14 @@ TEST(PlanLayers, DefaultProfileTimesOnTheWwwChain) {
 
 TEST(PlanReport, JsonHasTheAgreedFields) {
   NamePlan p = www_chain(3600, 300);
-  compute_timeline(p, kIn, Profile{});
-  const std::string j = render_json({kIn, "test"}, {p});
+  compute_timeline(p, with("", 0), Profile{});
+  const std::string j = render_json({with("", 0), "test"}, {p});
   for (const char* want :
        {"\"cutover\": \"2026-12-03T10:00:00Z\"", "\"target_ttl\": 60",
-        "\"lower_by\": \"2026-12-03T09:00:00Z\"", "\"limiting_ttl\": 3600",
-        "\"gone_by_ttl\": \"2026-12-03T10:01:00Z\"", "\"owner\": \"www.example.test.\"",
-        "\"type\": \"CNAME\", \"ttl\": 3600", "\"type\": \"A\", \"ttl\": 300"}) {
+        "\"lower_by\": \"2026-12-03T09:55:00Z\"", "\"limiting_ttl\": 300", "\"transfer_margin\": 0",
+        "\"moves\": true", "\"moves\": false", "\"gone_by_ttl\": \"2026-12-03T10:01:00Z\"",
+        "\"owner\": \"www.example.test.\"", "\"type\": \"CNAME\", \"ttl\": 3600",
+        "\"type\": \"A\", \"ttl\": 300"}) {
     EXPECT_NE(j.find(want), std::string::npos) << want << "\n" << j;
   }
 }
@@ -204,7 +312,23 @@ TEST(PlanReport, SvgMarksTheCutoverAndHasOneBarPerLayer) {
   for (std::size_t i = svg.find("rx=\"2\""); i != std::string::npos;
        i = svg.find("rx=\"2\"", i + 1))
     ++bars;
-  EXPECT_EQ(bars, prof.layers.size() + 1);  // + the TTL-obeying caches
+  EXPECT_EQ(bars, prof.layers.size() + 2);  // + the old-TTL copies, the TTL-obeying caches
+  // Bars after the cut-over start at the cut-over, not at "now".
+  EXPECT_NE(svg.find("logarithmic on both sides"), std::string::npos);
+}
+
+TEST(PlanReport, SvgShowsNamesThatWereNotPlanned) {
+  NamePlan ok = www_chain(3600, 300);
+  compute_timeline(ok, kIn, Profile{});
+  NamePlan bad;
+  bad.name = "gone.example.test.";
+  bad.failed = true;
+  bad.problems = {"found no zone for gone.example.test."};
+  compute_timeline(bad, kIn, Profile{});
+  const std::string svg = render_svg({kIn, "default"}, {ok, bad});
+  EXPECT_NE(svg.find("gone.example.test."), std::string::npos);
+  EXPECT_NE(svg.find("NOT PLANNED"), std::string::npos);
+  EXPECT_NE(svg.find("found no zone for gone.example.test."), std::string::npos);
 }
 
 }  // namespace

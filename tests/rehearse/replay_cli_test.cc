@@ -87,9 +87,41 @@ TEST(ReplayCli, PcapTraceTableJsonAndPlot) {
   const Bytes svg = read_file(dir.file("r.svg"));
   const std::string s(svg.begin(), svg.end());
   EXPECT_EQ(s.rfind("<svg", 0), 0u);
-  EXPECT_NE(s.find("schedule switch"), std::string::npos);
+  // The switch line is labelled with its zone and TTL.
+  EXPECT_NE(s.find("example.com. TTL ≤ 60 s from 2026-01-01T00:30:0"), std::string::npos) << s;
   EXPECT_NE(s.find("upstream queries per second (60 s buckets)"), std::string::npos);
   EXPECT_NE(s.find("time since the trace's start (min)"), std::string::npos);
+}
+
+// A schedule that matches nothing, or switches after the trace, is a warning and exit 3 (not
+// a silent "1.00x"); the settled window and the --from/--to window are in the JSON.
+TEST(ReplayCli, ScheduleThatMatchesNothingExitsThree) {
+  TempDir dir;
+  const std::string trace = dir.file("t.pcap");
+  write_trace(trace, 5, 2, 3600, 300);
+  ToolRun r = rehearse(trace + " --schedule exmaple.com=60@+30m --prefetch off", dir);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("warning: --schedule exmaple.com.=60: no question or record"),
+            std::string::npos)
+      << r.err;
+  r = rehearse(trace + " --schedule example.com=60@+2h --prefetch off", dir);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("after the trace ends"), std::string::npos) << r.err;
+  // Every name is hot and was last fetched (TTL 300) just after +15m, so the old copies run out
+  // just after the +20m switch: the settled window starts there.
+  r = rehearse(trace + " --schedule example.com=60@+20m --prefetch off --from +40m --to +50m " +
+                   "--json " + dir.file("w.json"),
+               dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("settled (after the last switch, old TTLs run out), "
+                       "2026-01-01T00:20:0"),
+            std::string::npos)
+      << r.out;
+  const Bytes jb = read_file(dir.file("w.json"));
+  const std::string json(jb.begin(), jb.end());
+  EXPECT_NE(json.find("\"window\": {\"from\": \"2026-01-01T00:40:00"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"settled\": {\"from\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"warnings\": []"), std::string::npos) << json;
 }
 
 // synth's recorder is a plain TTL cache with coalescing and its FORWARDER_* in the dnstap:

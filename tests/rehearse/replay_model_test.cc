@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tests/rehearse/replay_test_util.h"
+#include "tools/rehearse/report.h"
 
 namespace hg::rehearse::testing {
 namespace {
@@ -155,6 +156,128 @@ TEST(ReplayModel, SmallTracesAgreeExactlyWithABruteForceTtlCache) {
     EXPECT_EQ(r.after.upstream, total[1]);
     EXPECT_EQ(r.queries, qs.size() + 1);
   }
+}
+
+// (c) The settled window against the reference: after the last switch, once every copy the
+// after run fetched before it with a TTL the switch lowers has run out, the after run holds
+// only lowered TTLs. The reference computes that moment and the window's upstream counts and
+// busiest 1 s bucket from its own miss times; the report's settled figures must equal them.
+TEST(ReplayModel, SettledWindowFiguresEqualTheReference) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t ttls[] = {5, 30, 120, 300, 600};
+    std::uniform_int_distribution<int64_t> when_ms(0, 3'600'000);
+    std::uniform_int_distribution<int> pick_name(0, 7);
+    std::uniform_int_distribution<int> pick_ttl(0, 4);
+    std::map<std::string, uint32_t> ttl_of;
+    for (int i = 0; i < 8; ++i)
+      ttl_of[nm("s", i, i % 2 ? ".example.com" : ".other.net")] = ttls[pick_ttl(rng)];
+    const int64_t rtt_ms = 5;
+    const int64_t switch_ms = 600'000 + when_ms(rng) / 3;  // 10 to 30 min into the hour
+    const uint32_t cap = 10;
+
+    std::vector<std::pair<int64_t, std::string>> qs;
+    for (int i = 0; i < 4000; ++i)
+      qs.emplace_back(when_ms(rng), std::next(ttl_of.begin(), pick_name(rng))->first);
+    std::stable_sort(qs.begin(), qs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    TraceBuilder t;
+    t.query(0, "start.example.org").answer(1, "start.example.org", 60);
+    Reference ref{rtt_ms, switch_ms, cap, {}};
+    ref.query(0, "start.example.org", 60, false);
+    // The reference's own bookkeeping: every miss time per run, and when the last copy
+    // fetched before the switch with a TTL above the cap (a name under example.com) expires.
+    std::vector<int64_t> misses[2] = {{0}, {0}};
+    int64_t old_until = INT64_MIN;
+    int64_t last_event_ns = 1;
+    for (const auto& [ms, name] : qs) {
+      t.query(ms * kMs, name);
+      t.answer(ms * kMs + kMs / 2, name, ttl_of[name]);
+      last_event_ns = std::max(last_event_ns, ms * kMs + kMs / 2);
+      const bool capped = name.ends_with(".example.com");
+      uint64_t up_before[2] = {ref.runs[0][name].upstream, ref.runs[1][name].upstream};
+      ref.query(ms, name, ttl_of[name], capped);
+      for (int run = 0; run < 2; ++run) {
+        if (ref.runs[run][name].upstream == up_before[run]) continue;
+        misses[run].push_back(ms);
+        if (run == 1 && capped && ms < switch_ms && ttl_of[name] > cap) {
+          old_until = std::max(old_until, ms + rtt_ms + int64_t{ttl_of[name]} * 1000);
+        }
+      }
+    }
+    ReplayConfig c;
+    c.prefetch = false;
+    c.upstream_rtt_ns = rtt_ms * kMs;
+    c.schedule.push_back(
+        rule("example.com=" + std::to_string(cap) + "@+" + std::to_string(switch_ms) + "ms"));
+    const ReplayResult r = t.run(c);
+
+    // The reference window: from max(switch, old copies' end), rounded up to a whole second
+    // (1 s buckets from the trace's start), to the last event.
+    const int64_t from_ms = std::max(switch_ms, old_until);
+    const int64_t b0 = (from_ms + 999) / 1000;
+    std::map<int64_t, uint64_t> per_s[2];
+    uint64_t count[2] = {0, 0};
+    for (int run = 0; run < 2; ++run) {
+      for (int64_t ms : misses[run]) {
+        if (ms / 1000 < b0) continue;
+        ++count[run];
+        ++per_s[run][ms / 1000];
+      }
+    }
+    uint64_t peak[2] = {0, 0};
+    for (int run = 0; run < 2; ++run)
+      for (const auto& [sec, n] : per_s[run])
+        peak[run] = std::max(peak[run], n);
+    const double secs = static_cast<double>(last_event_ns - b0 * kSec) / 1e9;
+
+    ASSERT_TRUE(r.settled_from_ns().has_value()) << "round " << round;
+    EXPECT_EQ(*r.settled_from_ns(), kT0 + from_ms * kMs) << "round " << round;
+    const auto w = settled_figures(r);
+    ASSERT_TRUE(w.has_value()) << "round " << round;
+    EXPECT_EQ(w->from_ns, kT0 + b0 * kSec) << "round " << round;
+    EXPECT_EQ(w->upstream_before, count[0]) << "round " << round;
+    EXPECT_EQ(w->upstream_after, count[1]) << "round " << round;
+    EXPECT_DOUBLE_EQ(w->peak_qps_before, static_cast<double>(peak[0])) << "round " << round;
+    EXPECT_DOUBLE_EQ(w->peak_qps_after, static_cast<double>(peak[1])) << "round " << round;
+    EXPECT_NEAR(w->mean_qps_before, static_cast<double>(count[0]) / secs, 1e-9);
+    EXPECT_NEAR(w->mean_qps_after, static_cast<double>(count[1]) / secs, 1e-9);
+    // Settled is where the lowered TTL shows in full: at least the whole trace's multiplier.
+    EXPECT_GE(static_cast<double>(w->upstream_after) / static_cast<double>(w->upstream_before),
+              static_cast<double>(r.after.upstream) / static_cast<double>(r.before.upstream) - 1e-9)
+        << "round " << round;
+  }
+}
+
+TEST(ReplayModel, ScheduleThatMatchesNothingOrSwitchesOutsideTheTraceIsWarned) {
+  TraceBuilder t;
+  for (int i = 0; i < 100; ++i) {
+    t.query(i * kSec, "www.example.com");
+    t.answer(i * kSec + kMs, "www.example.com", 40);
+  }
+  ReplayConfig c;
+  c.upstream_rtt_ns = 0;
+  c.schedule = {rule("exmaple.com=60@+10s"), rule("example.com=20@+2h"),
+                rule("example.com=30@+50s")};
+  const ReplayResult r = t.run(c);
+  const auto w = schedule_warnings(r, c);
+  ASSERT_EQ(w.size(), 2u) << ::testing::PrintToString(w);
+  EXPECT_NE(w[0].find("--schedule exmaple.com.=60: no question or record"), std::string::npos)
+      << w[0];
+  EXPECT_NE(w[1].find("--schedule example.com.=20: switches at 2026-01-01T02:00:00Z, after the "
+                      "trace ends"),
+            std::string::npos)
+      << w[1];
+  EXPECT_EQ(r.rule_matched, (std::vector<uint8_t>{0, 1, 1}));
+  // The rule past the end does not hold the settled window back: it starts when the last
+  // copy fetched before the +50 s switch (TTL 40, a query every second, so at a whole second)
+  // expires.
+  int64_t last_before_switch = -1;
+  for (int64_t b = 0; b < 50; ++b)
+    if (r.buckets_after[static_cast<std::size_t>(b)] > 0) last_before_switch = b;
+  ASSERT_GE(last_before_switch, 0);
+  ASSERT_TRUE(r.settled_from_ns().has_value());
+  EXPECT_EQ(*r.settled_from_ns(), kT0 + (last_before_switch + 40) * kSec);
 }
 
 }  // namespace

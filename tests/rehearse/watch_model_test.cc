@@ -117,5 +117,37 @@ TEST(WatchElapsed, Formats) {
   EXPECT_EQ(format_elapsed(7'260'000), "+2h01m");
 }
 
+TEST(WatchModel, ChainAndEffectiveTtlAreShown) {
+  // www CNAME 3600 → lb A 250: the address records' TTL (250) and the chain's effective TTL
+  // (the smallest of any record) are both given.
+  Observation o =
+      classify_answer(answer({{"192.0.2.1", 250}}, wire::RCode::NoError, true), kExpect);
+  EXPECT_EQ(o.state, WatchState::Old);
+  EXPECT_EQ(o.ttl, 250u);
+  EXPECT_EQ(o.chain, "CNAME 3600 → A 250");
+  EXPECT_EQ(o.chain_ttl, 250u);
+  // No alias: no chain.
+  Observation plain = classify_answer(answer({{"192.0.2.1", 40}}), kExpect);
+  EXPECT_TRUE(plain.chain.empty());
+  EXPECT_EQ(plain.chain_ttl, 40u);
+}
+
+TEST(WatchModel, EachResolverSaysWhenItLetsGo) {
+  ResolverTrack t("127.0.0.1:5300");
+  Observation o =
+      classify_answer(answer({{"192.0.2.1", 250}}, wire::RCode::NoError, true), kExpect);
+  auto first = t.observe(o, 10'000);
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->find("(TTL 250; chain CNAME 3600 → A 250, effective TTL 250)"),
+            std::string::npos)
+      << *first;
+  // Asked at +10 s with 250 s left: lets go of the old address by +261 s (whole seconds).
+  EXPECT_NE(first->find("lets go of the old address by +4m21s"), std::string::npos) << *first;
+  EXPECT_EQ(t.lets_go_at_ms(), 261'000);
+  const std::string s = render_watch_summary({t}, 20'000);
+  EXPECT_NE(s.find("lets go by"), std::string::npos) << s;
+  EXPECT_NE(s.find("+4m21s"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace hg::rehearse

@@ -10,5 +10,7 @@ int run_synth(int argc, char** argv);    // synth.cc: generated Poisson/Zipf tra
 int run_plan(int argc, char** argv);     // plan.cc: the linger report for a cut-over
 int run_watch(int argc, char** argv);    // watch.cc: poll resolvers until they flip
 int run_inspect(int argc, char** argv);  // inspect.cc: what a trace holds, read speed
+int run_project(int argc, char** argv);  // project.cc: authoritative load at other TTLs
+int run_report(int argc, char** argv);   // ticket.cc: one HTML + JSON for the change ticket
 
 }  // namespace hg::rehearse

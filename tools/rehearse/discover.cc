@@ -254,12 +254,13 @@ Discoverer::Zone Discoverer::load_zone(const Name& apex, std::vector<Endpoint> c
                       o.answer->header.aa() ? "" : " without AA"));
       continue;
     }
-    std::optional<uint32_t> soa_ttl, minimum, ns_ttl;
+    std::optional<uint32_t> soa_ttl, minimum, ns_ttl, refresh;
     for (const auto& rr : o.answer->answer) {
       if (rr.type != RRType::SOA || !(rr.owner == apex)) continue;
       if (const auto* soa = std::get_if<wire::RdataSOA>(&rr.rdata)) {
         soa_ttl = rr.ttl;
         minimum = soa->minimum;
+        refresh = soa->refresh;
       }
     }
     if (nss[i].ok()) {
@@ -277,6 +278,7 @@ Discoverer::Zone Discoverer::load_zone(const Name& apex, std::vector<Endpoint> c
     mx(z.facts.soa_ttl, soa_ttl);
     mx(z.facts.soa_minimum, minimum);
     mx(z.facts.ns_ttl, ns_ttl);
+    mx(z.facts.soa_refresh, refresh);
     soa_views.push_back(fmt::format(
         "{} says SOA TTL {} MINIMUM {} NS TTL {}", who, soa_ttl ? std::to_string(*soa_ttl) : "?",
         minimum ? std::to_string(*minimum) : "?", ns_ttl ? std::to_string(*ns_ttl) : "?"));

@@ -28,6 +28,8 @@ const std::vector<hg::clidoc::Command>& commands() {
       {"plan", "NAME...", "when is the old answer gone: the linger report for a cut-over"},
       {"watch", "NAME", "poll resolvers until each one serves the new answer"},
       {"inspect", "TRACE...", "what a trace holds (reader, view, events, skipped) and read speed"},
+      {"project", "TRACE...", "an authoritative server's queries: its load at other TTLs"},
+      {"report", "NAME...", "one HTML + JSON for the change ticket: when, and at what cost"},
   };
   return c;
 }
@@ -110,6 +112,8 @@ int run(int argc, char** argv) {
   if (cmd == "plan") return hg::rehearse::run_plan(argc - 1, argv + 1);
   if (cmd == "watch") return hg::rehearse::run_watch(argc - 1, argv + 1);
   if (cmd == "inspect") return hg::rehearse::run_inspect(argc - 1, argv + 1);
+  if (cmd == "project") return hg::rehearse::run_project(argc - 1, argv + 1);
+  if (cmd == "report") return hg::rehearse::run_report(argc - 1, argv + 1);
   std::fprintf(stderr, "hourglass-rehearse: unknown command '%s'\n\n%s", argv[1], usage().c_str());
   return 2;
 }

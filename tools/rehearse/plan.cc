@@ -20,9 +20,10 @@ namespace {
 
 constexpr const char* kPlanHelp =
     "Follows each NAME's CNAME/DNAME chain, asks every hop's authoritative servers (RD=0) the\n"
-    "TTLs they publish, and prints when to lower them and when the old answer is gone from\n"
-    "caches, serve-stale windows and client layers (the profile). Exit 0 when at least one\n"
-    "name was planned, 1 when none could be, 2 on a usage error.";
+    "TTLs they publish, and prints when to lower the RRset that changes (--moving) and when\n"
+    "the old answer is gone from caches, serve-stale windows and client layers (the profile).\n"
+    "Exit 0 when at least one name was planned, 1 when none could be, 2 on a usage error\n"
+    "(a cut-over that is not in the future is one).";
 
 bool write_file(const std::string& flag, const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -42,7 +43,7 @@ int run_plan(int argc, char** argv) {
   CLI::App app{kPlanHelp, "hourglass-rehearse plan"};
   std::vector<std::string> names, auth, resolvers;
   std::string target_text, cutover_text, now_text, profile_path, json_path, plot_path;
-  std::string type_text = "A", timeout_text = "1s";
+  std::string type_text = "A", timeout_text = "1s", moving = "address", margin_text;
   int auth_port = 53;
   app.add_option("NAME", names, "names to plan (each followed through its CNAME/DNAME chain)")
       ->required();
@@ -66,6 +67,15 @@ int run_plan(int argc, char** argv) {
                  "(tools/rehearse/default-profile.toml)");
   app.add_option("--json", json_path, "also write the report as JSON to FILE");
   app.add_option("--plot", plot_path, "also draw the timelines as SVG to FILE");
+  app.add_option("--moving", moving,
+                 "the hop that changes at the cut-over: \"address\" (the A/AAAA records at the "
+                 "end of the chain, or the negative answer of a new name), an owner name of the "
+                 "chain (a CNAME you repoint), or \"all\"")
+      ->capture_default_str();
+  app.add_option("--transfer-margin", margin_text,
+                 "seconds a secondary may lag the primary (added before lower-by and after the "
+                 "cut-over); default: the zone's SOA REFRESH, as NOTIFY cannot be seen from "
+                 "outside. 0 for one server, or when NOTIFY reaches every secondary");
   app.add_option("--now", now_text, "pretend it is this time (UTC), for reproducible reports");
   if (hg::clidoc::requested()) return print_cli_doc(app);
   try {
@@ -88,6 +98,24 @@ int run_plan(int argc, char** argv) {
     auto now = parse_utc(now_text);
     if (!now) return bad("--now", now_text, "a UTC time like 2026-12-01T08:00Z");
     in.now = *now;
+  }
+  if (in.cutover <= in.now) {
+    return bad("--cutover", cutover_text,
+               "a time in the future (now " + format_utc(in.now) +
+                   "); a past cut-over has nothing left to plan");
+  }
+  in.moving = moving;
+  if (moving.empty()) return bad("--moving", moving, "\"address\", \"all\" or an owner name");
+  if (moving != "address" && moving != "all") {
+    auto n = wire::Name::from_text(moving);
+    if (!n) return bad("--moving", moving, "\"address\", \"all\" or an owner name");
+  }
+  if (!margin_text.empty()) {
+    auto m = parse_duration_ms(margin_text);
+    if (!m || *m % 1000 != 0 || *m / 1000 > 604800) {
+      return bad("--transfer-margin", margin_text, "whole seconds from 0 to 604800, e.g. 0 or 300");
+    }
+    in.transfer_margin = static_cast<uint32_t>(*m / 1000);
   }
   auto qtype = wire::rrtype_from_text(type_text);
   if (!qtype || (*qtype != wire::RRType::A && *qtype != wire::RRType::AAAA)) {

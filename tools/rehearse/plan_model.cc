@@ -88,107 +88,244 @@ std::optional<SysSeconds> layer_gone_by(const Layer& layer, SysSeconds gone_by_t
 
 namespace {
 
-std::string layer_explanation(const Layer& l, uint32_t target) {
-  const std::string s = l.seconds ? format_span(*l.seconds) : "";
+std::string layer_explanation(const Layer& l, uint32_t target, bool negative) {
+  const std::optional<uint32_t> secs =
+      negative && l.negative_seconds ? l.negative_seconds : l.seconds;
+  const std::string s = secs ? format_span(*secs) : "";
+  const char* what = negative ? "a negative answer" : "an answer";
   switch (l.kind) {
     case LayerKind::Fixed:
-      return fmt::format("keeps an answer {} whatever its TTL: +{} s", s, *l.seconds);
+      return fmt::format("keeps {} {} whatever its TTL: +{} s", what, s, *secs);
     case LayerKind::Floor:
-      return fmt::format("keeps an answer its TTL but at least {}: +{} s", s, *l.seconds);
+      return fmt::format("keeps {} its TTL but at least {}: +{} s", what, s, *secs);
     case LayerKind::Cap:
       return fmt::format("keeps its TTL, at most {}: never longer than the caches{}", s,
-                         *l.seconds < target ? " (sooner: cap below target)" : "");
+                         *secs < target ? " (sooner: cap below target)" : "");
     case LayerKind::Stale:
-      if (!l.seconds) return "only if its upstream fails: serves the expired answer, no limit";
+      if (!secs) return "only if its upstream fails: serves the expired answer, no limit";
       return fmt::format("only if its upstream fails: serves the expired answer {} more", s);
     case LayerKind::Until:
-      if (!l.seconds) return fmt::format("keeps the old address until {}: no time bound", l.until);
+      if (!secs) return fmt::format("keeps the old address until {}: no time bound", l.until);
       return fmt::format("keeps the old address until {}, at most {} apart", l.until, s);
   }
   return "";
 }
 
+bool is_negative(const Hop& h) {
+  return h.type == "NXDOMAIN" || h.type == "NODATA";
+}
+
+std::string lower_name(std::string_view s) {
+  std::string o(s);
+  for (char& c : o)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  if (o.empty() || o.back() != '.') o += '.';
+  return o;
+}
+
+/// The hops the move changes, or empty when `moving` names no hop.
+std::vector<int> moving_hops_of(const NamePlan& p, std::string_view moving) {
+  std::vector<int> out;
+  if (p.hops.empty()) return out;
+  if (moving.empty() || moving == "address") {
+    out.push_back(static_cast<int>(p.hops.size()) - 1);
+    return out;
+  }
+  const std::string want = lower_name(moving);
+  for (std::size_t i = 0; i < p.hops.size(); ++i) {
+    if (moving == "all" || lower_name(p.hops[i].owner) == want) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
 }  // namespace
+
+bool moving_is_known(const NamePlan& p, std::string_view moving) {
+  return !moving_hops_of(p, moving).empty();
+}
 
 void compute_timeline(NamePlan& p, const PlanInput& in, const Profile& profile) {
   p.lines.clear();
   p.layers.clear();
+  p.moving_hops.clear();
   p.planned = false;
   if (p.failed || p.hops.empty()) return;
 
+  p.moving_hops = moving_hops_of(p, in.moving);
+  if (p.moving_hops.empty()) {
+    std::string chain;
+    for (const Hop& h : p.hops)
+      chain += (chain.empty() ? "" : ", ") + h.owner + " " + h.type;
+    const std::string pr = fmt::format(
+        "--moving {}: no hop of the chain is owned by that name (the chain: {}); "
+        "give one of those owners, \"address\" or \"all\"",
+        in.moving, chain);
+    if (std::find(p.problems.begin(), p.problems.end(), pr) == p.problems.end()) {
+      p.problems.push_back(pr);
+    }
+    return;
+  }
+
   const uint32_t target = in.target_ttl;
   uint32_t longest = 0;
-  uint32_t gone_ttl = 0;
+  uint32_t lowered = 0;
   int limiting = -1;
-  for (std::size_t i = 0; i < p.hops.size(); ++i) {
-    const Hop& h = p.hops[i];
+  for (int i : p.moving_hops) {
+    const Hop& h = p.hops[static_cast<std::size_t>(i)];
     if (limiting < 0 || h.ttl > longest) {
       longest = h.ttl;
-      limiting = static_cast<int>(i);
+      limiting = i;
     }
-    gone_ttl = std::max(gone_ttl, std::min(h.ttl, target));
+    lowered = std::max(lowered, std::min(h.ttl, target));
   }
+  const Hop& lim = p.hops[static_cast<std::size_t>(limiting)];
+  const bool negative = is_negative(lim);
+
+  // The transfer margin: given, or the SOA REFRESH of the moving hops' zones.
+  if (in.transfer_margin) {
+    p.transfer_margin = *in.transfer_margin;
+    p.margin_source = "--transfer-margin";
+  } else {
+    std::optional<uint32_t> refresh;
+    std::string zone;
+    for (int i : p.moving_hops) {
+      const std::string& apex = p.hops[static_cast<std::size_t>(i)].zone;
+      for (const ZoneFacts& z : p.zones) {
+        if (z.apex == apex && z.soa_refresh && (!refresh || *z.soa_refresh > *refresh)) {
+          refresh = z.soa_refresh;
+          zone = apex;
+        }
+      }
+    }
+    p.transfer_margin = refresh.value_or(0);
+    p.margin_source = refresh ? "SOA REFRESH of zone " + zone : "unknown (no SOA REFRESH seen)";
+  }
+  const seconds margin{p.transfer_margin};
+
   p.planned = true;
   p.limiting_ttl = longest;
   p.limiting_hop = limiting;
-  p.lower_by = in.cutover - seconds{longest};
-  p.gone_by_ttl = in.cutover + seconds{gone_ttl};
+  p.lowered_ttl = lowered;
+  p.lower_by = in.cutover - margin - seconds{longest};
+  p.gone_by_ttl = in.cutover + margin + seconds{lowered};
 
-  const Hop& lim = p.hops[static_cast<std::size_t>(limiting)];
-  std::size_t above = 0;
-  for (const Hop& h : p.hops)
-    above += h.ttl > target ? 1 : 0;
-
+  const std::string what = negative ? fmt::format("the {} for {}", lim.type, lim.owner)
+                                    : fmt::format("{} {}", lim.owner, lim.type);
+  const std::string margin_text =
+      p.transfer_margin == 0 ? std::string()
+                             : fmt::format(" − {} transfer margin ({})",
+                                           format_span(p.transfer_margin), p.margin_source);
+  std::string label;
   std::string why;
-  if (above == 0) {
+  if (longest <= target) {
+    label = "nothing to lower";
     why = fmt::format(
-        "every hop is already at or below {} s; the largest, {} {} ({} s), still bounds how long "
-        "an older copy may be held",
-        target, lim.owner, lim.type, lim.ttl);
-  } else if (lim.type == "NXDOMAIN" || lim.type == "NODATA") {
+        "{} is already {} s, at or below --target-ttl {} s; a copy fetched before this moment "
+        "is gone by the cut-over",
+        what, longest, target);
+  } else if (negative) {
+    label = "lower SOA TTL/MINIMUM by";
     why = fmt::format(
-        "cutover − {}: a resolver that cached the {} just before you lower the zone's SOA TTL "
-        "or MINIMUM keeps it that long",
-        format_span(longest), lim.type);
+        "cutover − {}{}: a resolver that cached {} just before you lower the zone's SOA TTL "
+        "or MINIMUM (RFC 2308: the negative TTL is the smaller of the two) keeps it that long",
+        format_span(longest), margin_text, what);
   } else {
+    label = p.moving_hops.size() > 1 ? "lower the moving hops by" : "lower " + lim.type + " by";
     why = fmt::format(
-        "cutover − {}: {} {} has the largest TTL; a cache that fetched it just before you "
-        "lower it keeps the old TTL that long{}",
-        format_span(longest), lim.owner, lim.type,
-        p.hops.size() > 1 ? " (lowering the other hops alone does nothing)" : "");
+        "cutover − {}{}: {} changes at the cut-over; a cache that fetched it just before you "
+        "lower its TTL keeps that copy its full old TTL",
+        format_span(longest), margin_text, what);
   }
-  p.lines.push_back({"lower every hop by", p.lower_by, why});
+  p.lines.push_back({label, p.lower_by, why});
+
+  // Hops that do not change: say why they need no lowering (the CNAME-above case).
+  for (std::size_t i = 0; i < p.hops.size(); ++i) {
+    if (std::find(p.moving_hops.begin(), p.moving_hops.end(), static_cast<int>(i)) !=
+        p.moving_hops.end()) {
+      continue;
+    }
+    const Hop& h = p.hops[i];
+    std::string because;
+    if (static_cast<int>(i) < limiting) {
+      because = fmt::format(
+          "a cache stores each RRset with its own TTL (RFC 2181 §5) and asks for {} {} again "
+          "when that TTL runs out, whatever the {}'s TTL; so this {} s {} does not hold the "
+          "old {}",
+          lim.owner, negative ? "(the negative answer)" : lim.type, h.type, h.ttl, h.type,
+          negative                                ? "negative answer"
+          : lim.type == "A" || lim.type == "AAAA" ? "address"
+                                                  : "data");
+    } else {
+      because = fmt::format("it is below the hop that changes ({} {}) and stays as it is",
+                            lim.owner, lim.type);
+    }
+    p.lines.push_back(
+        {fmt::format("  {} {} {} s", h.owner, h.type, h.ttl), std::nullopt,
+         fmt::format("does not change, need not be lowered: {}{}", because,
+                     h.ttl > target ? "" : " (it is at or below the target anyway)")});
+  }
+  if (target > longest) {
+    p.lines.push_back(
+        {"  --target-ttl above the TTL", std::nullopt,
+         fmt::format("--target-ttl {} s is above {}'s TTL {} s: the TTL stays {} s (lowering "
+                     "never raises it)",
+                     target, what, longest, longest)});
+  }
+  if (p.transfer_margin > 0 || !in.transfer_margin) {
+    p.lines.push_back(
+        {"  transfer margin", std::nullopt,
+         in.transfer_margin
+             ? fmt::format("{} (--transfer-margin): added before lower-by and after the cut-over",
+                           format_span(p.transfer_margin))
+             : fmt::format("{} from the {}: a secondary that gets no NOTIFY (RFC 1996) may "
+                           "serve the old data that long after a change on the primary; plan "
+                           "cannot see NOTIFY from outside. With NOTIFY to every secondary, or "
+                           "a single server, pass --transfer-margin 0 (or a few seconds)",
+                           format_span(p.transfer_margin), p.margin_source)});
+  }
   if (*p.lower_by < in.now) {
     p.lines.push_back(
         {"  too late", std::nullopt,
          fmt::format("that moment is past (now {}): lowered now, caches may keep the old TTL "
                      "until {}; move the cut-over there or accept the overlap",
-                     format_utc(in.now), format_utc(in.now + seconds{longest}))});
+                     format_utc(in.now), format_utc(in.now + margin + seconds{longest}))});
   }
-  p.lines.push_back(
-      {"cut-over", in.cutover,
-       fmt::format("you switch the record; TTL-obeying caches hold at most {} s from here",
-                   target)});
-  p.lines.push_back(
-      {"gone from TTL-obeying caches", p.gone_by_ttl,
-       fmt::format("cutover + {} s: a cache that refreshed just before the switch keeps the old "
-                   "answer one full (lowered) TTL",
-                   gone_ttl)});
-  if (p.missing && p.negative_ttl) {
-    p.new_name_by = in.cutover + seconds{*p.negative_ttl};
+  if (negative) {
+    p.new_name_by = p.gone_by_ttl;
+    p.lines.push_back(
+        {"cut-over", in.cutover,
+         fmt::format("you add the record; {} is {} today{}", lim.owner, p.missing_what,
+                     lim.type == "NODATA"
+                         ? ": the name exists but has no record of this type, and resolvers "
+                           "cache that absence like a missing name"
+                         : "")});
     p.lines.push_back(
         {"new name visible everywhere", p.new_name_by,
-         fmt::format("{} is {} today: a resolver that asked just before the cut-over keeps the "
-                     "negative answer min(SOA TTL, MINIMUM) = {} s (RFC 2308) unless you lower it",
-                     p.hops.back().owner, p.missing_what, *p.negative_ttl)});
+         fmt::format("cutover{} + {} s: a resolver that asked just before the cut-over keeps "
+                     "the negative answer min(SOA TTL, MINIMUM) = {} s (RFC 2308 §5){}",
+                     p.transfer_margin ? fmt::format(" + {} s margin", p.transfer_margin) : "",
+                     lowered, lowered, lowered < longest ? " once lowered as above" : "")});
+  } else {
+    p.lines.push_back(
+        {"cut-over", in.cutover,
+         fmt::format("you switch the record; TTL-obeying caches hold at most {} s from {}", lowered,
+                     p.transfer_margin ? "when the secondaries have it" : "here")});
+    p.lines.push_back(
+        {"gone from TTL-obeying caches", p.gone_by_ttl,
+         fmt::format("cutover{} + {} s: a cache that refreshed just before the switch keeps "
+                     "the old answer one full (lowered) TTL",
+                     p.transfer_margin ? fmt::format(" + {} s margin", p.transfer_margin) : "",
+                     lowered)});
   }
 
   for (const Layer& l : profile.layers) {
     LayerLine ll;
     ll.name = l.name;
     ll.kind = l.kind;
-    ll.gone_by = layer_gone_by(l, *p.gone_by_ttl);
-    ll.explanation = layer_explanation(l, target);
+    Layer eff = l;
+    if (negative && l.negative_seconds) eff.seconds = l.negative_seconds;
+    ll.gone_by = layer_gone_by(eff, *p.gone_by_ttl);
+    ll.explanation = layer_explanation(l, target, negative);
     ll.source = l.source;
     ll.note = l.note;
     p.layers.push_back(std::move(ll));

@@ -4,11 +4,19 @@
 // network, no clock (the caller passes "now"), so every figure is unit-tested.
 //
 // The timeline (docs/rehearsal.md, "The linger report"):
-//   lower_by      = cutover − limiting_ttl, limiting_ttl = the largest TTL along the chain
-//   gone_by_ttl   = cutover + max over hops of min(hop TTL, target TTL)
+//   moving hops   = the RRsets the move changes: by default the address records at the end
+//                   of the chain (or the negative answer, for a name new at the cut-over);
+//                   --moving OWNER names another hop, --moving all every hop
+//   margin        = --transfer-margin, else the SOA REFRESH of the moving hops' zones (how
+//                   late a secondary without NOTIFY may pick up a change)
+//   lower_by      = cutover − margin − limiting_ttl, limiting_ttl = the largest TTL among the
+//                   moving hops. Hops that do not change need no lowering: a cache holds each
+//                   RRset on its own TTL (RFC 2181 §5), so a 3600 s CNAME above a 300 s A record
+//                   does not keep the old address past the A record's 300 s.
+//   gone_by_ttl   = cutover + margin + max over moving hops of min(hop TTL, target TTL)
 //   per layer     = gone_by_ttl + the layer's hold (fixed, floor, until) or stale window;
-//                   caps add nothing
-//   new name      = cutover + min(SOA TTL, SOA MINIMUM) of the zone that said NXDOMAIN/NODATA
+//                   caps add nothing; for a new name its negative hold
+//   new name      = gone_by_ttl, the moving hop being the negative answer
 #pragma once
 
 #include <chrono>
@@ -58,6 +66,9 @@ struct ZoneFacts {
   std::optional<uint32_t> soa_ttl;
   std::optional<uint32_t> soa_minimum;
   std::optional<uint32_t> ns_ttl;
+  /// SOA REFRESH: the longest a secondary that gets no NOTIFY (RFC 1996) waits before it
+  /// checks the primary's serial, so before it serves a change.
+  std::optional<uint32_t> soa_refresh;
   std::string disagreement;  ///< servers differed on SOA/NS figures
   /// RFC 2308 §5: a negative answer is cached min(SOA TTL, SOA MINIMUM).
   std::optional<uint32_t> negative_ttl() const;
@@ -96,7 +107,11 @@ struct NamePlan {
   // --- filled by compute_timeline ----------------------------------------------------------
   bool planned = false;
   uint32_t limiting_ttl = 0;
-  int limiting_hop = -1;  ///< index into hops
+  int limiting_hop = -1;         ///< index into hops: the moving hop with the largest TTL
+  std::vector<int> moving_hops;  ///< indexes into hops of the RRsets the move changes
+  uint32_t lowered_ttl = 0;      ///< max over moving hops of min(TTL, target)
+  uint32_t transfer_margin = 0;  ///< seconds added for secondaries
+  std::string margin_source;     ///< "--transfer-margin", "SOA REFRESH of zone x.", "unknown"
   std::optional<SysSeconds> lower_by;
   std::optional<SysSeconds> gone_by_ttl;
   std::optional<SysSeconds> new_name_by;  ///< when missing: cutover + negative TTL
@@ -108,7 +123,15 @@ struct PlanInput {
   SysSeconds cutover;
   uint32_t target_ttl = 60;
   SysSeconds now;
+  /// --moving: "" or "address" = the RRset at the end of the chain; "all" = every hop; else
+  /// an owner name (absolute, any case) whose hop changes.
+  std::string moving{};
+  /// --transfer-margin; nullopt = the SOA REFRESH of the moving hops' zones.
+  std::optional<uint32_t> transfer_margin = std::nullopt;
 };
+
+/// True when `moving` names a hop of `p` (or is "", "address" or "all").
+bool moving_is_known(const NamePlan& p, std::string_view moving);
 
 /// Fills the computed fields of `p` from its hops and zones. A failed discovery (or a missing
 /// name without a negative TTL) stays unplanned.

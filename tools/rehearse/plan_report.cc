@@ -65,8 +65,9 @@ std::string json_string(std::string_view s) {
 std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plans) {
   std::string o;
   const PlanInput& in = h.input;
-  o += fmt::format("Linger report: cut-over {}, target TTL {} s, now {}\n", format_utc(in.cutover),
-                   in.target_ttl, format_utc(in.now));
+  o += fmt::format("Linger report: cut-over {}, target TTL {} s, moving {}, now {}\n",
+                   format_utc(in.cutover), in.target_ttl,
+                   in.moving.empty() ? std::string("address") : in.moving, format_utc(in.now));
   o += fmt::format("profile: {}\n", h.profile_origin);
   for (const NamePlan& p : plans) {
     o += "\n" + p.name + "\n";
@@ -84,8 +85,18 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
       for (std::size_t i = 0; i < p.hops.size(); ++i) {
         const Hop& hop = p.hops[i];
         const bool neg = hop.type == "NXDOMAIN" || hop.type == "NODATA";
+        const bool moves = std::find(p.moving_hops.begin(), p.moving_hops.end(),
+                                     static_cast<int>(i)) != p.moving_hops.end();
         std::string mark = hop.ttl <= in.target_ttl ? "already ≤ target" : "lower to target";
         if (neg && hop.ttl > in.target_ttl) mark = "lower SOA TTL/MINIMUM to target";
+        if (p.planned) {
+          if (moves) {
+            mark.insert(0, neg ? "new at the cut-over, " : "changes, ");
+          } else {
+            mark = hop.ttl > in.target_ttl ? "does not change, need not be lowered"
+                                           : "does not change";
+          }
+        }
         if (static_cast<int>(i) == p.limiting_hop && p.planned) mark += ", the limit";
         o += fmt::format("    {}  {:<8} {:>7}  {}  zone {}  [{}]\n", pad(hop.owner, w_owner),
                          hop.type, hop.ttl, pad(data_of(hop), w_data), hop.zone, mark);
@@ -98,8 +109,9 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
       };
       auto neg = z.negative_ttl();
       o += fmt::format(
-          "  zone {}: SOA TTL {}, MINIMUM {} → negative TTL {}; NS TTL {}; authoritative: {}\n",
-          z.apex, num(z.soa_ttl), num(z.soa_minimum), num(neg), num(z.ns_ttl),
+          "  zone {}: SOA TTL {}, MINIMUM {} → negative TTL {}; REFRESH {}; NS TTL {}; "
+          "authoritative: {}\n",
+          z.apex, num(z.soa_ttl), num(z.soa_minimum), num(neg), num(z.soa_refresh), num(z.ns_ttl),
           z.servers.empty() ? std::string("none") : fmt::format("{}", fmt::join(z.servers, ", ")));
     }
     if (!p.planned) {
@@ -110,7 +122,9 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
     }
     o += "  timeline:\n";
     for (const TimelineLine& l : p.lines) {
-      o += fmt::format("    {}  {}  {}\n", when_text(l.when), pad(l.label, 30), l.explanation);
+      // A line without a time explains the one above it: no "no time bound" there.
+      o += fmt::format("    {}  {}  {}\n", l.when ? format_utc(*l.when) : std::string(20, ' '),
+                       pad(l.label, 30), l.explanation);
     }
     if (!p.layers.empty()) {
       o += "  layers on top (profile), old answer gone by:\n";
@@ -143,6 +157,8 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
   o +=
       fmt::format("  \"cutover\": {},\n  \"target_ttl\": {},\n  \"now\": {},\n  \"profile\": {},\n",
                   t(in.cutover), in.target_ttl, t(in.now), json_string(h.profile_origin));
+  o += fmt::format("  \"moving\": {},\n  \"transfer_margin_flag\": {},\n",
+                   json_string(in.moving.empty() ? "address" : in.moving), u(in.transfer_margin));
   o += "  \"names\": [";
   for (std::size_t n = 0; n < plans.size(); ++n) {
     const NamePlan& p = plans[n];
@@ -162,6 +178,12 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
     }
     o += fmt::format("      \"gone_by_ttl\": {},\n", t(p.gone_by_ttl));
     o += fmt::format(
+        "      \"lowered_ttl\": {},\n      \"transfer_margin\": {},\n      \"margin_source\": "
+        "{},\n",
+        p.planned ? std::to_string(p.lowered_ttl) : "null",
+        p.planned ? std::to_string(p.transfer_margin) : "null",
+        p.planned ? json_string(p.margin_source) : "null");
+    o += fmt::format(
         "      \"missing\": {},\n      \"negative_ttl\": {},\n      \"new_name_by\": {},\n",
         p.missing ? "true" : "false", u(p.negative_ttl), t(p.new_name_by));
     o += "      \"hops\": [";
@@ -170,9 +192,13 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       o += i == 0 ? "\n" : ",\n";
       o += fmt::format(
           "        {{\"owner\": {}, \"type\": {}, \"ttl\": {}, \"data\": {}, \"zone\": {}, "
-          "\"at_or_below_target\": {}, \"disagreement\": {}, \"servers\": [",
+          "\"at_or_below_target\": {}, \"moves\": {}, \"disagreement\": {}, \"servers\": [",
           json_string(hop.owner), json_string(hop.type), hop.ttl, json_string(hop.data),
           json_string(hop.zone), hop.ttl <= in.target_ttl ? "true" : "false",
+          std::find(p.moving_hops.begin(), p.moving_hops.end(), static_cast<int>(i)) !=
+                  p.moving_hops.end()
+              ? "true"
+              : "false",
           hop.disagreement.empty() ? "null" : json_string(hop.disagreement));
       for (std::size_t s = 0; s < hop.servers.size(); ++s) {
         o += fmt::format("{}{{\"server\": {}, \"ttl\": {}, \"data\": {}}}", s == 0 ? "" : ", ",
@@ -191,9 +217,9 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       o += i == 0 ? "\n" : ",\n";
       o += fmt::format(
           "        {{\"apex\": {}, \"servers\": [{}], \"soa_ttl\": {}, \"soa_minimum\": {}, "
-          "\"negative_ttl\": {}, \"ns_ttl\": {}}}",
+          "\"negative_ttl\": {}, \"soa_refresh\": {}, \"ns_ttl\": {}}}",
           json_string(z.apex), servers, u(z.soa_ttl), u(z.soa_minimum), u(z.negative_ttl()),
-          u(z.ns_ttl));
+          u(z.soa_refresh), u(z.ns_ttl));
     }
     o += p.zones.empty() ? "],\n" : "\n      ],\n";
     o += "      \"timeline\": [";
@@ -298,19 +324,19 @@ const char* kind_colour(LayerKind k) {
 
 std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans) {
   constexpr double kWidth = 1100, kLabelW = 300, kRow = 22, kPanelTop = 74, kPanelBottom = 64;
+  constexpr double kUnplanned = 64;
   const PlanInput& in = h.input;
-  std::vector<const NamePlan*> shown;
-  for (const NamePlan& p : plans)
-    if (p.planned) shown.push_back(&p);
 
   std::vector<double> heights;
   double total = 70;
-  for (const NamePlan* p : shown) {
-    const double hgt = kPanelTop + kRow * static_cast<double>(1 + p->layers.size()) + kPanelBottom;
+  for (const NamePlan& p : plans) {
+    const double hgt =
+        p.planned ? kPanelTop + kRow * static_cast<double>(2 + p.layers.size()) + kPanelBottom
+                  : kUnplanned;
     heights.push_back(hgt);
     total += hgt;
   }
-  if (shown.empty()) total += 60;
+  if (plans.empty()) total += 60;
 
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -322,14 +348,26 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
       "old answer lives</text>\n<text x=\"16\" y=\"46\" fill=\"#444\">cut-over {}, target TTL {} "
       "s, now {}; profile: {}</text>\n",
       format_utc(in.cutover), in.target_ttl, format_utc(in.now), xml(h.profile_origin));
-  if (shown.empty()) {
-    o += "<text x=\"16\" y=\"90\">No name could be planned.</text>\n</svg>\n";
+  if (plans.empty()) {
+    o += "<text x=\"16\" y=\"90\">No name given.</text>\n</svg>\n";
     return o;
   }
 
   double y = 70;
-  for (std::size_t n = 0; n < shown.size(); ++n) {
-    const NamePlan& p = *shown[n];
+  for (std::size_t n = 0; n < plans.size(); ++n) {
+    const NamePlan& p = plans[n];
+    if (!p.planned) {
+      // A name that could not be planned still gets its panel: the name and why.
+      std::string why = p.problems.empty() ? std::string("no reason recorded") : p.problems[0];
+      if (cols(why) > 150) why = why.substr(0, 147) + "...";
+      o += fmt::format(
+          "<g>\n<text x=\"16\" y=\"{:.1f}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n"
+          "<text x=\"16\" y=\"{:.1f}\" fill=\"#c0392b\" font-weight=\"bold\">NOT PLANNED: "
+          "<tspan font-weight=\"normal\" fill=\"#444\">{}</tspan></text>\n</g>\n",
+          y + 20, xml(p.name), y + 40, xml(why));
+      y += heights[n];
+      continue;
+    }
     // The log part reaches the largest bounded gone-by time, at least a day when some bar
     // has no bound (it then runs to the edge with an arrow).
     int64_t max_after = std::max<int64_t>(60, (*p.gone_by_ttl - in.cutover).count());
@@ -352,17 +390,23 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
             std::log10(1.0 + static_cast<double>(max_after) * 1.15)};
 
     const Hop& lim = p.hops[static_cast<std::size_t>(p.limiting_hop)];
+    const bool negative = lim.type == "NXDOMAIN" || lim.type == "NODATA";
     o += fmt::format(
         "<g>\n<text x=\"16\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y + 20,
         xml(p.name));
     o += fmt::format(
-        "<text x=\"16\" y=\"{}\" fill=\"#444\">limit: {} {} TTL {} s → lower every hop by {}; "
-        "TTL-obeying caches drop the old answer by {}</text>\n",
-        y + 38, xml(lim.owner), xml(lim.type), p.limiting_ttl, format_utc(*p.lower_by),
+        "<text x=\"16\" y=\"{}\" fill=\"#444\">changes: {} {} (TTL {} s{}) → lower it by {}; "
+        "{} by {}</text>\n",
+        y + 38, xml(lim.owner), xml(lim.type), p.limiting_ttl,
+        p.transfer_margin ? fmt::format(", margin {} s", p.transfer_margin) : "",
+        format_utc(*p.lower_by),
+        negative ? "new name visible in TTL-obeying caches"
+                 : "TTL-obeying caches drop the old "
+                   "answer",
         format_utc(*p.gone_by_ttl));
 
     const double top = y + kPanelTop;
-    const double rows = static_cast<double>(1 + p.layers.size());
+    const double rows = static_cast<double>(2 + p.layers.size());
     const double bottom = top + kRow * rows;
     // Background bands: before and after the cut-over.
     o += fmt::format(
@@ -372,41 +416,55 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#fbf7f2\"/>\n",
         ax.xc, top - 4, ax.x1 - ax.xc, bottom - top + 8);
 
-    // Ticks after the cut-over (log scale) with light grid lines.
+    // Ticks on both sides (log scale) with light grid lines; a label is drawn only where it
+    // keeps clear of the cut-over, of "now" and of every label already placed.
     const int64_t ticks[] = {10,    60,        600,        3600,       6 * 3600,
                              86400, 7 * 86400, 30 * 86400, 365 * 86400};
+    std::vector<double> placed{ax.xc};
+    if (before) placed.push_back(ax.x0);
+    auto tick = [&](double tx, const std::string& text) {
+      for (double q : placed)
+        if (std::fabs(q - tx) < 52) return;
+      placed.push_back(tx);
+      o += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
+          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" fill=\"#555\">{4}</text>\n",
+          tx, top - 4, bottom + 4, bottom + 18, text);
+    };
     for (int64_t tk : ticks) {
       if (static_cast<double>(tk) > static_cast<double>(max_after) * 1.15) break;
-      const double tx = ax.x(in.cutover + seconds{tk});
-      o += fmt::format(
-          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
-          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" fill=\"#555\">+{4}</text>\n",
-          tx, top - 4, bottom + 4, bottom + 18, short_span(tk));
+      tick(ax.x(in.cutover + seconds{tk}), "+" + short_span(tk));
     }
-
-    double last_label = ax.xc;
     for (int64_t tk : ticks) {
       if (!before || tk >= lead) break;
-      const double tx = ax.x(in.cutover - seconds{tk});
-      if (tx - ax.x0 < 40) break;          // leave room for the "now" label
-      if (last_label - tx < 55) continue;  // labels would overlap
-      last_label = tx;
-      o += fmt::format(
-          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
-          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" fill=\"#555\">−{4}</text>\n",
-          tx, top - 4, bottom + 4, bottom + 18, short_span(tk));
+      tick(ax.x(in.cutover - seconds{tk}), "−" + short_span(tk));
     }
 
-    // One bar per row: TTL-obeying caches, then every profile layer.
+    // One bar per row, from when that copy starts to matter to when it is gone.
     auto bar = [&](std::size_t row, const std::string& label, const std::string& figure,
-                   std::optional<SysSeconds> end, const char* colour) {
+                   SysSeconds from, std::optional<SysSeconds> end, const char* colour) {
       const double by = top + kRow * static_cast<double>(row);
-      const double start = ax.x(std::min(in.now, in.cutover));
+      const double start = ax.x(std::max(from, std::min(in.now, in.cutover)));
+      // The label and its figure share the left column: shorten a long label (about 6.5 px a
+      // character at this size) so the two never overlap.
+      std::string shown = label;
+      const std::size_t room = static_cast<std::size_t>(
+          std::max(8.0, (kLabelW - 24 - 7.0 * static_cast<double>(cols(figure))) / 6.8));
+      if (cols(shown) > room) {
+        std::size_t keep = 0, chars = 0;
+        while (keep < shown.size() && chars + 1 < room) {
+          ++keep;
+          while (keep < shown.size() && (static_cast<unsigned char>(shown[keep]) & 0xC0) == 0x80)
+            ++keep;
+          ++chars;
+        }
+        shown = shown.substr(0, keep) + "…";
+      }
       const double stop = end ? ax.x(*end) : ax.x1;
       o += fmt::format(
           "<text x=\"16\" y=\"{:.1f}\">{}</text><text x=\"{:.1f}\" y=\"{:.1f}\" "
           "text-anchor=\"end\" fill=\"#666\">{}</text>\n",
-          by + 14, xml(label), kLabelW, by + 14, xml(figure));
+          by + 14, xml(shown), kLabelW, by + 14, xml(figure));
       o += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
           "rx=\"2\"/>\n",
@@ -419,16 +477,22 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
             stop, by + 2, (kRow - 4) / 2, colour, stop - 6, by + 14);
       } else {
         const int64_t after = (*end - in.cutover).count();
-        const std::string txt =
-            after >= 0 ? "+" + short_span(after) : short_span(-after) + " before";
+        const std::string txt = after > 0    ? "+" + short_span(after)
+                                : after == 0 ? std::string("at the cut-over")
+                                             : short_span(-after) + " before";
         const bool inside = stop - start > 90 && stop > ax.x1 - 60;
         o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\"{}>{}</text>\n",
                          inside ? stop - 4 : stop + 4, by + 14, inside ? "white" : "#333",
                          inside ? " text-anchor=\"end\"" : "", xml(txt));
       }
     };
-    bar(0, "TTL-obeying caches", fmt::format("TTL ≤ {} s", in.target_ttl), p.gone_by_ttl,
-        "#3d7cc9");
+    // Row 0: copies with the old, long TTL, from lower-by until they have all run out.
+    const SysSeconds lowered_at = std::max(*p.lower_by, in.now);
+    bar(0, fmt::format("{} {} at its old TTL", lim.owner, lim.type),
+        fmt::format("{} s", p.limiting_ttl), lowered_at,
+        lowered_at + seconds{p.transfer_margin + p.limiting_ttl}, "#7fa99b");
+    bar(1, negative ? "negative answer in caches" : "TTL-obeying caches",
+        fmt::format("TTL ≤ {} s", p.lowered_ttl), in.cutover, p.gone_by_ttl, "#3d7cc9");
     for (std::size_t i = 0; i < p.layers.size(); ++i) {
       const LayerLine& l = p.layers[i];
       std::string fig(to_string(l.kind));
@@ -439,17 +503,17 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
           fig += " (adds 0)";
         }
       }
-      bar(i + 1, l.name, fig, l.gone_by, kind_colour(l.kind));
+      bar(i + 2, l.name, fig, in.cutover, l.gone_by, kind_colour(l.kind));
     }
 
     // Markers: lower-by (dashed) and cut-over (solid red), full height of the panel.
-    const double lx = ax.x(std::max(*p.lower_by, in.now));
+    const double lx = ax.x(lowered_at);
     const bool late = *p.lower_by < in.now;
     o += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#2a8a3a\" "
-        "stroke-width=\"2\" stroke-dasharray=\"5,3\"/>\n<text x=\"{0:.1f}\" y=\"{3:.1f}\" "
-        "text-anchor=\"middle\" fill=\"#2a8a3a\">{4}</text>\n",
-        lx, top - 14, bottom + 4, top - 18,
+        "stroke-width=\"2\" stroke-dasharray=\"5,3\"/>\n<text x=\"{3:.1f}\" y=\"{4:.1f}\" "
+        "text-anchor=\"{5}\" fill=\"#2a8a3a\">{6}</text>\n",
+        lx, top - 14, bottom + 4, lx, top - 18, lx - ax.x0 < 90 ? "start" : "middle",
         late ? "lower by: already past" : "lower by " + format_utc(*p.lower_by).substr(5, 11));
     o += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#c0392b\" "
@@ -462,7 +526,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
     }
     o += fmt::format(
         "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">time relative to "
-        "the cut-over (log scale on both sides; now = {} before)</text>\n</g>\n",
+        "the cut-over, logarithmic on both sides (now = {} before)</text>\n</g>\n",
         (ax.x0 + ax.x1) / 2, bottom + 52, before ? short_span(lead) : std::string("0 s"));
     y += heights[n];
   }

@@ -81,17 +81,40 @@ std::string render_svg(const ReportInput& in) {
     unit = 60;
     unit_name = "min";
   }
-  double ymax = 0;
-  for (double v : before)
-    ymax = std::max(ymax, v);
-  for (double v : after)
-    ymax = std::max(ymax, v);
-  const double ystep = nice_step(ymax > 0 ? ymax : 1, 5);
+  // The Y scale comes from the points after the cold start (the first tenth of the trace, or
+  // up to the first switch if that is sooner): a cache that starts empty misses on every
+  // name at once, and that spike would flatten everything the plot is for. Points above the
+  // scale are clipped at the top and the clipped peak is named.
+  const double point_s = static_cast<double>(group) * bucket_s;
+  double cold_s = span_s / 10;
+  for (int64_t sw : r.switch_ns) {
+    const double s = static_cast<double>(sw - r.first_ns) / 1e9;
+    if (s >= 0) cold_s = std::min(cold_s, s);
+  }
+  const auto cold_points = static_cast<std::size_t>(std::floor(cold_s / point_s));
+  double ymax = 0, cold_peak = 0;
+  for (const auto* v : {&before, &after}) {
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (i < cold_points && v->size() > cold_points) {
+        cold_peak = std::max(cold_peak, (*v)[i]);
+      } else {
+        ymax = std::max(ymax, (*v)[i]);
+      }
+    }
+  }
+  ymax *= 1.08;
+  double ystep = nice_step(ymax > 0 ? ymax : 1, 5);
+  // Clip only a cold start that does not fit under the rounded-up scale anyway.
+  const bool clipped = cold_peak > std::max(ystep, std::ceil(ymax / ystep) * ystep);
+  if (!clipped && cold_peak > ymax) {
+    ymax = cold_peak * 1.02;
+    ystep = nice_step(ymax, 5);
+  }
   ymax = std::max(ystep, std::ceil(ymax / ystep) * ystep);
 
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   auto X = [&](double s) { return kLeft + s / span_s * pw; };
-  auto Y = [&](double q) { return kTop + ph - q / ymax * ph; };
+  auto Y = [&](double q) { return kTop + ph - std::min(q, ymax) / ymax * ph; };
 
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -99,10 +122,14 @@ std::string render_svg(const ReportInput& in) {
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       kW, kH);
   const auto ratio = multiplier(r.before.upstream, r.after.upstream);
+  const auto settled = settled_figures(r);
+  const auto settled_ratio =
+      settled ? multiplier(settled->upstream_before, settled->upstream_after) : std::nullopt;
   o += fmt::format(
       "<text x=\"{}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Upstream queries, before "
-      "vs after the TTL change{}</text>\n",
-      kLeft, ratio ? fmt::format(" (total x{:.2f})", *ratio) : "");
+      "vs after the TTL change{}{}</text>\n",
+      kLeft, ratio ? fmt::format(" (whole trace x{:.2f}", *ratio) : " (",
+      settled_ratio ? fmt::format("; settled x{:.2f})", *settled_ratio) : ")");
   o += fmt::format(
       "<text x=\"{}\" y=\"44\" fill=\"#444\">{} client queries from {} for {}; upstream RTT "
       "{:.1f} ms; prefetch {}</text>\n",
@@ -138,15 +165,42 @@ std::string render_svg(const ReportInput& in) {
       "queries per second ({} s buckets)</text>\n",
       kTop + ph / 2, fmt_num(bucket_s));
 
-  // Schedule switches.
+  // The settled window, shaded, with its means.
+  if (settled) {
+    const double s0 = static_cast<double>(settled->from_ns - r.first_ns) / 1e9;
+    o += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#fff3d6\" "
+        "opacity=\"0.7\"/>\n<text x=\"{:.1f}\" y=\"{}\" fill=\"#8a6100\" "
+        "text-anchor=\"end\">settled: mean {:.2f} → {:.2f} /s, peak {:.0f} → {:.0f} /s</text>\n",
+        X(s0), kTop, X(span_s) - X(s0), ph, kLeft + pw - 4, kTop + 60, settled->mean_qps_before,
+        settled->mean_qps_after, settled->peak_qps_before, settled->peak_qps_after);
+  }
+  if (clipped) {
+    o += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{}\" fill=\"#666\">▲ cold start up to {} /s (clipped: the "
+        "scale follows the rest)</text>\n",
+        kLeft + 4, kTop + 30, fmt_num(std::round(cold_peak)));
+  }
+  // Schedule switches, each labelled with the rules that switch then.
+  int nth = 0;
   for (int64_t sw : r.switch_ns) {
     const double s = static_cast<double>(sw - r.first_ns) / 1e9;
     if (s < 0 || s > span_s) continue;
+    std::string what;
+    for (const auto& rule : in.config.schedule) {
+      const int64_t at =
+          rule.when == ScheduleRule::When::FromStart ? r.first_ns + rule.at_ns : rule.at_ns;
+      if (rule.when == ScheduleRule::When::Always || at != sw) continue;
+      what +=
+          fmt::format("{}{} TTL ≤ {} s", what.empty() ? "" : ", ", rule.zone.to_text(), rule.ttl);
+    }
+    const bool left = X(s) > kLeft + pw * 0.6;
     o += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#2a9d3a\" "
         "stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n"
-        "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#2a9d3a\">schedule switch {5}</text>\n",
-        X(s), kTop, kTop + ph, X(s) + 4, kTop + 14, esc(iso_utc(sw)));
+        "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#2a9d3a\"{6}>{5}</text>\n",
+        X(s), kTop, kTop + ph, left ? X(s) - 4 : X(s) + 4, kTop + 14 + 14 * (nth++ % 3),
+        esc(what + " from " + iso_utc(sw)), left ? " text-anchor=\"end\"" : "");
   }
 
   // Series: step lines (a bucket is flat over its width).

@@ -41,17 +41,17 @@ Checked<Layer> read_layer(const toml::table& t, const std::string& where) {
   for (auto&& [k, node] : t) {
     const std::string_view key = k.str();
     if (key != "name" && key != "kind" && key != "seconds" && key != "source" && key != "note" &&
-        key != "until") {
+        key != "until" && key != "negative_seconds") {
       return fail("unknown key \"" + std::string(key) +
-                  "\"; allowed: name, kind, seconds, until, source, note");
+                  "\"; allowed: name, kind, seconds, negative_seconds, until, source, note");
     }
-    if (key == "seconds") {
+    if (key == "seconds" || key == "negative_seconds") {
       auto v = node.value<int64_t>();
       if (!node.is_integer() || !v || *v < 0 || *v > kMaxLayerSeconds) {
-        return fail("seconds: expected a whole number of seconds from 0 to " +
+        return fail(std::string(key) + ": expected a whole number of seconds from 0 to " +
                     std::to_string(kMaxLayerSeconds));
       }
-      l.seconds = static_cast<uint32_t>(*v);
+      (key == "seconds" ? l.seconds : l.negative_seconds) = static_cast<uint32_t>(*v);
       continue;
     }
     if (!node.is_string()) return fail(std::string(key) + ": expected a string");

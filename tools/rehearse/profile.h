@@ -9,6 +9,7 @@
 //   seconds = 30                             # required for fixed, floor, cap; optional else
 //   source  = "OpenJDK InetAddressCachePolicy: networkaddress.cache.ttl defaults to 30 s"
 //   note    = "only without a security manager"   # optional
+//   negative_seconds = 10                    # optional: its hold of a negative answer
 //
 // Kinds (see docs/rehearsal.md, "The linger report"):
 //  - fixed: keeps an answer `seconds` whatever its TTL says;
@@ -42,6 +43,9 @@ struct Layer {
   std::string until;                ///< the event that ends an `until` hold, e.g. "reload"
   std::string source;
   std::string note;
+  /// How long it keeps a negative answer (NXDOMAIN/NODATA), when that differs from `seconds`
+  /// (the JVM: 30 s positive, 10 s negative). nullopt: as `seconds`.
+  std::optional<uint32_t> negative_seconds = std::nullopt;
 };
 
 struct Profile {

@@ -47,7 +47,12 @@ constexpr const char* kHelp =
     "  --bucket 1s|1m              QPS bucket (default 1s; any duration >= 1s)\n"
     "  --port N                    pcap: the DNS port (default 53)\n"
     "  --skip-bad                  count and skip corrupt records instead of stopping\n"
-    "  --seed N                    seed of the prefetch draws (default 1)\n";
+    "  --seed N                    seed of the prefetch draws (default 1)\n"
+    "  --from TIME, --to TIME      also report this window of the trace (+DURATION after\n"
+    "                              its start, YYYY-MM-DDTHH:MM:SSZ or Unix seconds)\n"
+    "\n"
+    "Exit status: 0 done; 2 bad flag or unreadable trace; 3 done, but a --schedule rule\n"
+    "matched no question or record, or switches outside the trace (warnings on stderr).\n";
 
 int usage_error(std::string_view flag, std::string_view value, std::string_view allowed) {
   std::fprintf(stderr, "hourglass-rehearse replay: %.*s '%.*s': %.*s\n",
@@ -92,6 +97,7 @@ int run_replay(int argc, char** argv) {
   std::vector<std::string> files;
   std::size_t top = 10;
   std::string json_path, plot_path;
+  std::optional<ScheduleRule> from_rule, to_rule;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -106,8 +112,9 @@ int run_replay(int argc, char** argv) {
       std::string_view flag = a, value;
       const std::string_view name = a.substr(0, a.find('='));
       constexpr std::string_view kValued[] = {
-          "--schedule", "--ttl-cap", "--cache-size", "--prefetch", "--upstream-rtt", "--top",
-          "--json",     "--plot",    "--bucket",     "--port",     "--seed"};
+          "--schedule", "--ttl-cap", "--cache-size", "--prefetch", "--upstream-rtt",
+          "--top",      "--json",    "--plot",       "--bucket",   "--port",
+          "--seed",     "--from",    "--to"};
       if (std::find(std::begin(kValued), std::end(kValued), name) == std::end(kValued)) {
         std::fprintf(stderr, "hourglass-rehearse replay: unknown option '%s' (see --help)\n",
                      argv[i]);
@@ -149,6 +156,15 @@ int run_replay(int argc, char** argv) {
         auto v = parse_u64(value);
         if (!v || *v > 1'000'000) return usage_error(flag, value, "a count from 0 to 1000000");
         top = *v;
+      } else if (flag == "--from" || flag == "--to") {
+        // The same TIME as a schedule's @TIME, resolved once the trace's start is known.
+        std::string why;
+        auto rule = parse_schedule("x.=0@" + std::string(value), why);
+        if (!rule || rule->when == ScheduleRule::When::Always)
+          return usage_error(flag, value,
+                             "+DURATION after the trace's start, YYYY-MM-DDTHH:MM:SSZ or Unix "
+                             "seconds");
+        (flag == "--from" ? from_rule : to_rule) = *rule;
       } else if (flag == "--json") {
         json_path = value;
       } else if (flag == "--plot") {
@@ -209,6 +225,16 @@ int run_replay(int argc, char** argv) {
   const ReplayResult result = engine.finish();
 
   ReportInput in{result, config, files, merger.describe(), merger.skipped()};
+  const auto resolve = [&](const ScheduleRule& r) {
+    return r.when == ScheduleRule::When::FromStart ? result.first_ns + r.at_ns : r.at_ns;
+  };
+  if (from_rule) in.from_ns = resolve(*from_rule);
+  if (to_rule) in.to_ns = resolve(*to_rule);
+  if (in.from_ns && in.to_ns && *in.from_ns >= *in.to_ns) {
+    std::fprintf(stderr, "hourglass-rehearse replay: --from %s is not before --to %s\n",
+                 iso_utc(*in.from_ns).c_str(), iso_utc(*in.to_ns).c_str());
+    return 2;
+  }
   const std::string table = format_table(in, top);
   std::fwrite(table.data(), 1, table.size(), json_path == "-" ? stderr : stdout);
   if (!json_path.empty() && !write_file(json_path, format_json(in))) {
@@ -221,7 +247,10 @@ int run_replay(int argc, char** argv) {
                  std::strerror(errno));
     return 2;
   }
-  return 0;
+  const auto warnings = schedule_warnings(result, config);
+  for (const auto& w : warnings)
+    std::fprintf(stderr, "hourglass-rehearse replay: warning: %s\n", w.c_str());
+  return warnings.empty() ? 0 : 3;
 }
 
 }  // namespace hg::rehearse

@@ -111,6 +111,19 @@ int64_t median(std::vector<int64_t> v) {
 
 }  // namespace
 
+std::optional<int64_t> ReplayResult::settled_from_ns() const noexcept {
+  std::optional<int64_t> last_switch;
+  for (int64_t t : switch_ns)
+    if (t >= first_ns && t <= last_ns) last_switch = std::max(last_switch.value_or(t), t);
+  if (!last_switch) return std::nullopt;
+  int64_t from = *last_switch;
+  for (std::size_t i = 0; i < rule_at_ns.size() && i < old_copies_until_ns.size(); ++i)
+    if (rule_at_ns[i] != INT64_MIN && rule_at_ns[i] <= *last_switch)
+      from = std::max(from, old_copies_until_ns[i]);
+  if (from >= last_ns) return std::nullopt;
+  return from;
+}
+
 double ReplayResult::duration_s() const noexcept {
   const double d = static_cast<double>(last_ns - first_ns) / 1e9;
   return d > 0 ? d : 0;
@@ -313,6 +326,10 @@ void ReplayEngine::apply(const EventBatch& batch) {
         }
         if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);
       }
+      result_.rule_matched.assign(config_.schedule.size(), 0);
+      result_.old_copies_until_ns.assign(config_.schedule.size(), INT64_MIN);
+      for (const auto& r : config_.schedule)
+        result_.rule_at_ns.push_back(r.when == ScheduleRule::When::Always ? INT64_MIN : r.at_ns);
       std::sort(result_.switch_ns.begin(), result_.switch_ns.end());
       result_.switch_ns.erase(std::unique(result_.switch_ns.begin(), result_.switch_ns.end()),
                               result_.switch_ns.end());
@@ -457,6 +474,36 @@ const ReplayEngine::Stored* ReplayEngine::nearest(QState& s, int64_t t) {
   return (r[1].time_ns - t) < d0 ? &r[1] : &r[0];
 }
 
+void ReplayEngine::mark_rules(const wire::Name& owner) {
+  for (std::size_t i = 0; i < config_.schedule.size(); ++i) {
+    if (!result_.rule_matched[i] && owner.is_subdomain_of(config_.schedule[i].zone)) {
+      result_.rule_matched[i] = 1;
+    }
+  }
+}
+
+void ReplayEngine::note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t at) {
+  // The entry lives as long as its shortest record (the cache's rule), at most the cache's
+  // ceiling; it is an old copy for each rule not yet in force at t that would lower a record.
+  uint32_t shortest = UINT32_MAX;
+  for (const auto* sec : {&m.answer, &m.authority})
+    for (const auto& rr : *sec)
+      if (rr.type != wire::RRType::OPT) shortest = std::min(shortest, rr.ttl);
+  if (shortest == UINT32_MAX) return;
+  const int64_t expiry = at + static_cast<int64_t>(std::min(shortest, config_.ttl.max_ttl)) * kSec;
+  for (std::size_t i = 0; i < config_.schedule.size(); ++i) {
+    const ScheduleRule& rule = config_.schedule[i];
+    if (rule.when == ScheduleRule::When::Always || rule.at_ns <= t) continue;
+    if (result_.old_copies_until_ns[i] >= expiry) continue;
+    bool lowered = false;
+    for (const auto* sec : {&m.answer, &m.authority})
+      for (const auto& rr : *sec)
+        lowered = lowered || (rr.type != wire::RRType::OPT && rr.ttl > rule.ttl &&
+                              rr.owner.is_subdomain_of(rule.zone));
+    if (lowered) result_.old_copies_until_ns[i] = expiry;
+  }
+}
+
 std::optional<uint32_t> ReplayEngine::cap_at(const wire::Name& owner, int64_t t) const {
   std::optional<uint32_t> best;
   for (const auto& r : config_.schedule) {
@@ -500,10 +547,13 @@ void ReplayEngine::seed(QState& s, const Stored& r, int64_t t) {
     for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
       for (auto& rr : *sec) {
         rr.ttl = cache::sanitize_ttl(rr.ttl);
-        if (run == 1)
+        if (run == 1) {
+          mark_rules(rr.owner);
           if (auto cap = cap_at(rr.owner, t)) rr.ttl = std::min(rr.ttl, *cap);
+        }
       }
     }
+    if (run == 1) note_old_copy(*owned, t, t);
     wire::WireWriter w(buf_);
     const auto out = wire::write_message(w, *owned);
     if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
@@ -524,10 +574,13 @@ void ReplayEngine::fetch(int run, QState& s, int64_t t_query, int64_t at) {
   for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
     for (auto& rr : *sec) {
       rr.ttl = recovered_ttl(s, rrset_hash(rr.owner, rr.type, rr.klass), rr.ttl);
-      if (run == 1)
+      if (run == 1) {
+        mark_rules(rr.owner);
         if (auto cap = cap_at(rr.owner, t_query)) rr.ttl = std::min(rr.ttl, *cap);
+      }
     }
   }
+  if (run == 1) note_old_copy(*owned, t_query, at);
   wire::WireWriter w(buf_);
   const auto out = wire::write_message(w, *owned);
   if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
@@ -587,6 +640,7 @@ void ReplayEngine::replay_query(const Pending& p) {
   QState& s = states_[p.q];
   const int64_t t = p.time_ns;
   ++result_.queries;
+  if (s.queries == 0) mark_rules(s.key.qname);
   if (++s.queries == 1) {
     if (const Stored* r = nearest(s, t); r != nullptr && was_cached(s, *r, t)) {
       seed(s, *r, t);

@@ -40,6 +40,7 @@
 #include "tools/rehearse/trace.h"
 #include "wire/message.h"
 #include "wire/name.h"
+#include "wire/owned.h"
 #include "wire/types.h"
 
 namespace hg::rehearse {
@@ -197,7 +198,18 @@ struct ReplayResult {
   RunCounts before, after;
   std::vector<uint64_t> buckets_before, buckets_after;  ///< upstream queries per bucket
   std::vector<int64_t> switch_ns;  ///< schedule switch times inside the trace (absolute ns)
-  std::vector<NameReport> names;   ///< per (name, qtype), unordered
+  /// Per --schedule rule (in order): whether a question's name or a fetched record's owner
+  /// was at or below its zone. A rule that matched nothing changed nothing (a typo?).
+  std::vector<uint8_t> rule_matched;
+  /// Per --schedule rule: when it switches (absolute ns; INT64_MIN for a rule without a time),
+  /// and the latest moment a copy the "after" run fetched before that switch, with a TTL the
+  /// rule lowers, is still cached (INT64_MIN: none). After both, the rule is fully in force.
+  std::vector<int64_t> rule_at_ns, old_copies_until_ns;
+  /// The start of the settled window: the last switch inside the trace, or later when copies
+  /// older than a switch (up to that one) outlive it. nullopt: no timed switch inside the
+  /// trace, or the old copies outlive the trace.
+  std::optional<int64_t> settled_from_ns() const noexcept;
+  std::vector<NameReport> names;  ///< per (name, qtype), unordered
   bool has_forwarder() const noexcept { return recorded_upstream > 0; }
   double duration_s() const noexcept;
 };
@@ -286,6 +298,11 @@ class ReplayEngine {
   uint32_t recovered_ttl(const QState& s, uint64_t rrset, uint32_t wire_ttl) const;
   bool was_cached(const QState& s, const Stored& r, int64_t t);
   void seed(QState& s, const Stored& r, int64_t t);
+  /// Marks the rules whose zone `owner` is at or below (rule_matched).
+  void mark_rules(const wire::Name& owner);
+  /// For a copy the after run caches at `at` (query time t) with these records: if a rule that
+  /// switches later would lower one of them, the copy's expiry extends old_copies_until_ns.
+  void note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t at);
   cache::Time ctime(int64_t t_ns) const noexcept;
 
   ReplayConfig config_;

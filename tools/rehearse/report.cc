@@ -64,7 +64,89 @@ std::string group(uint64_t v) {
   return s;
 }
 
+std::string window_json(const std::optional<WindowFigures>& w) {
+  if (!w) return "null";
+  return fmt::format(
+      "{{\"from\": {}, \"to\": {}, \"seconds\": {}, \"upstream_before\": {}, "
+      "\"upstream_after\": {}, \"mean_upstream_qps_before\": {}, \"mean_upstream_qps_after\": "
+      "{}, \"peak_upstream_qps_before\": {}, \"peak_upstream_qps_after\": {}, "
+      "\"load_multiplier\": {}}}",
+      json_string(iso_utc(w->from_ns)), json_string(iso_utc(w->to_ns)), json_number(w->seconds()),
+      w->upstream_before, w->upstream_after, json_number(w->mean_qps_before),
+      json_number(w->mean_qps_after), json_number(w->peak_qps_before),
+      json_number(w->peak_qps_after), json_opt(multiplier(w->upstream_before, w->upstream_after)));
+}
+
 }  // namespace
+
+std::optional<WindowFigures> window_figures(const ReplayResult& r, int64_t from_ns, int64_t to_ns) {
+  const int64_t bucket = r.bucket_ns;
+  const auto n = static_cast<int64_t>(std::min(r.buckets_before.size(), r.buckets_after.size()));
+  if (bucket <= 0 || n == 0) return std::nullopt;
+  const int64_t first = r.first_ns;
+  const int64_t b0 = from_ns <= first ? 0 : (from_ns - first + bucket - 1) / bucket;
+  const bool to_end = to_ns >= r.last_ns;
+  const int64_t b1 = to_end ? n : std::min(n, (to_ns - first) / bucket);
+  if (b0 >= b1) return std::nullopt;
+  WindowFigures w;
+  w.from_ns = first + b0 * bucket;
+  w.to_ns = to_end && b1 == n ? std::max(r.last_ns, w.from_ns + 1) : first + b1 * bucket;
+  uint64_t peak_b = 0, peak_a = 0;
+  for (int64_t b = b0; b < b1; ++b) {
+    const auto i = static_cast<std::size_t>(b);
+    w.upstream_before += r.buckets_before[i];
+    w.upstream_after += r.buckets_after[i];
+    peak_b = std::max(peak_b, r.buckets_before[i]);
+    peak_a = std::max(peak_a, r.buckets_after[i]);
+  }
+  // A window shorter than a bucket (the trace's last, partial one) counts as one bucket.
+  const double secs = std::max(w.seconds(), static_cast<double>(bucket) / 1e9);
+  w.mean_qps_before = static_cast<double>(w.upstream_before) / secs;
+  w.mean_qps_after = static_cast<double>(w.upstream_after) / secs;
+  w.peak_qps_before = peak_qps(peak_b, bucket);
+  w.peak_qps_after = peak_qps(peak_a, bucket);
+  return w;
+}
+
+std::optional<WindowFigures> settled_figures(const ReplayResult& r) {
+  const auto from = r.settled_from_ns();
+  if (!from) return std::nullopt;
+  return window_figures(r, *from, r.last_ns);
+}
+
+std::optional<WindowFigures> after_switch_figures(const ReplayResult& r) {
+  for (int64_t t : r.switch_ns)
+    if (t >= r.first_ns && t <= r.last_ns) return window_figures(r, t, r.last_ns);
+  return std::nullopt;
+}
+
+std::vector<std::string> schedule_warnings(const ReplayResult& r, const ReplayConfig& c) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < c.schedule.size(); ++i) {
+    const ScheduleRule& rule = c.schedule[i];
+    const std::string what = fmt::format("--schedule {}={}", rule.zone.to_text(), rule.ttl);
+    if (i < r.rule_matched.size() && !r.rule_matched[i]) {
+      out.push_back(what +
+                    ": no question or record in the trace is at or below this zone, so it "
+                    "changes nothing (a typo, or the wrong trace?)");
+    }
+    if (rule.when == ScheduleRule::When::Always || r.queries == 0) continue;
+    const int64_t at =
+        rule.when == ScheduleRule::When::FromStart ? r.first_ns + rule.at_ns : rule.at_ns;
+    if (at > r.last_ns) {
+      out.push_back(
+          fmt::format("{}: switches at {}, after the trace ends ({}): the after run "
+                      "never uses it",
+                      what, iso_utc(at), iso_utc(r.last_ns)));
+    } else if (at < r.first_ns) {
+      out.push_back(
+          fmt::format("{}: switches at {}, before the trace starts ({}): it is in "
+                      "force for the whole trace, with no transition to see",
+                      what, iso_utc(at), iso_utc(r.first_ns)));
+    }
+  }
+  return out;
+}
 
 double hit_ratio(uint64_t queries, uint64_t upstream) {
   if (queries == 0) return 0;
@@ -192,6 +274,38 @@ std::string format_table(const ReportInput& in, std::size_t top) {
       fmt::format("{:.2f}", peak_qps(r.before.peak_bucket, r.bucket_ns)),
       fmt::format("{:.2f}", peak_qps(r.after.peak_bucket, r.bucket_ns)),
       times(multiplier(r.before.peak_bucket, r.after.peak_bucket)));
+  const auto window_rows = [&](const std::string& title, const std::optional<WindowFigures>& w,
+                               const char* none) {
+    if (!w) {
+      out += fmt::format("{}: {}\n", title, none);
+      return;
+    }
+    out += fmt::format("{}, {} to {} ({}):\n", title, iso_utc(w->from_ns), iso_utc(w->to_ns),
+                       human_duration(w->to_ns - w->from_ns));
+    row("  upstream queries", group(w->upstream_before), group(w->upstream_after),
+        times(multiplier(w->upstream_before, w->upstream_after)));
+    row("  mean upstream QPS", fmt::format("{:.2f}", w->mean_qps_before),
+        fmt::format("{:.2f}", w->mean_qps_after),
+        times(multiplier(w->upstream_before, w->upstream_after)));
+    row(fmt::format("  peak upstream QPS ({})", bucket), fmt::format("{:.2f}", w->peak_qps_before),
+        fmt::format("{:.2f}", w->peak_qps_after),
+        w->peak_qps_before > 0 ? fmt::format("{:.2f}x", w->peak_qps_after / w->peak_qps_before)
+                               : std::string("new"));
+  };
+  if (!c.schedule.empty()) {
+    out += "\n";
+    window_rows("after the first switch", after_switch_figures(r), "no switch inside the trace");
+    window_rows("settled (after the last switch, old TTLs run out)", settled_figures(r),
+                r.switch_ns.empty()
+                    ? "no timed switch: the schedule holds for the whole trace, see the totals"
+                    : "none: the last switch, or the old copies it leaves, outlast the trace");
+  }
+  if (in.from_ns || in.to_ns) {
+    out += "\n";
+    window_rows("window --from/--to",
+                window_figures(r, in.from_ns.value_or(r.first_ns), in.to_ns.value_or(r.last_ns)),
+                "the window holds no whole bucket of the trace");
+  }
 
   const auto names = by_added_load(r);
   const std::size_t n = std::min(top, names.size());
@@ -275,6 +389,20 @@ std::string format_json(const ReportInput& in) {
   } else {
     o += "  \"calibration\": null,\n";
   }
+  o += "  \"after_switch\": " + window_json(after_switch_figures(r)) + ",\n";
+  o += "  \"settled\": " + window_json(settled_figures(r)) + ",\n";
+  o += "  \"window\": " +
+       (in.from_ns || in.to_ns ? window_json(window_figures(r, in.from_ns.value_or(r.first_ns),
+                                                            in.to_ns.value_or(r.last_ns)))
+                               : std::string("null")) +
+       ",\n";
+  o += "  \"warnings\": [";
+  {
+    const auto warns = schedule_warnings(r, c);
+    for (std::size_t i = 0; i < warns.size(); ++i)
+      o += (i ? ", " : "") + json_string(warns[i]);
+  }
+  o += "],\n";
   o += fmt::format("  \"switch_times\": [");
   for (std::size_t i = 0; i < r.switch_ns.size(); ++i)
     o += (i ? ", " : "") + json_string(iso_utc(r.switch_ns[i]));

@@ -11,13 +11,36 @@
 
 namespace hg::rehearse {
 
+/// The figures of the two runs over a window of the trace, from the per-bucket series: whole
+/// buckets from the first that starts at or after `from` to the last that ends at or before
+/// `to` (the trace's last, partial bucket counts when `to` is at or past the end).
+struct WindowFigures {
+  int64_t from_ns = 0, to_ns = 0;  ///< the window actually used (bucket-aligned)
+  uint64_t upstream_before = 0, upstream_after = 0;
+  double mean_qps_before = 0, mean_qps_after = 0;  ///< upstream queries / window length
+  double peak_qps_before = 0, peak_qps_after = 0;  ///< busiest bucket in the window
+  double seconds() const noexcept { return static_cast<double>(to_ns - from_ns) / 1e9; }
+};
+/// nullopt when the window holds no whole bucket.
+std::optional<WindowFigures> window_figures(const ReplayResult& r, int64_t from_ns, int64_t to_ns);
+
 struct ReportInput {
   const ReplayResult& result;
   const ReplayConfig& config;
   std::vector<std::string> files;
   std::string describe;  ///< what the traces are and which view was used
   uint64_t skipped = 0;  ///< records the readers passed over
+  /// --from/--to (absolute ns): a window of the trace to report beside the whole trace.
+  std::optional<int64_t> from_ns = std::nullopt, to_ns = std::nullopt;
 };
+
+/// The settled window (after the last switch, once old copies have run out, to the end).
+std::optional<WindowFigures> settled_figures(const ReplayResult& r);
+/// From the first switch inside the trace to its end: the peak after the switch.
+std::optional<WindowFigures> after_switch_figures(const ReplayResult& r);
+/// One line per schedule rule that matched no question or record, or switches outside the
+/// trace: replay prints them as warnings and exits 3.
+std::vector<std::string> schedule_warnings(const ReplayResult& r, const ReplayConfig& c);
 
 /// Hit ratio: the share of client queries that did not cause an upstream query.
 double hit_ratio(uint64_t queries, uint64_t upstream);

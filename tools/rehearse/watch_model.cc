@@ -31,12 +31,23 @@ Observation classify_answer(const wire::OwnedMessage& m, const WatchExpect& e) {
   }
   std::vector<std::string> addrs;
   bool have_ttl = false;
+  bool aliased = false;
+  for (const auto& rr : m.answer) {
+    o.chain_ttl = &rr == &m.answer.front() ? rr.ttl : std::min(o.chain_ttl, rr.ttl);
+    if (rr.type == wire::RRType::CNAME || rr.type == wire::RRType::DNAME) {
+      aliased = true;
+      o.chain +=
+          fmt::format("{}{} {}", o.chain.empty() ? "" : " → ", wire::to_string(rr.type), rr.ttl);
+    }
+  }
   for (const auto& rr : m.answer) {
     if (rr.type != e.type) continue;
     addrs.push_back(wire::rdata_to_text(rr.rdata));
     o.ttl = have_ttl ? std::min(o.ttl, rr.ttl) : rr.ttl;
     have_ttl = true;
   }
+  if (aliased && have_ttl) o.chain += fmt::format(" → {} {}", wire::to_string(e.type), o.ttl);
+  if (!aliased) o.chain.clear();
   std::sort(addrs.begin(), addrs.end());
   addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
   for (const auto& a : addrs)
@@ -72,8 +83,10 @@ std::string format_elapsed(int64_t ms) {
 namespace {
 
 std::string what(const Observation& o) {
-  if (!o.addresses.empty()) return fmt::format("{} (TTL {})", o.addresses, o.ttl);
-  return o.detail;
+  if (o.addresses.empty()) return o.detail;
+  if (o.chain.empty()) return fmt::format("{} (TTL {})", o.addresses, o.ttl);
+  return fmt::format("{} (TTL {}; chain {}, effective TTL {})", o.addresses, o.ttl, o.chain,
+                     o.chain_ttl);
 }
 
 }  // namespace
@@ -81,12 +94,19 @@ std::string what(const Observation& o) {
 std::optional<std::string> ResolverTrack::observe(const Observation& o, int64_t elapsed_ms) {
   ++polls_;
   if (o.state == WatchState::NoAnswer) ++failures_;
-  if (o.state == WatchState::Old) last_old_ttl_ = o.ttl;
+  if (o.state == WatchState::Old) {
+    last_old_ttl_ = o.ttl;
+    lets_go_at_ = elapsed_ms + (int64_t{o.ttl} + 1) * 1000;
+  }
   const std::string at = format_elapsed(elapsed_ms);
   std::optional<std::string> line;
   if (!last_) {
     first_ = o;
     line = fmt::format("{:<8} {}  serves {}: {}", at, resolver_, to_string(o.state), what(o));
+    if (o.state == WatchState::Old) {
+      *line += fmt::format(" — lets go of the old address by {} if it has changed upstream",
+                           format_elapsed(*lets_go_at_));
+    }
     if (o.state == WatchState::New) {
       flipped_at_ = elapsed_ms;
       flip_ttl_ = o.ttl;
@@ -115,18 +135,20 @@ std::string render_watch_summary(const std::vector<ResolverTrack>& tracks, int64
   for (const auto& t : tracks)
     w = std::max(w, t.resolver().size());
   std::string o = fmt::format("\nsummary after {}:\n", format_elapsed(duration_ms).substr(1));
-  o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>5}  {:>8}\n", "resolver", w,
-                   "first", "last", "flipped", "TTL at flip", "last old TTL", "polls", "failures");
+  o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>10}  {:>5}  {:>8}\n",
+                   "resolver", w, "first", "last", "flipped", "TTL at flip", "last old TTL",
+                   "lets go by", "polls", "failures");
   std::size_t flipped = 0;
   for (const auto& t : tracks) {
     auto st = [](std::optional<WatchState> s) { return s ? to_string(*s) : "-"; };
     const bool ok = t.serving_new();
     flipped += ok ? 1 : 0;
-    o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>5}  {:>8}\n", t.resolver(),
-                     w, st(t.first_state()), st(t.last_state()),
+    o += fmt::format("  {:<{}}  {:<9}  {:<9}  {:<10}  {:>10}  {:>12}  {:>10}  {:>5}  {:>8}\n",
+                     t.resolver(), w, st(t.first_state()), st(t.last_state()),
                      ok && t.flipped_at_ms() ? format_elapsed(*t.flipped_at_ms()) : "no",
                      ok ? std::to_string(t.flip_ttl()) : "-",
-                     t.last_old_ttl() ? std::to_string(*t.last_old_ttl()) : "-", t.polls(),
+                     t.last_old_ttl() ? std::to_string(*t.last_old_ttl()) : "-",
+                     !ok && t.lets_go_at_ms() ? format_elapsed(*t.lets_go_at_ms()) : "-", t.polls(),
                      t.failures());
   }
   o += fmt::format("{} of {} resolvers serve the new answer\n", flipped, tracks.size());

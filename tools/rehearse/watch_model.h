@@ -26,7 +26,12 @@ struct Observation {
   WatchState state = WatchState::NoAnswer;
   std::string addresses;  ///< the answer's addresses, sorted, space separated
   uint32_t ttl = 0;       ///< the smallest TTL of those address records
-  std::string detail;     ///< "NXDOMAIN", "timeout", ... when there are no addresses
+  /// The chain as the resolver returned it ("CNAME 3590 → A 250"), empty without a CNAME or
+  /// DNAME, and its effective TTL: the smallest TTL of any record of the answer, when the
+  /// resolver next asks for some part of it.
+  std::string chain;
+  uint32_t chain_ttl = 0;
+  std::string detail;  ///< "NXDOMAIN", "timeout", ... when there are no addresses
 };
 
 /// Classifies an answer: any old address → Old (a mix still hands out the old one); else a
@@ -55,6 +60,12 @@ class ResolverTrack {
   uint32_t flip_ttl() const noexcept { return flip_ttl_; }
   /// The TTL of the old answer at the last poll that still saw it.
   std::optional<uint32_t> last_old_ttl() const noexcept { return last_old_ttl_; }
+  /// When this resolver will let go of the old address (elapsed ms), from the last poll that
+  /// saw it: that poll + the address records' TTL left (+1 s for whole seconds). A cache that
+  /// keeps each RRset on its own TTL (RFC 2181) asks for the address records again then,
+  /// whatever the CNAME's TTL; one that keeps whole answers asks at the chain TTL, sooner.
+  /// If the authoritative servers still publish the old address then, it gets it again.
+  std::optional<int64_t> lets_go_at_ms() const noexcept { return lets_go_at_; }
   int polls() const noexcept { return polls_; }
   int failures() const noexcept { return failures_; }
 
@@ -65,6 +76,7 @@ class ResolverTrack {
   std::optional<int64_t> flipped_at_;
   uint32_t flip_ttl_ = 0;
   std::optional<uint32_t> last_old_ttl_;
+  std::optional<int64_t> lets_go_at_;
   int polls_ = 0;
   int failures_ = 0;
 };

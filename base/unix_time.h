@@ -8,6 +8,7 @@
 // 2255): no capture carries such a time, so anything beyond it is a corrupt record.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -26,6 +27,14 @@ constexpr std::optional<int64_t> unix_ns(S sec, N frac_ns) noexcept {
   if (std::cmp_less(frac_ns, 0) || std::cmp_greater_equal(frac_ns, kNanosPerSecond))
     return std::nullopt;
   return static_cast<int64_t>(sec) * kNanosPerSecond + static_cast<int64_t>(frac_ns);
+}
+
+// a + b nanoseconds, saturated at the ends of int64 instead of wrapping: a trace's start
+// (up to kMaxUnixSeconds) plus an offset given on the command line (+DURATION) may not fit.
+constexpr int64_t add_ns(int64_t a, int64_t b) noexcept {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
 }
 
 }  // namespace hg::base

@@ -38,5 +38,14 @@ TEST(UnixNs, OutOfRangeFractionsAreRefused) {
   EXPECT_FALSE(unix_ns(1, std::numeric_limits<int64_t>::min()));
 }
 
+TEST(AddNs, SaturatesInsteadOfWrapping) {
+  EXPECT_EQ(add_ns(5, 7), 12);
+  EXPECT_EQ(add_ns(-5, 3), -2);
+  // A trace starting in 2255 plus a +100000d schedule offset (replay --schedule ZONE=TTL@+...).
+  EXPECT_EQ(add_ns(kMaxUnixSeconds * kNanosPerSecond, int64_t{100'000} * 86'400 * kNanosPerSecond),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(add_ns(std::numeric_limits<int64_t>::min(), -1), std::numeric_limits<int64_t>::min());
+}
+
 }  // namespace
 }  // namespace hg::base

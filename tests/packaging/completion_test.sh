@@ -49,7 +49,8 @@ expect "stats" hourglass-ctl --socket /run/x st
 expect "--interval --names --once" hourglass-ctl top --
 expect "--undo" hourglass-ctl use-as-system-resolver --un
 expect "$work/site.toml" hourglass-ctl --socket "$work/si"
-expect "replay" hourglass-rehearse rep
+expect "replay report" hourglass-rehearse rep
+expect "replay" hourglass-rehearse repl
 expect "--schedule" hourglass-rehearse replay --sch
 expect "--target-ttl" hourglass-rehearse plan --tar
 expect "$work/trace.dnstap" hourglass-rehearse replay "$work/tr"

@@ -943,7 +943,7 @@ TEST(ParseConfig, LogQueriesTakesTextOrJson) {
 
   TempDir dir;
   const std::string toml =
-      dir.write("q.toml", "upstream = \"192.0.2.1\"\nlog-queries = \"json\"\n");
+      dir.write("q.toml", "upstream = [\"192.0.2.1\"]\nlog-queries = \"json\"\n");
   c = ok(parse({"--config", toml}));
   EXPECT_TRUE(c.log_queries_json);
   EXPECT_THAT(to_toml(c), HasSubstr("log-queries = \"json\"\n"));

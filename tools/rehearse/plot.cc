@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "base/unix_time.h"
+
 namespace hg::rehearse {
 namespace {
 
@@ -188,8 +190,9 @@ std::string render_svg(const ReportInput& in) {
     if (s < 0 || s > span_s) continue;
     std::string what;
     for (const auto& rule : in.config.schedule) {
-      const int64_t at =
-          rule.when == ScheduleRule::When::FromStart ? r.first_ns + rule.at_ns : rule.at_ns;
+      const int64_t at = rule.when == ScheduleRule::When::FromStart
+                             ? base::add_ns(r.first_ns, rule.at_ns)
+                             : rule.at_ns;
       if (rule.when == ScheduleRule::When::Always || at != sw) continue;
       what +=
           fmt::format("{}{} TTL ≤ {} s", what.empty() ? "" : ", ", rule.zone.to_text(), rule.ttl);

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unix_time.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/plot.h"
 #include "tools/rehearse/replay_engine.h"
@@ -48,8 +49,9 @@ constexpr const char* kHelp =
     "  --port N                    pcap: the DNS port (default 53)\n"
     "  --skip-bad                  count and skip corrupt records instead of stopping\n"
     "  --seed N                    seed of the prefetch draws (default 1)\n"
-    "  --from TIME, --to TIME      also report this window of the trace (+DURATION after\n"
-    "                              its start, YYYY-MM-DDTHH:MM:SSZ or Unix seconds)\n"
+    "  --from TIME                 also report the window of the trace from TIME (+DURATION\n"
+    "                              after its start, YYYY-MM-DDTHH:MM:SSZ or Unix seconds)\n"
+    "  --to TIME                   ... to TIME (same forms; default: the trace's end)\n"
     "\n"
     "Exit status: 0 done; 2 bad flag or unreadable trace; 3 done, but a --schedule rule\n"
     "matched no question or record, or switches outside the trace (warnings on stderr).\n";
@@ -226,7 +228,8 @@ int run_replay(int argc, char** argv) {
 
   ReportInput in{result, config, files, merger.describe(), merger.skipped()};
   const auto resolve = [&](const ScheduleRule& r) {
-    return r.when == ScheduleRule::When::FromStart ? result.first_ns + r.at_ns : r.at_ns;
+    return r.when == ScheduleRule::When::FromStart ? base::add_ns(result.first_ns, r.at_ns)
+                                                   : r.at_ns;
   };
   if (from_rule) in.from_ns = resolve(*from_rule);
   if (to_rule) in.to_ns = resolve(*to_rule);

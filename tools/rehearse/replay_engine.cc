@@ -321,7 +321,7 @@ void ReplayEngine::apply(const EventBatch& batch) {
       latest_ns_ = ev.time_ns;
       for (auto& r : config_.schedule) {
         if (r.when == ScheduleRule::When::FromStart) {
-          r.at_ns += result_.first_ns;
+          r.at_ns = base::add_ns(r.at_ns, result_.first_ns);
           r.when = ScheduleRule::When::Absolute;
         }
         if (r.when == ScheduleRule::When::Absolute) result_.switch_ns.push_back(r.at_ns);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "base/unix_time.h"
 #include "wire/types.h"
 
 namespace hg::rehearse {
@@ -131,8 +132,9 @@ std::vector<std::string> schedule_warnings(const ReplayResult& r, const ReplayCo
                     "changes nothing (a typo, or the wrong trace?)");
     }
     if (rule.when == ScheduleRule::When::Always || r.queries == 0) continue;
-    const int64_t at =
-        rule.when == ScheduleRule::When::FromStart ? r.first_ns + rule.at_ns : rule.at_ns;
+    const int64_t at = rule.when == ScheduleRule::When::FromStart
+                           ? base::add_ns(r.first_ns, rule.at_ns)
+                           : rule.at_ns;
     if (at > r.last_ns) {
       out.push_back(
           fmt::format("{}: switches at {}, after the trace ends ({}): the after run "
@@ -351,7 +353,7 @@ std::string format_json(const ReportInput& in) {
                      rule.when == ScheduleRule::When::Always
                          ? std::string("null")
                          : json_string(iso_utc(rule.when == ScheduleRule::When::FromStart
-                                                   ? r.first_ns + rule.at_ns
+                                                   ? base::add_ns(r.first_ns, rule.at_ns)
                                                    : rule.at_ns)));
   }
   o += "], \"ttl_caps\": [";

@@ -18,11 +18,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+: >"$work/floor.log"  # there before the first look, which may beat the background job
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
 fp=""
 for ((i = 0; i < 50; i++)); do
-  fp=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/floor.log")
+  fp=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/floor.log" || true)
   [[ -n $fp ]] && break
   sleep 0.1
 done

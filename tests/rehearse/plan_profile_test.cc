@@ -91,7 +91,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"[[layer]]\nname = \"\"\"a\nb\"\"\"\nkind = \"x\"\n",
             "layer 1 (\"a\\nb\"): kind: \"x\""},
         Bad{"[[layer]]\nname = \"a\\u001b[31m\"\nkind = \"x\"\n", "(\"a\\x1b[31m\")"},
-        Bad{"\"a\\nb\" = 1\n", "unknown key \"a\\nb\""}),
+        Bad{"\"a\\nb\" = 1\n", "unknown key \"a\\nb\""},
+        // Found by fuzzing (tests/fuzz/corpus/profile/found-float-seconds): a float out of
+        // int64's range was converted by toml++ without a check (UBSan).
+        Bad{"[[layer]]\nname = \"a\"\nkind = \"fixed\"\nseconds = 970E40\n", "seconds: expected"},
+        Bad{"[[layer]]\nname = \"a\"\nkind = \"fixed\"\nseconds = 30.0\n", "seconds: expected"}),
     [](const testing::TestParamInfo<Bad>& p) { return "case" + std::to_string(p.index); });
 
 TEST(PlanProfile, MissingFileIsAnError) {

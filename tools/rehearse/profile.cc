@@ -46,8 +46,12 @@ Checked<Layer> read_layer(const toml::table& t, const std::string& where) {
                   "\"; allowed: name, kind, seconds, negative_seconds, until, source, note");
     }
     if (key == "seconds" || key == "negative_seconds") {
-      auto v = node.value<int64_t>();
-      if (!node.is_integer() || !v || *v < 0 || *v > kMaxLayerSeconds) {
+      // as_integer(), not value<int64_t>(): toml++ converts a float such as 970E40 to int64
+      // without a range check (undefined behaviour; found by fuzzing).
+      const auto* i = node.as_integer();
+      const std::optional<int64_t> v =
+          i != nullptr ? std::optional<int64_t>(i->get()) : std::nullopt;
+      if (!v || *v < 0 || *v > kMaxLayerSeconds) {
         return fail(std::string(key) + ": expected a whole number of seconds from 0 to " +
                     std::to_string(kMaxLayerSeconds));
       }

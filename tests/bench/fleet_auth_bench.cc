@@ -33,7 +33,8 @@ cache::CacheKey key() {
 std::vector<uint8_t> message() {
   // www.example.com CNAME cdn.example.net, which has two A records.
   std::vector<uint8_t> m{0, 0, 0x81, 0x80, 0, 1, 0, 3, 0, 0, 0, 0};
-  const auto q = wire::Name::from_text("www.example.com.")->wire();
+  const auto name = wire::Name::from_text("www.example.com.");  // kept: wire() is a view into it
+  const auto q = name->wire();
   m.insert(m.end(), q.begin(), q.end());
   m.insert(m.end(), {0, 1, 0, 1});
   m.insert(m.end(), {0xC0, 0x0C, 0, 5, 0, 1, 0, 0, 0x0E, 0x10, 0, 17});

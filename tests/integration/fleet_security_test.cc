@@ -170,8 +170,8 @@ cache::CacheKey a_key(const std::string& name) {
 /// A DNS answer for `name` A: one record, `ip` (four bytes), `ttl`.
 std::vector<uint8_t> answer(const std::string& name, std::array<uint8_t, 4> ip, uint32_t ttl) {
   std::vector<uint8_t> m{0, 0, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
-  const auto qname = wire::Name::from_text(name + ".")->wire();
-  m.insert(m.end(), qname.begin(), qname.end());
+  const auto qname = wire::Name::from_text(name + ".");  // kept: wire() is a view into it
+  m.insert(m.end(), qname->wire().begin(), qname->wire().end());
   m.insert(m.end(), {0, 1, 0, 1, 0xC0, 0x0C, 0, 1, 0, 1});
   for (int s = 24; s >= 0; s -= 8)
     m.push_back(static_cast<uint8_t>(ttl >> s));

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/rehearse/markup.h"
+
 namespace hg::rehearse {
 
 namespace {
@@ -255,29 +257,6 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
 
 namespace {
 
-std::string xml(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
 std::string short_span(int64_t s) {
   if (s < 120) return fmt::format("{} s", s);
   if (s < 7200) return fmt::format("{} min", s / 60);
@@ -347,7 +326,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
       "<text x=\"16\" y=\"26\" font-size=\"17\" font-weight=\"bold\">Linger report: how long the "
       "old answer lives</text>\n<text x=\"16\" y=\"46\" fill=\"#444\">cut-over {}, target TTL {} "
       "s, now {}; profile: {}</text>\n",
-      format_utc(in.cutover), in.target_ttl, format_utc(in.now), xml(h.profile_origin));
+      format_utc(in.cutover), in.target_ttl, format_utc(in.now), markup_escape(h.profile_origin));
   if (plans.empty()) {
     o += "<text x=\"16\" y=\"90\">No name given.</text>\n</svg>\n";
     return o;
@@ -364,7 +343,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
           "<g>\n<text x=\"16\" y=\"{:.1f}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n"
           "<text x=\"16\" y=\"{:.1f}\" fill=\"#c0392b\" font-weight=\"bold\">NOT PLANNED: "
           "<tspan font-weight=\"normal\" fill=\"#444\">{}</tspan></text>\n</g>\n",
-          y + 20, xml(p.name), y + 40, xml(why));
+          y + 20, markup_escape(p.name), y + 40, markup_escape(why));
       y += heights[n];
       continue;
     }
@@ -393,11 +372,11 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
     const bool negative = lim.type == "NXDOMAIN" || lim.type == "NODATA";
     o += fmt::format(
         "<g>\n<text x=\"16\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y + 20,
-        xml(p.name));
+        markup_escape(p.name));
     o += fmt::format(
         "<text x=\"16\" y=\"{}\" fill=\"#444\">changes: {} {} (TTL {} s{}) → lower it by {}; "
         "{} by {}</text>\n",
-        y + 38, xml(lim.owner), xml(lim.type), p.limiting_ttl,
+        y + 38, markup_escape(lim.owner), markup_escape(lim.type), p.limiting_ttl,
         p.transfer_margin ? fmt::format(", margin {} s", p.transfer_margin) : "",
         format_utc(*p.lower_by),
         negative ? "new name visible in TTL-obeying caches"
@@ -464,7 +443,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
       o += fmt::format(
           "<text x=\"16\" y=\"{:.1f}\">{}</text><text x=\"{:.1f}\" y=\"{:.1f}\" "
           "text-anchor=\"end\" fill=\"#666\">{}</text>\n",
-          by + 14, xml(shown), kLabelW, by + 14, xml(figure));
+          by + 14, markup_escape(shown), kLabelW, by + 14, markup_escape(figure));
       o += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
           "rx=\"2\"/>\n",
@@ -483,7 +462,7 @@ std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans
         const bool inside = stop - start > 90 && stop > ax.x1 - 60;
         o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\"{}>{}</text>\n",
                          inside ? stop - 4 : stop + 4, by + 14, inside ? "white" : "#333",
-                         inside ? " text-anchor=\"end\"" : "", xml(txt));
+                         inside ? " text-anchor=\"end\"" : "", markup_escape(txt));
       }
     };
     // Row 0: copies with the old, long TTL, from lower-by until they have all run out.

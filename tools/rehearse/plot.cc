@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/unix_time.h"
+#include "tools/rehearse/markup.h"
 
 namespace hg::rehearse {
 namespace {
@@ -30,22 +31,6 @@ double nice_step(double span, int target) {
 std::string fmt_num(double v) {
   if (v == std::floor(v) && std::abs(v) < 1e15) return fmt::format("{:.0f}", v);
   return fmt::format("{:.3g}", v);
-}
-
-std::string esc(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') {
-      o += "&lt;";
-    } else if (c == '>') {
-      o += "&gt;";
-    } else if (c == '&') {
-      o += "&amp;";
-    } else {
-      o.push_back(c);
-    }
-  }
-  return o;
 }
 
 // Max-combine `v` into at most kMaxPoints groups of `group` buckets each.
@@ -135,7 +120,8 @@ std::string render_svg(const ReportInput& in) {
   o += fmt::format(
       "<text x=\"{}\" y=\"44\" fill=\"#444\">{} client queries from {} for {}; upstream RTT "
       "{:.1f} ms; prefetch {}</text>\n",
-      kLeft, r.queries, esc(iso_utc(r.first_ns)), esc(human_duration(r.last_ns - r.first_ns)),
+      kLeft, r.queries, markup_escape(iso_utc(r.first_ns)),
+      markup_escape(human_duration(r.last_ns - r.first_ns)),
       static_cast<double>(r.upstream_rtt_ns) / 1e6, in.config.prefetch ? "on" : "off");
 
   // Grid and Y ticks.
@@ -203,7 +189,7 @@ std::string render_svg(const ReportInput& in) {
         "stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n"
         "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#2a9d3a\"{6}>{5}</text>\n",
         X(s), kTop, kTop + ph, left ? X(s) - 4 : X(s) + 4, kTop + 14 + 14 * (nth++ % 3),
-        esc(what + " from " + iso_utc(sw)), left ? " text-anchor=\"end\"" : "");
+        markup_escape(what + " from " + iso_utc(sw)), left ? " text-anchor=\"end\"" : "");
   }
 
   // Series: step lines (a bucket is flat over its width).

@@ -18,6 +18,7 @@
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/discover.h"
+#include "tools/rehearse/markup.h"
 #include "tools/rehearse/plan_report.h"
 #include "tools/rehearse/plot.h"
 #include "tools/rehearse/project.h"
@@ -66,29 +67,6 @@ bool write_text(const std::string& path, const std::string& text) {
   f << text;
   f.close();
   return static_cast<bool>(f);
-}
-
-std::string html_escape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
 }
 
 std::string opt_time(const std::optional<SysSeconds>& t) {
@@ -207,9 +185,9 @@ std::string render_html(const std::vector<Candidate>& cands, const PlanInput& ba
   o += fmt::format(
       "<p>Names: <b>{}</b><br>Cut-over: <b>{}</b> (report made as of {})<br>Changing hop: "
       "{}; profile: {}<br>Traffic: {} (cost from {})</p>\n",
-      html_escape(names), format_utc(base.cutover), format_utc(base.now),
-      html_escape(base.moving.empty() ? "address" : base.moving), html_escape(profile),
-      html_escape(tr), cands.empty() ? "-" : html_escape(cands.front().cost.source));
+      markup_escape(names), format_utc(base.cutover), format_utc(base.now),
+      markup_escape(base.moving.empty() ? "address" : base.moving), markup_escape(profile),
+      markup_escape(tr), cands.empty() ? "-" : markup_escape(cands.front().cost.source));
 
   o += "<h2>Decision table</h2>\n<table><tr><th>candidate TTL</th><th>lower by</th>"
        "<th>gone from TTL-obeying caches</th><th>last bounded layer lets go</th>"
@@ -243,18 +221,18 @@ std::string render_html(const std::vector<Candidate>& cands, const PlanInput& ba
   if (!cands.empty()) {
     for (std::size_t n = 0; n < cands.front().plans.size(); ++n) {
       const NamePlan& first = cands.front().plans[n];
-      o += fmt::format("<h2>{}: when the old answer is gone</h2>\n", html_escape(first.name));
+      o += fmt::format("<h2>{}: when the old answer is gone</h2>\n", markup_escape(first.name));
       if (!first.planned) {
         o += fmt::format("<p>NOT PLANNED: {}</p>\n",
-                         html_escape(first.problems.empty() ? "" : first.problems.front()));
+                         markup_escape(first.problems.empty() ? "" : first.problems.front()));
         continue;
       }
       const Hop& lim = first.hops[static_cast<std::size_t>(first.limiting_hop)];
       o += fmt::format(
           "<p class=\"note\">changing hop: {} {} (TTL {} s); transfer margin {} s "
           "({})</p>\n<table><tr><th class=\"l\">layer</th>",
-          html_escape(lim.owner), html_escape(lim.type), first.limiting_ttl, first.transfer_margin,
-          html_escape(first.margin_source));
+          markup_escape(lim.owner), markup_escape(lim.type), first.limiting_ttl,
+          first.transfer_margin, markup_escape(first.margin_source));
       for (const Candidate& k : cands)
         o += fmt::format("<th>at {} s</th>", k.ttl);
       o += "</tr>\n<tr><td class=\"l\">lower by</td>";
@@ -265,7 +243,7 @@ std::string render_html(const std::vector<Candidate>& cands, const PlanInput& ba
         o += fmt::format("<td>{}</td>", opt_time(k.plans[n].gone_by_ttl));
       o += "</tr>\n";
       for (std::size_t l = 0; l < first.layers.size(); ++l) {
-        o += fmt::format("<tr><td class=\"l\">{}</td>", html_escape(first.layers[l].name));
+        o += fmt::format("<tr><td class=\"l\">{}</td>", markup_escape(first.layers[l].name));
         for (const Candidate& k : cands)
           o += fmt::format("<td>{}</td>", opt_time(k.plans[n].layers[l].gone_by));
         o += "</tr>\n";
@@ -280,7 +258,7 @@ std::string render_html(const std::vector<Candidate>& cands, const PlanInput& ba
     o += "</tr>\n";
     const Candidate& low = cands.back();
     for (const auto& t : low.cost.top) {
-      o += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td>", html_escape(t.name),
+      o += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td>", markup_escape(t.name),
                        group(t.before));
       for (const Candidate& k : cands) {
         auto it = std::find_if(k.cost.top.begin(), k.cost.top.end(),

@@ -48,6 +48,13 @@ std::optional<int64_t> parse_duration_ms(std::string_view text) {
   return ms;
 }
 
+std::optional<uint64_t> parse_u64(std::string_view text) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed) {
   std::fprintf(stderr, "hourglass-rehearse %.*s: %.*s '%.*s': expected %.*s\n",

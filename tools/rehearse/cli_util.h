@@ -16,6 +16,9 @@
 namespace hg::rehearse {
 
 /// "60" or "60s": whole seconds; nullopt otherwise.
+// A whole decimal number, nothing before or after it; nullopt otherwise (and on overflow).
+std::optional<uint64_t> parse_u64(std::string_view text);
+
 std::optional<int64_t> parse_seconds(std::string_view text);
 /// "500ms", "10s", "5m", "2h", "1d", or bare digits (seconds): milliseconds; nullopt
 /// otherwise or beyond 30 days.

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/plan_report.h"  // json_string
 #include "tools/rehearse/report.h"       // iso_utc, human_duration
@@ -198,20 +199,6 @@ constexpr const char* kHelp =
     "\n"
     "Exit status: 0 done; 2 bad flag, unreadable trace, or questions without a TTL.\n";
 
-int bad(std::string_view flag, std::string_view value, std::string_view allowed) {
-  std::fprintf(stderr, "hourglass-rehearse project: %.*s '%.*s': expected %.*s\n",
-               static_cast<int>(flag.size()), flag.data(), static_cast<int>(value.size()),
-               value.data(), static_cast<int>(allowed.size()), allowed.data());
-  return 2;
-}
-
-std::optional<uint64_t> number(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 std::string cost(double queries, std::optional<double> price) {
   if (!price) return "-";
   const double c = queries / 1e6 * *price;
@@ -385,43 +372,47 @@ int run_project(int argc, char** argv) {
       files.emplace_back(a);
       continue;
     }
-    if (i + 1 >= argc) return bad(a, "", "a value (see --help)");
+    if (i + 1 >= argc) return usage_error("project", a, "", "a value (see --help)");
     const std::string_view v = argv[++i];
     if (a == "--candidates") {
       std::string_view rest = v;
       while (!rest.empty()) {
         const auto comma = rest.find(',');
-        auto x = number(rest.substr(0, comma));
-        if (!x || *x == 0 || *x > 604800) return bad(a, v, "TTLs from 1 to 604800 s: 300,60");
+        auto x = parse_u64(rest.substr(0, comma));
+        if (!x || *x == 0 || *x > 604800)
+          return usage_error("project", a, v, "TTLs from 1 to 604800 s: 300,60");
         candidates.push_back(static_cast<uint32_t>(*x));
         rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
       }
       if (candidates.empty() || candidates.size() > 16)
-        return bad(a, v, "one to 16 TTLs: 300,120,60,30");
+        return usage_error("project", a, v, "one to 16 TTLs: 300,120,60,30");
     } else if (a == "--ttl") {
-      auto x = number(v);
-      if (!x || *x == 0 || *x > 604800) return bad(a, v, "seconds from 1 to 604800");
+      auto x = parse_u64(v);
+      if (!x || *x == 0 || *x > 604800)
+        return usage_error("project", a, v, "seconds from 1 to 604800");
       ttl = static_cast<uint32_t>(*x);
     } else if (a == "--prefix4" || a == "--prefix6") {
-      auto x = number(v);
+      auto x = parse_u64(v);
       const uint64_t most = a == "--prefix4" ? 32 : 128;
-      if (!x || *x < 8 || *x > most) return bad(a, v, fmt::format("8 to {}", most));
+      if (!x || *x < 8 || *x > most)
+        return usage_error("project", a, v, fmt::format("8 to {}", most));
       (a == "--prefix4" ? in.prefix4 : in.prefix6) = static_cast<int>(*x);
     } else if (a == "--price-per-million") {
       double x = 0;
       auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
       if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || !(x >= 0) || x > 1e6)
-        return bad(a, v, "a price such as 0.40");
+        return usage_error("project", a, v, "a price such as 0.40");
       price = x;
     } else if (a == "--top") {
-      auto x = number(v);
-      if (!x || *x > 1'000'000) return bad(a, v, "a count");
+      auto x = parse_u64(v);
+      if (!x || *x > 1'000'000) return usage_error("project", a, v, "a count");
       top = *x;
     } else if (a == "--json") {
       json_path = v;
     } else if (a == "--port") {
-      auto x = number(v);
-      if (!x || *x == 0 || *x > 65535) return bad(a, v, "a port from 1 to 65535");
+      auto x = parse_u64(v);
+      if (!x || *x == 0 || *x > 65535)
+        return usage_error("project", a, v, "a port from 1 to 65535");
       topts.port = static_cast<uint16_t>(*x);
     } else {
       std::fprintf(stderr, "hourglass-rehearse project: unknown option '%s' (see --help)\n",
@@ -433,7 +424,8 @@ int run_project(int argc, char** argv) {
     std::fputs("hourglass-rehearse project: no TRACE given (see --help)\n", stderr);
     return 2;
   }
-  if (candidates.empty()) return bad("--candidates", "", "TTLs to project: 300,120,60,30");
+  if (candidates.empty())
+    return usage_error("project", "--candidates", "", "TTLs to project: 300,120,60,30");
   TraceMerger merger;
   for (const auto& f : files) {
     TraceError err;

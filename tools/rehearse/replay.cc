@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/unix_time.h"
+#include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/plot.h"
 #include "tools/rehearse/replay_engine.h"
@@ -61,13 +62,6 @@ int usage_error(std::string_view flag, std::string_view value, std::string_view 
                static_cast<int>(flag.size()), flag.data(), static_cast<int>(value.size()),
                value.data(), static_cast<int>(allowed.size()), allowed.data());
   return 2;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
 }
 
 std::optional<std::size_t> parse_size(std::string_view s) {

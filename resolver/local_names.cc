@@ -15,6 +15,7 @@
 #include <functional>
 #include <sstream>
 
+#include "resolver/resolv_conf.h"
 #include "resolver/responder.h"
 #include "wire/edns.h"
 #include "wire/header.h"
@@ -465,40 +466,9 @@ HostsParse parse_hosts(std::string_view text) {
 }
 
 Checked<HostsParse> read_hosts_file(const std::string& path) {
-  using R = Checked<HostsParse>;
-  // Non-blocking, and only a regular file: a FIFO or a device planted at the path must not
-  // stall the loop that reads it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return R::failure(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return R::failure(path + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxHostsFileBytes) {
-    ::close(fd);
-    return R::failure(fmt::format("{}: larger than {} bytes; not read", path, kMaxHostsFileBytes));
-  }
-  std::string text;
-  std::array<char, 65536> buf;
-  while (true) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return R::failure(path + ": cannot read: " + std::strerror(e));
-    }
-    if (n == 0) break;
-    text.append(buf.data(), static_cast<std::size_t>(n));
-    if (text.size() > kMaxHostsFileBytes) {  // grew while being read
-      ::close(fd);
-      return R::failure(
-          fmt::format("{}: larger than {} bytes; not read", path, kMaxHostsFileBytes));
-    }
-  }
-  ::close(fd);
-  return parse_hosts(text);
+  auto text = read_small_file(path, kMaxHostsFileBytes);
+  if (!text) return Checked<HostsParse>::failure(text.error());
+  return parse_hosts(text.value().text);
 }
 
 wire::Name reverse_name(int family, std::span<const uint8_t> addr) {

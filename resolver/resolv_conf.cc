@@ -1,9 +1,14 @@
 #include "resolver/resolv_conf.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include "resolver/text.h"
 
@@ -40,15 +45,49 @@ ResolvConf parse_resolv_conf(std::string_view text) {
   return rc;
 }
 
-Checked<ResolvConf> read_resolv_conf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Checked<ResolvConf>::failure("cannot read " + quote(path) + " (" + std::strerror(errno) +
-                                        ")");
+Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes) {
+  using R = Checked<FileText>;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return R::failure("cannot open " + quote(path) + " (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return R::failure(quote(path) + " is not a regular file; not read");
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ResolvConf rc = parse_resolv_conf(ss.str());
+  const auto too_large = [&] {
+    return R::failure(quote(path) + " is larger than " + std::to_string(max_bytes) +
+                      " bytes; not read");
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return too_large();
+  }
+  std::string text;
+  std::array<char, 65536> buf;
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return R::failure("cannot read " + quote(path) + " (" + std::strerror(e) + ")");
+    }
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    if (text.size() > max_bytes) {  // grew while being read
+      ::close(fd);
+      return too_large();
+    }
+  }
+  ::close(fd);
+  return FileText{std::move(text)};
+}
+
+Checked<ResolvConf> read_resolv_conf(const std::string& path) {
+  // resolv.conf is a few lines; 1 MiB is far more than any real one.
+  auto text = read_small_file(path, std::size_t{1} << 20);
+  if (!text) return Checked<ResolvConf>::failure(text.error());
+  ResolvConf rc = parse_resolv_conf(text.value().text);
   for (auto& w : rc.warnings)
     w.insert(0, path + ": ");
   return rc;

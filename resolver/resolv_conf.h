@@ -24,6 +24,15 @@ struct ResolvConf {
 ResolvConf parse_resolv_conf(std::string_view text);
 /// Reads and parses a file; the error names the path and the reason.
 Checked<ResolvConf> read_resolv_conf(const std::string& path);
+
+/// The whole of a small configuration file (resolv.conf, hosts files), read without
+/// blocking and only if it is a regular file of at most max_bytes: a FIFO or a device planted
+/// at the path, or a huge file, must not stall or bloat the loop that (re)reads it. Errors
+/// name the path.
+struct FileText {
+  std::string text;
+};
+Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes);
 /// Why a file that read_resolv_conf() returned for `path` gave no nameserver, to follow
 /// "PATH: ": "has no nameserver line", or, when it had only unusable ones, "has no usable
 /// nameserver line: line 2: nameserver \"dns.example\" is not ...; line 3: ..." (at most

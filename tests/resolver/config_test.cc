@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -845,6 +846,27 @@ TEST(ReadResolvConf, MissingFileNamesPathAndReason) {
   ASSERT_FALSE(rc.has_value());
   EXPECT_THAT(rc.error(), HasSubstr("/nonexistent/hourglass/resolv.conf"));
   EXPECT_THAT(rc.error(), HasSubstr("No such file"));
+}
+
+// The upstream file is re-read whenever it changes (the watch) or on SIGHUP, on the event
+// loop: a FIFO planted at its path (no writer: a blocking open never returns) or a huge file
+// is refused at once, and the previous upstreams stay.
+TEST(ReadResolvConf, AFifoOrAHugeFileAtThePathIsRefusedWithoutBlocking) {
+  const std::string base = ::testing::TempDir() + "hg_rc_planted_" + std::to_string(::getpid());
+  const std::string fifo = base + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto rc = read_resolv_conf(fifo);
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(rc.has_value());
+  EXPECT_THAT(rc.error(), HasSubstr("not a regular file"));
+
+  const std::string big = base + ".big";
+  { std::ofstream(big) << "nameserver 192.0.2.1\n"; }
+  ASSERT_EQ(::truncate(big.c_str(), off_t{2} << 20), 0);
+  auto b = read_resolv_conf(big);
+  ::unlink(big.c_str());
+  ASSERT_FALSE(b.has_value());
+  EXPECT_THAT(b.error(), HasSubstr("larger than"));
 }
 
 // --- value syntax ----------------------------------------------------------------------------

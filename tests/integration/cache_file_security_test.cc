@@ -273,6 +273,9 @@ TEST_F(CacheFileAttack, AfterKill9ThePeriodicallySavedAnswersComeBack) {
   ASSERT_TRUE(first->ready()) << first->output();
   ASSERT_TRUE(ask(*first, one));
   ASSERT_TRUE(wait_for_answers(path_, 1, Millis{10000})) << first->output();
+  // The log line follows the rename that made the file complete: wait for it too.
+  ASSERT_TRUE(first->wait_for_output("periodic save: saved 1 answers to " + path_, Millis{10000}))
+      << first->output();
   EXPECT_EQ(first->lines_with("periodic save: saved 1 answers to " + path_).size(), 1u)
       << first->output();
   // A later change is saved too (the first save is not the only one).

@@ -349,22 +349,39 @@ void Daemon::spawn(const std::vector<std::string>& args, const StartOptions& opt
   }
   pid_ = pid;
   out_fd_ = fds[0];
+  fcntl(out_fd_, F_SETFL, fcntl(out_fd_, F_GETFL) | O_NONBLOCK);
   reader_ = std::thread([this] { read_output(); });
 }
 
+// Every read of the pipe happens under mu_, and output() first reads whatever is still in
+// the pipe: a line the daemon wrote before an event the test has seen (an answer, a file) is
+// in output() when the test looks, however the reader thread was scheduled.
 void Daemon::read_output() {
+  while (true) {
+    pollfd p{.fd = out_fd_, .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    std::lock_guard lock(mu_);
+    if (!drain_locked()) break;
+    cv_.notify_all();
+  }
+  std::lock_guard lock(mu_);
+  eof_ = true;
+  cv_.notify_all();
+}
+
+bool Daemon::drain_locked() const {
+  if (eof_) return false;
   char buf[4096];
   while (true) {
-    ssize_t n = read(out_fd_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    std::lock_guard lock(mu_);
-    if (n <= 0) {
-      eof_ = true;
-      cv_.notify_all();
-      return;
+    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n > 0) {
+      output_.append(buf, static_cast<std::size_t>(n));
+      continue;
     }
-    output_.append(buf, static_cast<std::size_t>(n));
-    cv_.notify_all();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    eof_ = true;  // end of file, or an error that ends the output just the same
+    return false;
   }
 }
 
@@ -392,6 +409,7 @@ Daemon::~Daemon() {
 
 std::string Daemon::output() const {
   std::lock_guard lock(mu_);
+  if (out_fd_ >= 0) drain_locked();
   return output_;
 }
 

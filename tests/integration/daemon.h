@@ -184,8 +184,10 @@ class Daemon {
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string output_;  // guarded by mu_
-  bool eof_ = false;    // guarded by mu_
+  mutable std::string output_;  // guarded by mu_
+  mutable bool eof_ = false;    // guarded by mu_
+  /// Appends what the pipe holds now; false at end of file. Called with mu_ held.
+  bool drain_locked() const;
   bool ready_ = false;
   uint16_t port_ = 0;
   std::vector<std::string> listen_;

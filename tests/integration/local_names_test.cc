@@ -256,14 +256,22 @@ TEST_F(LocalNames, UpstreamFileReplacedByRenameIsUsedWithinASecondWithoutSighup)
   rc.rewrite("nameserver not-an-address\n# again\n");
   rc.rewrite("# nothing\n");
   EXPECT_TRUE(dig(port(), "z.example A +short").contains("192.0.2.2"));
-  // Back to the first server: once that is in use, every rewrite before it has been read,
-  // and the complaint about the unusable file was said once.
+  // Back to the first server: once that is in use, every rewrite before it has been read.
+  // The complaint about the unusable server was said once, though two versions of the file
+  // carried it; the file without a nameserver line is a different complaint, said at most
+  // once (only if the daemon read the file between the last two rewrites).
   rc.rewrite("nameserver " + upstream_.address() + "\n");
   EXPECT_TRUE(poll_until([&] {
                 return daemon_->lines_with("upstream-file changed: upstreams now").size() == 2;
               }).has_value())
       << daemon_->output();
-  EXPECT_EQ(daemon_->lines_with("keeping the current upstreams").size(), 1u) << daemon_->output();
+  EXPECT_EQ(daemon_
+                ->lines_with("keeping the current upstreams: " + rc.path() +
+                             " has no usable nameserver line")
+                .size(),
+            1u)
+      << daemon_->output();
+  EXPECT_LE(daemon_->lines_with("has no nameserver line").size(), 1u) << daemon_->output();
   EXPECT_EQ(daemon_->lines_with("SIGHUP").size(), 0u);
 }
 

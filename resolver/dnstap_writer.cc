@@ -15,6 +15,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/bytes.h"
+#include "base/wall_clock.h"
 #include "resolver/text.h"
 
 namespace hg::resolver {
@@ -363,17 +365,6 @@ DnstapWriter::~DnstapWriter() {
   if (iothr_ != nullptr) fstrm_iothr_destroy(&iothr_);
 }
 
-namespace {
-
-void put_be32(uint8_t* p, std::size_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
-}  // namespace
-
 void DnstapWriter::write(unsigned queue, const dnstap::Message& m) noexcept {
   if (queue >= queues_.size()) {
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -396,7 +387,7 @@ void DnstapWriter::write(unsigned queue, const dnstap::Message& m) noexcept {
     const std::size_t n =
         room > 4 ? dnstap::encode_prefixed(m, prefix_, {b.buf + b.used + 4, room - 4}) : 0;
     if (n > 0) {
-      put_be32(b.buf + b.used, n);
+      base::store_u32(b.buf + b.used, static_cast<uint32_t>(n));
       b.used += 4 + n;
       ++b.frames;
       return;
@@ -418,7 +409,7 @@ void DnstapWriter::write_alone(unsigned queue, const dnstap::Message& m) noexcep
     counters_.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  put_be32(buf, size.total);
+  base::store_u32(buf, static_cast<uint32_t>(size.total));
   dnstap::encode_prefixed(m, size, prefix_, buf + 4);
   // fstrm frees the buffer once written; on failure it stays ours.
   if (fstrm_iothr_submit(iothr_, queues_[queue], buf, 4 + size.total, fstrm_free_wrapper,
@@ -455,19 +446,13 @@ bool DnstapWriter::still_current() const noexcept {
          static_cast<uint64_t>(st.st_ino) == file_ino_;
 }
 
-int64_t dnstap_now_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 dnstap::Timestamp dnstap_time(int64_t ns) noexcept {
   if (ns < 0) ns = 0;
   return {static_cast<uint64_t>(ns / 1'000'000'000), static_cast<uint32_t>(ns % 1'000'000'000)};
 }
 
 dnstap::Timestamp dnstap_now() noexcept {
-  return dnstap_time(dnstap_now_ns());
+  return dnstap_time(base::wall_count());
 }
 
 namespace {

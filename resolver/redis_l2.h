@@ -249,7 +249,4 @@ class FleetCache {
   bool connected_counted_ = false;
 };
 
-/// Wall-clock milliseconds since the Unix epoch (CLOCK_REALTIME).
-int64_t wall_clock_ms() noexcept;
-
 }  // namespace hg::resolver

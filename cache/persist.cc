@@ -69,6 +69,24 @@ struct Slot {
   WallTime inserted;
 };
 
+// The fields of a file's 32-byte header after the magic number; nullopt when it is shorter.
+struct FileHeader {
+  uint32_t version = 0;
+  uint32_t count = 0;
+  uint64_t saved_at_ms = 0;
+  uint64_t payload = 0;
+};
+
+std::optional<FileHeader> read_header(std::span<const uint8_t> bytes) noexcept {
+  wire::WireReader r(bytes, kMagic.size());
+  const auto version = r.u32();
+  const auto count = r.u32();
+  const auto saved_at_ms = r.u64();
+  const auto payload = r.u64();
+  if (!version || !count || !saved_at_ms || !payload) return std::nullopt;
+  return FileHeader{*version, *count, *saved_at_ms, *payload};
+}
+
 std::string errno_text(int err) {
   return std::strerror(err);
 }
@@ -129,10 +147,10 @@ std::vector<uint8_t> encode(std::vector<std::shared_ptr<const Entry>> entries, T
 std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t file_size) {
   if (header.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), header.begin()))
     return rejected("not an hourglass cache file (no magic number)");
-  if (header.size() < kHeaderSize || file_size < kHeaderSize)
+  const auto h = read_header(header);
+  if (!h || file_size < kHeaderSize)
     return rejected("truncated (" + std::to_string(file_size) + " bytes)");
-  const uint8_t* h = header.data();
-  const uint32_t version = base::load_u32(h + 8);
+  const uint32_t version = h->version;
   if (version > kFormatVersion) {
     LoadReport r =
         rejected("format version " + std::to_string(version) +
@@ -142,7 +160,7 @@ std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t
   }
   if (version != kFormatVersion)
     return rejected("unknown format version " + std::to_string(version));
-  const uint64_t payload = base::load_u64(h + 24);
+  const uint64_t payload = h->payload;
   const uint64_t have = file_size - kHeaderSize;
   if (payload > have || have - payload < kTrailerSize) {
     // The header's length is untrusted: say what it claims without overflowing.
@@ -166,17 +184,20 @@ std::string fallback_path(const std::string& path) {
 LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall) {
   if (auto bad = check_header(file.first(std::min(file.size(), kHeaderSize)), file.size()))
     return std::move(*bad);
-  const uint8_t* h = file.data();
-  const uint32_t count = base::load_u32(h + 12);
-  const uint64_t payload = base::load_u64(h + 24);
+  // check_header() has matched the header's payload length with the file's size.
+  const auto h = read_header(file);
+  if (!h) return rejected("truncated (" + std::to_string(file.size()) + " bytes)");
+  const uint32_t count = h->count;
+  const uint64_t payload = h->payload;
   const std::size_t end = kHeaderSize + static_cast<std::size_t>(payload);
-  const uint32_t stored_crc = base::load_u32(file.data() + end);
-  if (base::crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != stored_crc)
+  wire::WireReader trailer(file, end);
+  const auto stored_crc = trailer.u32();
+  if (!stored_crc || base::crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != *stored_crc)
     return rejected("corrupt (checksum mismatch)");
   // A file from the future: the clock was set back since it was saved, or it is forged. Its
   // entries' ages cannot be known, and loading them as "just inserted" would stretch their
   // TTLs by however far ahead they claim to be.
-  const WallTime saved_at{Millis{static_cast<int64_t>(base::load_u64(h + 16))}};
+  const WallTime saved_at{Millis{static_cast<int64_t>(h->saved_at_ms)}};
   if (saved_at > now_wall + kFutureSkew) {
     const auto ahead = std::chrono::duration_cast<Seconds>(saved_at - now_wall);
     return rejected("saved " + std::to_string(ahead.count()) +
@@ -187,22 +208,26 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
   std::vector<Slot> slots;
   slots.reserve(std::min<std::size_t>(count, payload / (kEntryHeaderSize + 17)));
   wire::Message msg;
-  std::size_t at = kHeaderSize;
+  wire::WireReader in(file.first(end), kHeaderSize);  // the entries, up to the checksum
   for (uint32_t i = 0; i < count; ++i) {
     const std::string which = "entry " + std::to_string(i + 1) + " of " + std::to_string(count);
-    if (end - at < kEntryHeaderSize) return rejected("corrupt (" + which + " is cut short)");
-    const uint8_t* p = file.data() + at;
-    const auto wall = static_cast<int64_t>(base::load_u64(p));
-    const uint8_t flags = p[8];
-    const uint16_t len = base::load_u16(p + 9);
-    at += kEntryHeaderSize;
+    const auto inserted_ms = in.u64();
+    const auto flags_field = in.u8();
+    const auto len_field = in.u16();
+    if (!inserted_ms || !flags_field || !len_field)
+      return rejected("corrupt (" + which + " is cut short)");
+    const auto wall = static_cast<int64_t>(*inserted_ms);
+    const uint8_t flags = *flags_field;
+    const uint16_t len = *len_field;
     if ((flags & ~(kFlagDo | kFlagCd)) != 0)
       return rejected("corrupt (" + which + " has unknown key flags)");
     // Entries are written with times up to the save time, never later.
     if (WallTime{Millis{wall}} > saved_at)
       return rejected("corrupt (" + which + " was inserted after the file was saved)");
-    if (len > end - at) return rejected("corrupt (" + which + " is cut short)");
-    const auto bytes = file.subspan(at, len);
+    const std::size_t at = in.offset();
+    const auto entry = in.bytes(len);
+    if (!entry) return rejected("corrupt (" + which + " is cut short)");
+    const std::span<const uint8_t> bytes = *entry;
     if (auto st = msg.parse(bytes, wire::ParseMode::Strict); !st) {
       return rejected("corrupt (" + which + ": " + std::string(wire::to_string(st.error().code)) +
                       ")");
@@ -213,9 +238,8 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
       return rejected("corrupt (" + which + " is not a cached answer)");
     }
     slots.push_back(Slot{at, len, flags, WallTime{Millis{wall}}});
-    at += len;
   }
-  if (at != end) return rejected("corrupt (bytes after the last entry)");
+  if (!in.at_end()) return rejected("corrupt (bytes after the last entry)");
 
   // Pass 2: age each entry and offer it to the cache as an upstream answer.
   LoadReport r;
@@ -415,7 +439,7 @@ SaveReport save_entries(std::vector<std::shared_ptr<const Entry>> entries, Secon
   }
   const std::string& path = r.path;
   const std::vector<uint8_t> bytes = encode(std::move(entries), now, now_wall, stale_max);
-  r.entries = base::load_u32(bytes.data() + 12);
+  if (const auto h = read_header(bytes)) r.entries = h->count;
   r.bytes = bytes.size();
 
   const std::size_t slash = path.rfind('/');

@@ -5,6 +5,7 @@
 
 #include "base/bytes.h"
 #include "base/crc32c.h"
+#include "wire/reader.h"
 
 namespace hg::resolver::fleet {
 
@@ -149,38 +150,47 @@ const char* to_string(ValueStatus s) noexcept {
 DecodedValue decode_value(std::span<const uint8_t> v, const cache::CacheKey& key,
                           wire::Message& parsed) {
   DecodedValue d;
-  if (v.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), v.begin())) {
+  wire::WireReader r(v);
+  const auto magic = r.bytes(kMagic.size());
+  if (!magic || !std::equal(kMagic.begin(), kMagic.end(), magic->begin())) {
     d.status = ValueStatus::Foreign;
     return d;
   }
   if (v.size() < kFixedHead) return d;  // Corrupt
-  if (v[4] != kValueVersion) {
+  // The fixed head (kFixedHead bytes, all there).
+  const auto version = r.u8();
+  const auto flags = r.u8();
+  const auto inserted_ms = r.u64();
+  const auto qtype = r.u16();
+  const auto qclass = r.u16();
+  const auto kflags = r.u8();
+  const auto name_len = r.u8();
+  if (!version || !flags || !inserted_ms || !qtype || !qclass || !kflags || !name_len) return d;
+  if (*version != kValueVersion) {
     d.status = ValueStatus::BadVersion;
     return d;
   }
-  const std::size_t name_len = v[kFixedHead - 1];
-  const std::size_t msg_len_at = kFixedHead + name_len;
-  if (v.size() < msg_len_at + 2) return d;
-  const std::size_t msg_len = base::load_u16(v.data() + msg_len_at);
-  const std::size_t msg_at = msg_len_at + 2;
-  if ((v[5] & ~kValueAuthenticated) != 0) return d;  // no other flags defined in version 1
-  const bool authenticated = (v[5] & kValueAuthenticated) != 0;
-  if (v.size() != msg_at + msg_len + 4 + (authenticated ? kValueTagSize : 0)) return d;
-  const std::size_t crc_at = msg_at + msg_len;
-  if (base::crc32c(v.first(crc_at)) != base::load_u32(v.data() + crc_at)) return d;
+  const auto name = r.bytes(*name_len);
+  const auto msg_len = r.u16();
+  if (!name || !msg_len) return d;
+  if ((*flags & ~kValueAuthenticated) != 0) return d;  // no other flags defined in version 1
+  const bool authenticated = (*flags & kValueAuthenticated) != 0;
+  const auto message = r.bytes(*msg_len);
+  const std::size_t crc_at = r.offset();
+  const auto crc = r.u32();
+  if (!message || !crc || r.remaining() != (authenticated ? kValueTagSize : 0)) return d;
+  if (base::crc32c(v.first(crc_at)) != *crc) return d;
   d.authenticated = authenticated;
 
-  const auto ms = base::load_u64(v.data() + 6);
-  d.inserted_ms = static_cast<int64_t>(ms);
+  d.inserted_ms = static_cast<int64_t>(*inserted_ms);
   const wire::Name want = key.qname.lowercased();
-  const auto name = v.subspan(kFixedHead, name_len);
-  if (base::load_u16(v.data() + 14) != static_cast<uint16_t>(key.qtype) ||
-      base::load_u16(v.data() + 16) != key.qclass || v[18] != key_flags(key) ||
-      !std::equal(name.begin(), name.end(), want.wire().begin(), want.wire().end())) {
+  if (*qtype != static_cast<uint16_t>(key.qtype) || *qclass != key.qclass ||
+      *kflags != key_flags(key) ||
+      !std::equal(name->begin(), name->end(), want.wire().begin(), want.wire().end())) {
     d.status = ValueStatus::KeyMismatch;
     return d;
   }
-  d.message = v.subspan(msg_at, msg_len);
+  d.message = *message;
   if (!parsed.parse(d.message, wire::ParseMode::Strict) || !parsed.header().qr() ||
       parsed.questions().size() != 1) {
     d.status = ValueStatus::BadMessage;

@@ -11,17 +11,18 @@
 
 namespace hg::test {
 
-/// Calls `done` until it returns true (then true) or `bound` has passed (then false; `done`
-/// was called one last time at or after the bound).
+/// Calls `done` every `step` until it returns true (then true) or `bound` has passed (then
+/// false, after one last call that started at or after the bound).
 template <typename F>
 bool eventually(F&& done, std::chrono::milliseconds bound = std::chrono::seconds{10},
                 std::chrono::milliseconds step = std::chrono::milliseconds{20}) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+  for (;;) {
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    if (done()) return true;
+    if (late) return false;
     std::this_thread::sleep_for(step);
   }
-  return true;
 }
 
 }  // namespace hg::test

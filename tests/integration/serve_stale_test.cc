@@ -7,14 +7,17 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/edns.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -24,14 +27,29 @@ using Clock = std::chrono::steady_clock;
 
 class ServeStaleTest : public DaemonTest {
  protected:
-  // Caches `name` with a 1-second TTL and waits until it has expired.
+  /// DaemonTest::start with a control socket, through which the tests see an entry expire.
+  void start(std::vector<std::string> extra = {}) {
+    extra.insert(extra.end(), {"--control", socket_});
+    DaemonTest::start(extra);
+  }
+  // Caches `name` with a 1-second TTL and waits (polling `dump`, which changes nothing) until
+  // it has expired.
   void cache_then_expire(const std::string& name, FakeReply reply) {
     upstream_.on(name, std::move(reply));
     auto a = udp_query(daemon_->port(), build_query({.name = name}));
     ASSERT_TRUE(a);
     ASSERT_EQ(upstream_.queries(name), 1u);
-    std::this_thread::sleep_for(Millis{1100});
+    std::string dump;
+    ASSERT_TRUE(eventually(
+        [&] {
+          dump = ctl(socket_, "dump " + name).output;
+          return dump.find(" stale, expired ") != std::string::npos;
+        },
+        Millis{5000}))
+        << dump;
   }
+
+  const std::string socket_ = "/tmp/hg-stale-" + random_label(12) + ".ctl";
 };
 
 std::string ip_of(const Answer& a, std::size_t i = 0) {

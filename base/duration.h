@@ -76,4 +76,9 @@ constexpr std::optional<std::chrono::seconds> parse_seconds(std::string_view tex
   return std::chrono::seconds{d->count() / 1000};
 }
 
+/// `d` in whole seconds, rounded toward zero: how a dump or a report prints a time left.
+constexpr int64_t whole_seconds(std::chrono::milliseconds d) noexcept {
+  return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
+
 }  // namespace hg::base

@@ -75,5 +75,13 @@ TEST(ParseSeconds, WholeSecondsInAnyUnit) {
   static_assert(parse_seconds("1h").value() == 3600s, "usable in constant expressions");
 }
 
+TEST(WholeSeconds, RoundsTowardZero) {
+  EXPECT_EQ(whole_seconds(1999ms), 1);
+  EXPECT_EQ(whole_seconds(2000ms), 2);
+  EXPECT_EQ(whole_seconds(999ms), 0);
+  EXPECT_EQ(whole_seconds(-1500ms), -1);
+  EXPECT_EQ(whole_seconds(0ms), 0);
+}
+
 }  // namespace
 }  // namespace hg::base

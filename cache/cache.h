@@ -28,7 +28,7 @@
 // hit path shared-writable?" lists what every thread still writes. Inserts, evictions, flushes
 // and the lazy reclaim of entries past their stale window take it exclusively.
 //
-// Time is always passed in (a Time from SteadyClock or a test's ManualClock).
+// Time is always passed in (a Time from the event loop's clock or a test's ManualClock).
 #pragma once
 
 #include <atomic>

@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 
+#include "base/bytes.h"
 #include "wire/header.h"
 #include "wire/reader.h"
 
@@ -33,7 +34,7 @@ uint32_t elapsed_seconds(Time inserted_at, Time now) noexcept {
 // The MINIMUM field: the last 4 octets of SOA RDATA (RFC 1035 §3.3.13). parse() checked that
 // exactly 20 octets follow the two names, so the RDATA is at least 22 octets long.
 uint32_t soa_minimum(std::span<const uint8_t> packet, const RecordView& rr) noexcept {
-  return wire::load_u32_unchecked(packet.data() + rr.end() - 4);
+  return base::load_u32(packet.data() + rr.end() - 4);
 }
 
 bool is_negative_soa(const RecordView& rr, uint16_t qclass) noexcept {
@@ -296,12 +297,12 @@ std::vector<uint8_t> Entry::to_wire(Time now) const {
   h.write_unchecked(out.data());
   uint8_t* p = out.data() + wire::kHeaderSize;
   std::memcpy(p, bytes(), qname_len_);
-  wire::store_u16_unchecked(p + qname_len_, static_cast<uint16_t>(qtype_));
-  wire::store_u16_unchecked(p + qname_len_ + 2, qclass_);
+  base::store_u16(p + qname_len_, static_cast<uint16_t>(qtype_));
+  base::store_u16(p + qname_len_ + 2, qclass_);
   p += question_size();
   std::memcpy(p, sections().data(), sections().size());
   for (std::size_t i = 0; i < record_count_; ++i) {
-    wire::store_u32_unchecked(p + buf_[i].ttl_offset, remaining_ttl(i, now));
+    base::store_u32(p + buf_[i].ttl_offset, remaining_ttl(i, now));
   }
   return out;
 }
@@ -362,13 +363,13 @@ RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time no
     // RFC 8767 §4: a stale answer carries a short TTL (30 s), but never more than the
     // record's own TTL — a record stored with 10 s must not come back as 30 s.
     for (std::size_t i = 0; i < n; ++i) {
-      wire::store_u32_unchecked(sec + records[i].ttl_offset, std::min(*stale_ttl, records[i].ttl));
+      base::store_u32(sec + records[i].ttl_offset, std::min(*stale_ttl, records[i].ttl));
     }
   } else {
     const uint32_t elapsed = elapsed_seconds(entry.inserted_at(), now);
     for (std::size_t i = 0; i < n; ++i) {
       const uint32_t ttl = records[i].ttl;
-      wire::store_u32_unchecked(sec + records[i].ttl_offset, ttl > elapsed ? ttl - elapsed : 0);
+      base::store_u32(sec + records[i].ttl_offset, ttl > elapsed ? ttl - elapsed : 0);
     }
   }
   r.ok = true;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <random>
 
+#include "base/bytes.h"
+
 namespace hg::cache {
 namespace {
 
@@ -112,8 +114,8 @@ CacheKey CacheKey::make(const wire::Name& qname, wire::RRType qtype, uint16_t qc
   const auto w = k.qname.wire();
   std::memcpy(buf.data(), w.data(), w.size());
   std::size_t n = w.size();
-  wire::store_u16_unchecked(&buf[n], static_cast<uint16_t>(qtype));
-  wire::store_u16_unchecked(&buf[n + 2], qclass);
+  base::store_u16(&buf[n], static_cast<uint16_t>(qtype));
+  base::store_u16(&buf[n + 2], qclass);
   buf[n + 4] = static_cast<uint8_t>((dnssec_ok ? 1 : 0) | (checking_disabled ? 2 : 0));
   k.hash = seeded_hash({buf.data(), n + 5});
   return k;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/bytes.h"
+#include "base/crc32c.h"
 #include "wire/header.h"
 #include "wire/message.h"
 #include "wire/owned.h"
@@ -23,42 +25,6 @@ namespace {
 constexpr std::array<uint8_t, 8> kMagic = {0x89, 'H', 'G', 'C', 'A', 'C', 'H', 'E'};
 constexpr uint8_t kFlagDo = 1;
 constexpr uint8_t kFlagCd = 2;
-
-// CRC-32C, byte at a time from a table built at compile time (reflected polynomial).
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k)
-      c = (c & 1) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
-
-void put_u16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-void put_u32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8)
-    out.push_back(static_cast<uint8_t>(v >> s));
-}
-void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-  for (int s = 56; s >= 0; s -= 8)
-    out.push_back(static_cast<uint8_t>(v >> s));
-}
-void set_u64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-}
-uint64_t get_u64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v = (v << 8) | p[i];
-  return v;
-}
 
 // One entry as a DNS message with its stored TTLs (see the format in persist.h).
 void append_message(std::vector<uint8_t>& out, const Entry& e) {
@@ -80,12 +46,12 @@ void append_message(std::vector<uint8_t>& out, const Entry& e) {
   p += wire::kHeaderSize;
   const auto qname = e.qname_wire();
   std::memcpy(p, qname.data(), qname.size());
-  wire::store_u16_unchecked(p + qname.size(), static_cast<uint16_t>(e.qtype()));
-  wire::store_u16_unchecked(p + qname.size() + 2, e.qclass());
+  base::store_u16(p + qname.size(), static_cast<uint16_t>(e.qtype()));
+  base::store_u16(p + qname.size() + 2, e.qclass());
   p += e.question_size();
   std::memcpy(p, e.sections().data(), e.sections().size());
   for (const Entry::Record& r : e.records())
-    wire::store_u32_unchecked(p + r.ttl_offset, r.ttl);
+    base::store_u32(p + r.ttl_offset, r.ttl);
 }
 
 LoadReport rejected(std::string problem) {
@@ -103,18 +69,29 @@ struct Slot {
   WallTime inserted;
 };
 
+// The fields of a file's 32-byte header after the magic number; nullopt when it is shorter.
+struct FileHeader {
+  uint32_t version = 0;
+  uint32_t count = 0;
+  uint64_t saved_at_ms = 0;
+  uint64_t payload = 0;
+};
+
+std::optional<FileHeader> read_header(std::span<const uint8_t> bytes) noexcept {
+  wire::WireReader r(bytes, kMagic.size());
+  const auto version = r.u32();
+  const auto count = r.u32();
+  const auto saved_at_ms = r.u64();
+  const auto payload = r.u64();
+  if (!version || !count || !saved_at_ms || !payload) return std::nullopt;
+  return FileHeader{*version, *count, *saved_at_ms, *payload};
+}
+
 std::string errno_text(int err) {
   return std::strerror(err);
 }
 
 }  // namespace
-
-uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc) noexcept {
-  uint32_t c = ~crc;
-  for (const uint8_t b : bytes)
-    c = kCrcTable[(c ^ b) & 0xFF] ^ (c >> 8);
-  return ~c;
-}
 
 Time to_monotonic(WallTime inserted_wall, Time now, WallTime now_wall) noexcept {
   if (inserted_wall >= now_wall) return now;
@@ -148,32 +125,32 @@ std::vector<uint8_t> encode(std::vector<std::shared_ptr<const Entry>> entries, T
   out.reserve(total);
   out.resize(kHeaderSize);
   std::memcpy(out.data(), kMagic.data(), kMagic.size());
-  wire::store_u32_unchecked(out.data() + 8, kFormatVersion);
-  wire::store_u32_unchecked(out.data() + 12, static_cast<uint32_t>(entries.size()));
-  set_u64(out.data() + 16, static_cast<uint64_t>(now_wall.time_since_epoch().count()));
+  base::store_u32(out.data() + 8, kFormatVersion);
+  base::store_u32(out.data() + 12, static_cast<uint32_t>(entries.size()));
+  base::store_u64(out.data() + 16, static_cast<uint64_t>(now_wall.time_since_epoch().count()));
   // The payload length (offset 24) is set at the end.
   for (const auto& e : entries) {
     const WallTime inserted = to_wall(e->inserted_at(), now, now_wall);
-    put_u64(out, static_cast<uint64_t>(inserted.time_since_epoch().count()));
+    base::append_u64(out, static_cast<uint64_t>(inserted.time_since_epoch().count()));
     out.push_back(static_cast<uint8_t>((e->dnssec_ok() ? kFlagDo : 0) |
                                        (e->checking_disabled() ? kFlagCd : 0)));
     const std::size_t len = wire::kHeaderSize + e->question_size() + e->sections().size();
-    put_u16(out, static_cast<uint16_t>(len));  // an entry holds at most one 64 KiB message
+    base::append_u16(out, static_cast<uint16_t>(len));  // an entry holds at most one 64 KiB message
     append_message(out, *e);
   }
-  set_u64(out.data() + 24, out.size() - kHeaderSize);
-  const uint32_t crc = crc32c(std::span<const uint8_t>(out).subspan(kMagic.size()));
-  put_u32(out, crc);
+  base::store_u64(out.data() + 24, out.size() - kHeaderSize);
+  const uint32_t crc = base::crc32c(std::span<const uint8_t>(out).subspan(kMagic.size()));
+  base::append_u32(out, crc);
   return out;
 }
 
 std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t file_size) {
   if (header.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), header.begin()))
     return rejected("not an hourglass cache file (no magic number)");
-  if (header.size() < kHeaderSize || file_size < kHeaderSize)
+  const auto h = read_header(header);
+  if (!h || file_size < kHeaderSize)
     return rejected("truncated (" + std::to_string(file_size) + " bytes)");
-  const uint8_t* h = header.data();
-  const uint32_t version = wire::load_u32_unchecked(h + 8);
+  const uint32_t version = h->version;
   if (version > kFormatVersion) {
     LoadReport r =
         rejected("format version " + std::to_string(version) +
@@ -183,7 +160,7 @@ std::optional<LoadReport> check_header(std::span<const uint8_t> header, uint64_t
   }
   if (version != kFormatVersion)
     return rejected("unknown format version " + std::to_string(version));
-  const uint64_t payload = get_u64(h + 24);
+  const uint64_t payload = h->payload;
   const uint64_t have = file_size - kHeaderSize;
   if (payload > have || have - payload < kTrailerSize) {
     // The header's length is untrusted: say what it claims without overflowing.
@@ -207,17 +184,20 @@ std::string fallback_path(const std::string& path) {
 LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime now_wall) {
   if (auto bad = check_header(file.first(std::min(file.size(), kHeaderSize)), file.size()))
     return std::move(*bad);
-  const uint8_t* h = file.data();
-  const uint32_t count = wire::load_u32_unchecked(h + 12);
-  const uint64_t payload = get_u64(h + 24);
+  // check_header() has matched the header's payload length with the file's size.
+  const auto h = read_header(file);
+  if (!h) return rejected("truncated (" + std::to_string(file.size()) + " bytes)");
+  const uint32_t count = h->count;
+  const uint64_t payload = h->payload;
   const std::size_t end = kHeaderSize + static_cast<std::size_t>(payload);
-  const uint32_t stored_crc = wire::load_u32_unchecked(file.data() + end);
-  if (crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != stored_crc)
+  wire::WireReader trailer(file, end);
+  const auto stored_crc = trailer.u32();
+  if (!stored_crc || base::crc32c(file.subspan(kMagic.size(), end - kMagic.size())) != *stored_crc)
     return rejected("corrupt (checksum mismatch)");
   // A file from the future: the clock was set back since it was saved, or it is forged. Its
   // entries' ages cannot be known, and loading them as "just inserted" would stretch their
   // TTLs by however far ahead they claim to be.
-  const WallTime saved_at{Millis{static_cast<int64_t>(get_u64(h + 16))}};
+  const WallTime saved_at{Millis{static_cast<int64_t>(h->saved_at_ms)}};
   if (saved_at > now_wall + kFutureSkew) {
     const auto ahead = std::chrono::duration_cast<Seconds>(saved_at - now_wall);
     return rejected("saved " + std::to_string(ahead.count()) +
@@ -228,22 +208,26 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
   std::vector<Slot> slots;
   slots.reserve(std::min<std::size_t>(count, payload / (kEntryHeaderSize + 17)));
   wire::Message msg;
-  std::size_t at = kHeaderSize;
+  wire::WireReader in(file.first(end), kHeaderSize);  // the entries, up to the checksum
   for (uint32_t i = 0; i < count; ++i) {
     const std::string which = "entry " + std::to_string(i + 1) + " of " + std::to_string(count);
-    if (end - at < kEntryHeaderSize) return rejected("corrupt (" + which + " is cut short)");
-    const uint8_t* p = file.data() + at;
-    const auto wall = static_cast<int64_t>(get_u64(p));
-    const uint8_t flags = p[8];
-    const uint16_t len = wire::load_u16_unchecked(p + 9);
-    at += kEntryHeaderSize;
+    const auto inserted_ms = in.u64();
+    const auto flags_field = in.u8();
+    const auto len_field = in.u16();
+    if (!inserted_ms || !flags_field || !len_field)
+      return rejected("corrupt (" + which + " is cut short)");
+    const auto wall = static_cast<int64_t>(*inserted_ms);
+    const uint8_t flags = *flags_field;
+    const uint16_t len = *len_field;
     if ((flags & ~(kFlagDo | kFlagCd)) != 0)
       return rejected("corrupt (" + which + " has unknown key flags)");
     // Entries are written with times up to the save time, never later.
     if (WallTime{Millis{wall}} > saved_at)
       return rejected("corrupt (" + which + " was inserted after the file was saved)");
-    if (len > end - at) return rejected("corrupt (" + which + " is cut short)");
-    const auto bytes = file.subspan(at, len);
+    const std::size_t at = in.offset();
+    const auto entry = in.bytes(len);
+    if (!entry) return rejected("corrupt (" + which + " is cut short)");
+    const std::span<const uint8_t> bytes = *entry;
     if (auto st = msg.parse(bytes, wire::ParseMode::Strict); !st) {
       return rejected("corrupt (" + which + ": " + std::string(wire::to_string(st.error().code)) +
                       ")");
@@ -254,9 +238,8 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
       return rejected("corrupt (" + which + " is not a cached answer)");
     }
     slots.push_back(Slot{at, len, flags, WallTime{Millis{wall}}});
-    at += len;
   }
-  if (at != end) return rejected("corrupt (bytes after the last entry)");
+  if (!in.at_end()) return rejected("corrupt (bytes after the last entry)");
 
   // Pass 2: age each entry and offer it to the cache as an upstream answer.
   LoadReport r;
@@ -456,7 +439,7 @@ SaveReport save_entries(std::vector<std::shared_ptr<const Entry>> entries, Secon
   }
   const std::string& path = r.path;
   const std::vector<uint8_t> bytes = encode(std::move(entries), now, now_wall, stale_max);
-  r.entries = wire::load_u32_unchecked(bytes.data() + 12);
+  if (const auto h = read_header(bytes)) r.entries = h->count;
   r.bytes = bytes.size();
 
   const std::size_t slash = path.rfind('/');

@@ -73,10 +73,6 @@ namespace hg::cache::persist {
 /// Wall-clock time, milliseconds since the Unix epoch.
 using WallTime = std::chrono::time_point<std::chrono::system_clock, Millis>;
 
-inline WallTime wall_now() noexcept {
-  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
-}
-
 constexpr uint32_t kFormatVersion = 1;
 /// How far ahead of the clock a file's save time may lie (clock adjustments between a save
 /// and a start); entries inserted up to this far ahead count as inserted now.
@@ -85,9 +81,6 @@ constexpr std::size_t kHeaderSize = 32;
 constexpr std::size_t kTrailerSize = 4;
 /// Per entry, before its message: insert time, key flags, message length.
 constexpr std::size_t kEntryHeaderSize = 8 + 1 + 2;
-
-/// CRC-32C of `bytes`, continuing from `crc` (0 to start).
-uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc = 0) noexcept;
 
 /// Monotonic insert time of an entry inserted at `inserted_wall`, as seen at (`now`,
 /// `now_wall`): now − (now_wall − inserted_wall), and `now` when inserted_wall lies ahead.

@@ -25,6 +25,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/duration.h"
 #include "resolver/dnstap_writer.h"
 #include "resolver/fleet_auth.h"
 #include "resolver/secret_file.h"
@@ -686,22 +687,7 @@ std::optional<uint64_t> parse_bytes(std::string_view text) {
 }
 
 std::optional<seconds> parse_seconds(std::string_view text) {
-  auto [num, unit] = split_number(text);
-  auto n = parse_digits(num);
-  if (!n) return std::nullopt;
-  uint64_t mult = 0;
-  if (unit.empty() || unit == "s") {
-    mult = 1;
-  } else if (unit == "m") {
-    mult = 60;
-  } else if (unit == "h") {
-    mult = 3600;
-  } else if (unit == "d") {
-    mult = 86400;
-  } else {
-    return std::nullopt;
-  }
-  return seconds{static_cast<int64_t>(*n * mult)};  // n <= 1e15: no overflow
+  return base::parse_seconds(text);
 }
 
 std::optional<uint32_t> parse_ttl_arg(std::string_view text, int64_t max, std::string& why) {
@@ -714,12 +700,7 @@ std::optional<uint32_t> parse_ttl_arg(std::string_view text, int64_t max, std::s
 }
 
 std::optional<milliseconds> parse_millis(std::string_view text) {
-  auto [num, unit] = split_number(text);
-  auto n = parse_digits(num);
-  if (!n) return std::nullopt;
-  if (unit.empty() || unit == "ms") return milliseconds{static_cast<int64_t>(*n)};
-  if (unit == "s") return milliseconds{static_cast<int64_t>(*n * 1000)};
-  return std::nullopt;
+  return base::parse_duration(text, milliseconds{1});
 }
 
 // --- forwarding loops ------------------------------------------------------------------------

@@ -164,12 +164,12 @@ std::string to_toml(const Config& config);
 
 /// Byte count with an optional suffix: K/KiB (1024), M/MiB, G/GiB; e.g. "64MiB", "65536".
 std::optional<uint64_t> parse_bytes(std::string_view text);
-/// Seconds with an optional unit: "30", "30s", "5m", "1h", "1d".
+/// Whole seconds with an optional unit: "30", "30s", "5m", "1h", "1d" (base/duration.h).
 std::optional<std::chrono::seconds> parse_seconds(std::string_view text);
 /// A TTL argument (of a control command): parse_seconds() within 0..max (max < 2^32); else
 /// nullopt and the one-line error, with the value cut at 64 characters, in `why`.
 std::optional<uint32_t> parse_ttl_arg(std::string_view text, int64_t max, std::string& why);
-/// Milliseconds with an optional unit: "1800", "1800ms", "2s".
+/// Milliseconds with an optional unit: "1800", "1800ms", "2s" (base/duration.h).
 std::optional<std::chrono::milliseconds> parse_millis(std::string_view text);
 
 /// A forwarding loop: an upstream that is one of our own listening sockets.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/duration.h"
 #include "resolver/rehearsal.h"
 #include "resolver/text.h"
 #include "resolver/warm_restart.h"
@@ -129,10 +130,6 @@ Control::Output stats_text(Shared& shared) {
   return {std::move(out)};
 }
 
-int64_t whole_seconds(Millis d) {
-  return std::chrono::duration_cast<std::chrono::seconds>(d).count();
-}
-
 /// One entry: a comment line saying what it answers and how long it has left, then its
 /// records as dig prints them, with each record's TTL as at `now`.
 void dump_entry(const cache::Entry& e, MonoTime now, std::chrono::seconds stale_max,
@@ -146,12 +143,12 @@ void dump_entry(const cache::Entry& e, MonoTime now, std::chrono::seconds stale_
   out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
   if (e.kind() == cache::AnswerKind::NoData) out += " nodata";
   if (now < e.expires_at()) {
-    out += fmt::format(" fresh, expires in {}s\n", whole_seconds(e.expires_at() - now));
+    out += fmt::format(" fresh, expires in {}s\n", base::whole_seconds(e.expires_at() - now));
   } else {
     const Millis left = e.expires_at() + stale_max - now;
-    out +=
-        fmt::format(" stale, expired {}s ago, servable stale for {}s more\n",
-                    whole_seconds(now - e.expires_at()), whole_seconds(std::max(left, Millis{0})));
+    out += fmt::format(" stale, expired {}s ago, servable stale for {}s more\n",
+                       base::whole_seconds(now - e.expires_at()),
+                       base::whole_seconds(std::max(left, Millis{0})));
   }
   const std::vector<uint8_t> bytes = e.to_wire(now);
   wire::Message m;

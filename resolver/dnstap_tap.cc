@@ -10,6 +10,7 @@
 //   FORWARDER_RESPONSE every upstream answer (time of the query and of the answer)
 #include <cstring>
 
+#include "base/wall_clock.h"
 #include "resolver/dnstap_writer.h"
 #include "resolver/query_engine.h"
 
@@ -24,7 +25,7 @@ constexpr std::size_t kMaxUpstreamQuery = 12 + 255 + 4 + 11;
 QueryEngine::Outcome QueryEngine::on_query_tapped(std::span<const uint8_t> packet,
                                                   const sockaddr* peer, const Route& route,
                                                   std::span<uint8_t> out) {
-  tap_query_ns_ = dnstap_now_ns();
+  tap_query_ns_ = base::wall_count();
   dnstap::Message m;
   m.type = dnstap::MessageType::ClientQuery;
   m.protocol = route.is_tcp ? dnstap::Protocol::Tcp : dnstap::Protocol::Udp;
@@ -84,7 +85,7 @@ void QueryEngine::tap_write(const dnstap::Message& m) {
 
 void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uint8_t> query,
                     Upstream::Callback done) {
-  const int64_t sent_ns = dnstap_now_ns();
+  const int64_t sent_ns = base::wall_count();
   // The upstream's address is known when there is one server; with several, c-ares picks.
   std::optional<Endpoint> server;
   if (upstream.servers().size() == 1) server = upstream.servers().front();

@@ -111,7 +111,6 @@ std::optional<std::string> check_dnstap_target(std::string_view target);
 /// Now, from the realtime clock (dnstap times are wall-clock).
 dnstap::Timestamp dnstap_now() noexcept;
 dnstap::Timestamp dnstap_time(int64_t ns_since_epoch) noexcept;
-int64_t dnstap_now_ns() noexcept;
 
 /// Sets family, address and port of one side of `m` from a sockaddr (AF_INET/AF_INET6;
 /// anything else leaves them unset). The address span points into `sa`.

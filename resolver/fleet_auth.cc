@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "base/bytes.h"
 #include "resolver/redis_value.h"
 
 namespace hg::resolver::fleet {
@@ -40,12 +41,6 @@ bool derive(std::span<const uint8_t> secret, std::string_view label, std::span<u
   const bool ok = EVP_KDF_derive(ctx, out.data(), out.size(), params) == 1;
   EVP_KDF_CTX_free(ctx);
   return ok;
-}
-
-void put_len(std::array<uint8_t, 4>& b, std::size_t n) {
-  const auto v = static_cast<uint32_t>(n);
-  b = {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8),
-       static_cast<uint8_t>(v)};
 }
 
 std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -130,7 +125,7 @@ Hmac::Tag FleetAuth::tag(Purpose p, std::initializer_list<std::span<const uint8_
   std::size_t n = 0;
   for (const auto& f : fields) {
     if (n / 2 >= lens.size()) break;
-    put_len(lens[n / 2], f.size());
+    base::store_u32(lens[n / 2].data(), static_cast<uint32_t>(f.size()));
     parts[n] = lens[n / 2];
     parts[n + 1] = f;
     n += 2;

@@ -1,4 +1,5 @@
 #include "resolver/query_engine.h"
+#include "base/bytes.h"
 #include "resolver/cli_doc.h"
 #include "resolver/log.h"
 
@@ -49,9 +50,8 @@ void cap_passthrough_ttls(std::span<uint8_t> out, std::size_t size, bool client_
                           const wire::Message& up, const cache::Cache& cache,
                           const wire::Name& qname) {
   if (size < wire::kHeaderSize) return;
-  std::size_t copied = std::size_t{wire::load_u16_unchecked(out.data() + 6)} +
-                       wire::load_u16_unchecked(out.data() + 8) +
-                       wire::load_u16_unchecked(out.data() + 10);
+  std::size_t copied = std::size_t{base::load_u16(out.data() + 6)} +
+                       base::load_u16(out.data() + 8) + base::load_u16(out.data() + 10);
   if (client_edns && copied > 0) --copied;  // our OPT record
   const bool negative = up.rcode() == RCode::NXDomain || up.section(wire::Section::Answer).empty();
   const std::optional<uint32_t> qname_cap =
@@ -62,8 +62,8 @@ void cap_passthrough_ttls(std::span<uint8_t> out, std::size_t size, bool client_
     if (std::size_t{rr.ttl_offset} + 4 > size) break;
     std::optional<uint32_t> cap = cache.ttl_cap_for(up.owner(rr));
     if (qname_cap && (!cap || *qname_cap < *cap)) cap = qname_cap;
-    if (cap && wire::load_u32_unchecked(out.data() + rr.ttl_offset) > *cap)
-      wire::store_u32_unchecked(out.data() + rr.ttl_offset, *cap);
+    if (cap && base::load_u32(out.data() + rr.ttl_offset) > *cap)
+      base::store_u32(out.data() + rr.ttl_offset, *cap);
   }
 }
 

@@ -72,7 +72,6 @@ class CircuitBreaker {
   }
 
   State state() const noexcept { return state_; }
-  MonoTime open_until() const noexcept { return open_until_; }
   Millis cooldown() const noexcept { return cooldown_; }
 
  private:

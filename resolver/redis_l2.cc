@@ -8,6 +8,7 @@
 #include <ctime>
 #include <random>
 
+#include "base/wall_clock.h"
 #include "resolver/fleet_auth.h"
 #include "resolver/log.h"
 #include "resolver/redis_adapter.h"
@@ -70,12 +71,6 @@ std::string random_hex(std::size_t n) {
 }
 
 }  // namespace
-
-int64_t wall_clock_ms() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
 
 // --- RedisConn --------------------------------------------------------------------------------
 
@@ -701,7 +696,8 @@ std::string FleetCache::sealed(const std::string& text) {
   // Tagged when it is sent, not when it was asked for: a flush publishes after its SCAN,
   // which may take longer than a message may be old.
   if (!auth_) return text;
-  return fleet::seal_fleet_message(*auth_, fleet_channel_, wall_clock_ms(), ++sent_seq_, text);
+  return fleet::seal_fleet_message(*auth_, fleet_channel_, base::wall_count<Millis>(), ++sent_seq_,
+                                   text);
 }
 
 bool FleetCache::authentic(const cache::CacheKey& key, std::span<const uint8_t> value) {
@@ -741,7 +737,7 @@ void FleetCache::on_fleet_message(std::string_view text) {
     return;
   }
   if (m->sender == instance_id_) return;
-  if (auth_ && replay_.check(m->sender, opened.time_ms, opened.seq, wall_clock_ms()) !=
+  if (auth_ && replay_.check(m->sender, opened.time_ms, opened.seq, base::wall_count<Millis>()) !=
                    fleet::ReplayGuard::Verdict::Accept) {
     stats_.replayed_messages.fetch_add(1, std::memory_order_relaxed);
     return;

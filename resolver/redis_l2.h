@@ -193,9 +193,6 @@ class FleetCache {
   /// Returns an error line when Redis cannot be reached.
   std::optional<std::string> broadcast(const fleet::FleetMessage& m);
 
-  CircuitBreaker::State breaker_state() const noexcept { return breaker_.state(); }
-  const std::string& instance_id() const noexcept { return instance_id_; }
-
  private:
   struct KeyState {
     std::string token;  ///< non-empty while we hold the lock
@@ -248,8 +245,5 @@ class FleetCache {
   bool breaker_counted_open_ = false;
   bool connected_counted_ = false;
 };
-
-/// Wall-clock milliseconds since the Unix epoch (CLOCK_REALTIME).
-int64_t wall_clock_ms() noexcept;
 
 }  // namespace hg::resolver

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 
-#include "cache/persist.h"
+#include "base/bytes.h"
+#include "base/crc32c.h"
+#include "wire/reader.h"
 
 namespace hg::resolver::fleet {
 
@@ -12,21 +14,6 @@ namespace {
 constexpr std::array<uint8_t, 4> kMagic{'H', 'G', 'L', '2'};
 // magic, version, flags, inserted_ms, qtype, qclass, key flags, qname length
 constexpr std::size_t kFixedHead = 4 + 1 + 1 + 8 + 2 + 2 + 1 + 1;
-
-void put16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-void put32(std::vector<uint8_t>& out, uint32_t v) {
-  put16(out, static_cast<uint16_t>(v >> 16));
-  put16(out, static_cast<uint16_t>(v));
-}
-uint16_t get16(const uint8_t* p) {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-uint32_t get32(const uint8_t* p) {
-  return (uint32_t{get16(p)} << 16) | get16(p + 2);
-}
 
 uint8_t key_flags(const cache::CacheKey& key) {
   return static_cast<uint8_t>((key.dnssec_ok ? 1 : 0) | (key.checking_disabled ? 2 : 0));
@@ -129,17 +116,15 @@ std::vector<uint8_t> encode_value(const cache::CacheKey& key, int64_t inserted_m
   out.insert(out.end(), kMagic.begin(), kMagic.end());
   out.push_back(kValueVersion);
   out.push_back(authenticated ? kValueAuthenticated : 0);
-  const auto ms = static_cast<uint64_t>(inserted_ms);
-  put32(out, static_cast<uint32_t>(ms >> 32));
-  put32(out, static_cast<uint32_t>(ms));
-  put16(out, static_cast<uint16_t>(key.qtype));
-  put16(out, key.qclass);
+  base::append_u64(out, static_cast<uint64_t>(inserted_ms));
+  base::append_u16(out, static_cast<uint16_t>(key.qtype));
+  base::append_u16(out, key.qclass);
   out.push_back(key_flags(key));
   out.push_back(static_cast<uint8_t>(name.size()));
   out.insert(out.end(), name.begin(), name.end());
-  put16(out, static_cast<uint16_t>(message.size()));
+  base::append_u16(out, static_cast<uint16_t>(message.size()));
   out.insert(out.end(), message.begin(), message.end());
-  put32(out, cache::persist::crc32c(out));
+  base::append_u32(out, base::crc32c(out));
   if (authenticated) out.resize(out.size() + kValueTagSize, 0);
   return out;
 }
@@ -165,38 +150,47 @@ const char* to_string(ValueStatus s) noexcept {
 DecodedValue decode_value(std::span<const uint8_t> v, const cache::CacheKey& key,
                           wire::Message& parsed) {
   DecodedValue d;
-  if (v.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), v.begin())) {
+  wire::WireReader r(v);
+  const auto magic = r.bytes(kMagic.size());
+  if (!magic || !std::equal(kMagic.begin(), kMagic.end(), magic->begin())) {
     d.status = ValueStatus::Foreign;
     return d;
   }
   if (v.size() < kFixedHead) return d;  // Corrupt
-  if (v[4] != kValueVersion) {
+  // The fixed head (kFixedHead bytes, all there).
+  const auto version = r.u8();
+  const auto flags = r.u8();
+  const auto inserted_ms = r.u64();
+  const auto qtype = r.u16();
+  const auto qclass = r.u16();
+  const auto kflags = r.u8();
+  const auto name_len = r.u8();
+  if (!version || !flags || !inserted_ms || !qtype || !qclass || !kflags || !name_len) return d;
+  if (*version != kValueVersion) {
     d.status = ValueStatus::BadVersion;
     return d;
   }
-  const std::size_t name_len = v[kFixedHead - 1];
-  const std::size_t msg_len_at = kFixedHead + name_len;
-  if (v.size() < msg_len_at + 2) return d;
-  const std::size_t msg_len = get16(v.data() + msg_len_at);
-  const std::size_t msg_at = msg_len_at + 2;
-  if ((v[5] & ~kValueAuthenticated) != 0) return d;  // no other flags defined in version 1
-  const bool authenticated = (v[5] & kValueAuthenticated) != 0;
-  if (v.size() != msg_at + msg_len + 4 + (authenticated ? kValueTagSize : 0)) return d;
-  const std::size_t crc_at = msg_at + msg_len;
-  if (cache::persist::crc32c(v.first(crc_at)) != get32(v.data() + crc_at)) return d;
+  const auto name = r.bytes(*name_len);
+  const auto msg_len = r.u16();
+  if (!name || !msg_len) return d;
+  if ((*flags & ~kValueAuthenticated) != 0) return d;  // no other flags defined in version 1
+  const bool authenticated = (*flags & kValueAuthenticated) != 0;
+  const auto message = r.bytes(*msg_len);
+  const std::size_t crc_at = r.offset();
+  const auto crc = r.u32();
+  if (!message || !crc || r.remaining() != (authenticated ? kValueTagSize : 0)) return d;
+  if (base::crc32c(v.first(crc_at)) != *crc) return d;
   d.authenticated = authenticated;
 
-  const auto ms = (uint64_t{get32(v.data() + 6)} << 32) | get32(v.data() + 10);
-  d.inserted_ms = static_cast<int64_t>(ms);
+  d.inserted_ms = static_cast<int64_t>(*inserted_ms);
   const wire::Name want = key.qname.lowercased();
-  const auto name = v.subspan(kFixedHead, name_len);
-  if (get16(v.data() + 14) != static_cast<uint16_t>(key.qtype) ||
-      get16(v.data() + 16) != key.qclass || v[18] != key_flags(key) ||
-      !std::equal(name.begin(), name.end(), want.wire().begin(), want.wire().end())) {
+  if (*qtype != static_cast<uint16_t>(key.qtype) || *qclass != key.qclass ||
+      *kflags != key_flags(key) ||
+      !std::equal(name->begin(), name->end(), want.wire().begin(), want.wire().end())) {
     d.status = ValueStatus::KeyMismatch;
     return d;
   }
-  d.message = v.subspan(msg_at, msg_len);
+  d.message = *message;
   if (!parsed.parse(d.message, wire::ParseMode::Strict) || !parsed.header().qr() ||
       parsed.questions().size() != 1) {
     d.status = ValueStatus::BadMessage;

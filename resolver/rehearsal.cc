@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "base/duration.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -29,10 +30,6 @@ std::optional<wire::Name> parse_name(std::string_view text, std::string& why) {
   why = fmt::format("'{}' is not a domain name ({} at offset {})", text.substr(0, 300),
                     wire::to_string(n.error().code), n.error().offset);
   return std::nullopt;
-}
-
-int64_t whole_seconds(Millis d) {
-  return std::chrono::duration_cast<std::chrono::seconds>(d).count();
 }
 
 /// The wall-clock time of monotonic instant `t`, ISO 8601 UTC to the second.
@@ -68,7 +65,7 @@ Control::Output shadow_report(Shared& shared, MonoTime now) {
       const Millis over = now - z.since;
       out += fmt::format(
           "{:<32} {:>6} {:>7}s {:>10} {:>8} {:>8.3f} {:>10} {:>9.3f} {:>6.2f} {:>8.3f} {:>9.3f}\n",
-          z.zone.to_text(), z.seconds, whole_seconds(over), z.queries, z.real_upstream,
+          z.zone.to_text(), z.seconds, base::whole_seconds(over), z.queries, z.real_upstream,
           per_second(z.real_upstream, over), z.projected_upstream(),
           per_second(z.projected_upstream(), over), z.multiplier(), z.real_hit_ratio(),
           z.projected_hit_ratio());
@@ -246,11 +243,12 @@ struct DrainState {
     out += ' ';
     out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
     if (now < e.expires_at()) {
-      out += fmt::format(" fresh, expires in {}s", whole_seconds(e.expires_at() - now));
+      out += fmt::format(" fresh, expires in {}s", base::whole_seconds(e.expires_at() - now));
     } else {
-      out += fmt::format(" stale, expired {}s ago, servable stale for {}s more",
-                         whole_seconds(now - e.expires_at()),
-                         whole_seconds(std::max(e.expires_at() + stale_max - now, Millis{0})));
+      out +=
+          fmt::format(" stale, expired {}s ago, servable stale for {}s more",
+                      base::whole_seconds(now - e.expires_at()),
+                      base::whole_seconds(std::max(e.expires_at() + stale_max - now, Millis{0})));
     }
     out += removed ? "; flushed\n" : "\n";
     auto msg = decode(e);
@@ -281,16 +279,17 @@ struct DrainState {
     }
     if (*last_fresh > now) {
       out += fmt::format("; {} served fresh until {} (in {}s)\n", what, wall_time(*last_fresh, now),
-                         whole_seconds(*last_fresh - now));
+                         base::whole_seconds(*last_fresh - now));
     } else {
       out += fmt::format("; {} no longer served fresh (expired {}s ago)\n", what,
-                         whole_seconds(now - *last_fresh));
+                         base::whole_seconds(now - *last_fresh));
     }
     if (*last_stale > now) {
       out += fmt::format(
           "; worst case, served stale while the upstream fails (stale-max {}s), until {} (in "
           "{}s)\n",
-          whole_seconds(stale_max), wall_time(*last_stale, now), whole_seconds(*last_stale - now));
+          base::whole_seconds(stale_max), wall_time(*last_stale, now),
+          base::whole_seconds(*last_stale - now));
     }
     if (flush) {
       out += fmt::format("; flushed {} {} holding an old address\n", flushed,

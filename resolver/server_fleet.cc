@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/wall_clock.h"
 #include "resolver/fleet_auth.h"
 #include "resolver/query_engine.h"
 
@@ -32,7 +33,7 @@ void QueryEngine::begin_miss(const cache::CacheKey& key) {
 void QueryEngine::fleet_after_upstream(const cache::CacheKey& key, const cache::Hit& cached) {
   if (fleet_ == nullptr) return;
   if (cached.freshness == cache::Freshness::Fresh) {
-    fleet_->on_answer(key, upstream_msg_.packet(), cached.entry->ttl(), wall_clock_ms());
+    fleet_->on_answer(key, upstream_msg_.packet(), cached.entry->ttl(), base::wall_count<Millis>());
   } else {
     fleet_->on_failure(key);
   }
@@ -57,7 +58,7 @@ bool QueryEngine::answer_from_l2(const cache::CacheKey& key, std::span<const uin
   const auto& settings = shared_.cache.settings();
   const int64_t cap_ms =
       (int64_t{settings.ttl.max_ttl} + settings.stale_max.count() + 1) * int64_t{1000};
-  const int64_t wall = wall_clock_ms();
+  const int64_t wall = base::wall_count<Millis>();
   // An insert time in the future would stop the TTLs from counting down: beyond the clock
   // skew allowed between instances the value is refused; within it, the age is 0, so the
   // TTLs are at most the upstream's, never extended.

@@ -1,6 +1,7 @@
 // Warm restart: loading the cache file at start, saving it at stop, on request and
 // periodically.
 #include "resolver/warm_restart.h"
+#include "base/wall_clock.h"
 #include "resolver/log.h"
 
 #include <fmt/core.h>
@@ -69,7 +70,7 @@ std::string saved_where(const persist::SaveReport& r) {
 std::size_t load_cache_file(Shared& shared, MonoTime now) {
   const std::string& path = shared.config.cache_file;
   if (path.empty()) return 0;
-  const auto wall = persist::wall_now();
+  const auto wall = base::wall_now<Millis>();
   persist::LoadReport r = load_one(shared, path, now, wall, false);
   std::string written = path;
   if (r.newer) {
@@ -89,7 +90,7 @@ std::size_t load_cache_file(Shared& shared, MonoTime now) {
 }
 
 persist::SaveReport save_cache_file(Shared& shared, MonoTime now) {
-  return persist::save_file(shared.cache, shared.config.cache_file, now, persist::wall_now());
+  return persist::save_file(shared.cache, shared.config.cache_file, now, base::wall_now<Millis>());
 }
 
 // --- PeriodicSaver ----------------------------------------------------------------------------
@@ -138,7 +139,7 @@ bool PeriodicSaver::save_if_changed() {
   // lock is held for longer than copying that many pointers.
   const persist::SaveReport r = persist::save_entries(
       shared_.cache.snapshot_in_steps(kSnapshotStep), shared_.cache.settings().stale_max,
-      shared_.config.cache_file, now, persist::wall_now());
+      shared_.config.cache_file, now, base::wall_now<Millis>());
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r.ok) {

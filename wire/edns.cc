@@ -1,5 +1,6 @@
 #include "wire/edns.h"
 
+#include "base/bytes.h"
 #include "wire/header.h"
 #include "wire/reader.h"
 
@@ -38,7 +39,7 @@ bool write_opt(WireWriter& w, const OptSpec& spec) noexcept {
 bool append_opt(WireWriter& w, const OptSpec& spec) noexcept {
   if (w.size() < kHeaderSize) return false;
   const auto h = w.written();
-  const auto arcount = load_u16_unchecked(&h[10]);
+  const auto arcount = base::load_u16(&h[10]);
   if (arcount == 0xFFFF || !write_opt(w, spec)) return false;
   w.patch_u16(10, static_cast<uint16_t>(arcount + 1));
   return true;

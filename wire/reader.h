@@ -1,4 +1,6 @@
-// WireReader: the only code that indexes an untrusted packet (docs/architecture.md §7).
+// WireReader: the bounds-checked cursor that reads untrusted packets (docs/architecture.md
+// §7), and the other untrusted bytes the daemon reads back: the cache file (cache/persist.cc)
+// and the fleet's Redis values (resolver/redis_value.cc).
 //
 // A cursor over a std::span<const uint8_t>. Every read checks the bytes remaining first and
 // returns a Result; nothing here throws or reads out of bounds. Multi-byte fields are
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "base/bytes.h"
 #include "wire/result.h"
 
 namespace hg::wire {
@@ -29,15 +32,20 @@ class WireReader {
   }
   Result<uint16_t> u16() noexcept {
     if (remaining() < 2) return Error{ParseError::Truncated, pos_};
-    auto v = static_cast<uint16_t>((data_[pos_] << 8) | data_[pos_ + 1]);
+    const uint16_t v = base::load_u16(&data_[pos_]);
     pos_ += 2;
     return v;
   }
   Result<uint32_t> u32() noexcept {
     if (remaining() < 4) return Error{ParseError::Truncated, pos_};
-    uint32_t v = (uint32_t{data_[pos_]} << 24) | (uint32_t{data_[pos_ + 1]} << 16) |
-                 (uint32_t{data_[pos_ + 2]} << 8) | uint32_t{data_[pos_ + 3]};
+    const uint32_t v = base::load_u32(&data_[pos_]);
     pos_ += 4;
+    return v;
+  }
+  Result<uint64_t> u64() noexcept {
+    if (remaining() < 8) return Error{ParseError::Truncated, pos_};
+    const uint64_t v = base::load_u64(&data_[pos_]);
+    pos_ += 8;
     return v;
   }
   /// The next n bytes as a view into the packet; advances past them.
@@ -69,23 +77,5 @@ class WireReader {
   std::span<const uint8_t> data_;
   std::size_t pos_;
 };
-
-/// Big-endian helpers over bytes already known to be in bounds (the caller checked).
-inline uint16_t load_u16_unchecked(const uint8_t* p) noexcept {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-inline uint32_t load_u32_unchecked(const uint8_t* p) noexcept {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-inline void store_u16_unchecked(uint8_t* p, uint16_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-inline void store_u32_unchecked(uint8_t* p, uint32_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
 
 }  // namespace hg::wire

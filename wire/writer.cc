@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/bytes.h"
 #include "wire/reader.h"
 
 namespace hg::wire {
@@ -14,14 +15,14 @@ bool WireWriter::u8(uint8_t v) noexcept {
 
 bool WireWriter::u16(uint16_t v) noexcept {
   if (room() < 2) return false;
-  store_u16_unchecked(&buf_[pos_], v);
+  base::store_u16(&buf_[pos_], v);
   pos_ += 2;
   return true;
 }
 
 bool WireWriter::u32(uint32_t v) noexcept {
   if (room() < 4) return false;
-  store_u32_unchecked(&buf_[pos_], v);
+  base::store_u32(&buf_[pos_], v);
   pos_ += 4;
   return true;
 }
@@ -60,7 +61,7 @@ bool WireWriter::name(const Name& n, bool compress) noexcept {
   std::memcpy(&buf_[pos_], w.data(), literal);
   pos_ += literal;
   if (compressed) {
-    store_u16_unchecked(&buf_[pos_], static_cast<uint16_t>(0xC000 | pointer));
+    base::store_u16(&buf_[pos_], static_cast<uint16_t>(0xC000 | pointer));
     pos_ += 2;
   }
   // Each label written literally starts a suffix that later names may point at.
@@ -76,7 +77,7 @@ bool WireWriter::name(const Name& n, bool compress) noexcept {
 }
 
 void WireWriter::patch_u16(std::size_t offset, uint16_t v) noexcept {
-  if (offset + 2 <= pos_) store_u16_unchecked(&buf_[offset], v);
+  if (offset + 2 <= pos_) base::store_u16(&buf_[offset], v);
 }
 
 void WireWriter::rollback(std::size_t mark) noexcept {

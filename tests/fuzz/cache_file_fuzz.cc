@@ -28,6 +28,8 @@
 #include <span>
 #include <vector>
 
+#include "base/bytes.h"
+#include "base/crc32c.h"
 #include "cache/cache.h"
 #include "cache/persist.h"
 #include "wire/message.h"
@@ -64,8 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::vector<uint8_t> file(data + 1, data + size);
   if (reseal && file.size() >= 12) {
     const uint32_t crc =
-        persist::crc32c(std::span<const uint8_t>(file).subspan(8, file.size() - 12));
-    hg::wire::store_u32_unchecked(file.data() + file.size() - 4, crc);
+        hg::base::crc32c(std::span<const uint8_t>(file).subspan(8, file.size() - 12));
+    hg::base::store_u32(file.data() + file.size() - 4, crc);
   }
 
   Cache cache(settings());

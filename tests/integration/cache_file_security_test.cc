@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/bytes.h"
+#include "base/crc32c.h"
 #include "cache/persist.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
@@ -61,9 +63,8 @@ class CacheFileAttack : public ::testing::Test {
               static_cast<std::streamsize>(bytes.size()));
   }
   static void reseal(std::vector<uint8_t>& f) {
-    const uint32_t crc =
-        cache::persist::crc32c(std::span<const uint8_t>(f).subspan(8, f.size() - 12));
-    wire::store_u32_unchecked(f.data() + f.size() - 4, crc);
+    const uint32_t crc = base::crc32c(std::span<const uint8_t>(f).subspan(8, f.size() - 12));
+    base::store_u32(f.data() + f.size() - 4, crc);
   }
   static void set_u64(std::vector<uint8_t>& f, std::size_t at, int64_t v) {
     for (int i = 0; i < 8; ++i)
@@ -203,7 +204,7 @@ TEST_F(CacheFileAttack, AForgedInsertTimeInTheFutureIsRefused) {
 
 TEST_F(CacheFileAttack, ANewerVersionsFileIsLeftIntactAndTheSaveGoesBeside) {
   auto f = planted_file();
-  wire::store_u32_unchecked(f.data() + 8, 2);  // format version 2
+  base::store_u32(f.data() + 8, 2);  // format version 2
   reseal(f);
   write(path_, f);
   {
@@ -251,7 +252,7 @@ int64_t answers_in(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> f{std::istreambuf_iterator<char>(in), {}};
   if (f.size() < cache::persist::kHeaderSize + cache::persist::kTrailerSize) return -1;
-  return wire::load_u32_unchecked(f.data() + 12);
+  return base::load_u32(f.data() + 12);
 }
 
 // Waits (bounded) until the file holds `n` answers.

@@ -24,11 +24,13 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 
@@ -140,16 +142,6 @@ std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Polls (bounded, 10 s) until `pred` holds.
-template <class F>
-bool eventually(F pred) {
-  for (int i = 0; i < 200; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
 }
 
 class Dnstap : public DaemonTest {

@@ -21,6 +21,7 @@
 #include "resolver/redis_value.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/requires.h"
@@ -29,6 +30,7 @@
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -46,17 +48,6 @@ int64_t stat(const std::string& socket, const std::string& name) {
   const auto at = out.find(name + " ");
   if (at == std::string::npos) return -1;
   return std::stoll(out.substr(at + name.size() + 1));
-}
-
-/// Polls `pred` every 20 ms for up to `limit`.
-template <class F>
-bool eventually(F pred, Millis limit = Millis{5000}) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Millis{20});
-  }
-  return pred();
 }
 
 /// A file with `text` and `mode`, removed on destruction.

@@ -13,12 +13,14 @@
 
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -79,6 +81,15 @@ class FleetTest : public ::testing::Test {
   FakeUpstream upstream_;
 };
 
+/// Whole seconds left of `name`'s fresh answer in member `m`'s cache (`dump`); -1 if none.
+int64_t expires_in(const Member& m, const std::string& name) {
+  const std::string out = ctl(m.socket, "dump " + name).output;
+  const std::string needle = " fresh, expires in ";
+  const auto at = out.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stoll(out.substr(at + needle.size()));
+}
+
 std::optional<Answer> ask(const Member& m, const std::string& name, Millis timeout = Millis{4000}) {
   return udp_query(m.d->port(), build_query({.name = name}), timeout);
 }
@@ -101,7 +112,15 @@ TEST_F(FleetTest, MissOnOneInstanceIsAHitOnAnotherWithTheTtlCountedFromTheFirstI
   EXPECT_GT(pttl, (86400 + 50) * 1000LL);
   EXPECT_LE(pttl, (86400 + 60) * 1000LL);
 
-  std::this_thread::sleep_for(Millis{2100});
+  // Over 2 s after A's insert, as A's own copy counts them (`dump` changes nothing): A says
+  // at most 57 s left of 60 (whole seconds, rounded down).
+  ASSERT_TRUE(eventually(
+      [&] {
+        const int64_t left = expires_in(a, name);
+        return left >= 0 && left <= 57;
+      },
+      Millis{10000}))
+      << ctl(a.socket, "dump " + name).output;
   auto second = ask(b, name);
   ASSERT_TRUE(second);
   ASSERT_EQ(second->rcode(), RCode::NoError) << second->text();

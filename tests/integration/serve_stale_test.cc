@@ -5,16 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/edns.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -24,14 +26,29 @@ using Clock = std::chrono::steady_clock;
 
 class ServeStaleTest : public DaemonTest {
  protected:
-  // Caches `name` with a 1-second TTL and waits until it has expired.
+  /// DaemonTest::start with a control socket, through which the tests see an entry expire.
+  void start(std::vector<std::string> extra = {}) {
+    extra.insert(extra.end(), {"--control", socket_});
+    DaemonTest::start(extra);
+  }
+  // Caches `name` with a 1-second TTL and waits (polling `dump`, which changes nothing) until
+  // it has expired.
   void cache_then_expire(const std::string& name, FakeReply reply) {
     upstream_.on(name, std::move(reply));
     auto a = udp_query(daemon_->port(), build_query({.name = name}));
     ASSERT_TRUE(a);
     ASSERT_EQ(upstream_.queries(name), 1u);
-    std::this_thread::sleep_for(Millis{1100});
+    std::string dump;
+    ASSERT_TRUE(eventually(
+        [&] {
+          dump = ctl(socket_, "dump " + name).output;
+          return dump.find(" stale, expired ") != std::string::npos;
+        },
+        Millis{5000}))
+        << dump;
   }
+
+  const std::string socket_ = "/tmp/hg-stale-" + random_label(12) + ".ctl";
 };
 
 std::string ip_of(const Answer& a, std::size_t i = 0) {
@@ -125,7 +142,14 @@ TEST_F(ServeStaleTest, SlowUpstreamGetsStaleAtTimerAndLateAnswerIsCached) {
   EXPECT_EQ(stale->ede(), wire::ede::StaleAnswer);
   EXPECT_GE(took, Millis{300});
   EXPECT_LT(took, Millis{900}) << "stale at the 400 ms timer, not when upstream answers";
-  std::this_thread::sleep_for(Millis{1000});  // the late answer arrives at ~1 s
+  // The late answer arrives at ~1 s and is cached: the entry is fresh again (polled through
+  // `dump`, which changes nothing).
+  ASSERT_TRUE(eventually(
+      [&] {
+        return ctl(socket_, "dump slow.stale.test").output.find(" fresh, expires in ") !=
+               std::string::npos;
+      },
+      Millis{5000}));
   const std::size_t asked = upstream_.queries("slow.stale.test");
   auto fresh = udp_query(port(), build_query({.name = "slow.stale.test"}));
   ASSERT_TRUE(fresh);

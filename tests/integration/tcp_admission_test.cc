@@ -29,6 +29,7 @@
 
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::integration {
@@ -38,16 +39,8 @@ using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
 using Clock = std::chrono::steady_clock;
-
-// Polls (bounded, 15 s) until `pred` holds.
-template <class F>
-bool eventually(F pred) {
-  for (int i = 0; i < 300; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Millis{50});
-  }
-  return pred();
-}
+using test::eventually;
+constexpr Millis kWait{15000};  // bound of the waits for 2000 connections to be counted
 
 /// This process needs a few thousand descriptors for the attacker's connections.
 bool raise_own_fd_limit(rlim_t want) {
@@ -222,10 +215,13 @@ TEST_F(TcpAdmission, TwoThousandIdleConnectionsFromAnAllowedAddressCannotLockOut
   ASSERT_EQ(attacker.open(2000, daemon_->port()), 2000);
   // The daemon keeps that address's 64 (--tcp-max-per-source) most recent; each one beyond
   // closed the address's oldest idle connection.
-  ASSERT_TRUE(eventually([&] {
-    const std::string s = stats();
-    return stat_value(s, "tcp.connections") + stat_value(s, "tcp.evicted_idle") == 2000;
-  })) << stats();
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string s = stats();
+        return stat_value(s, "tcp.connections") + stat_value(s, "tcp.evicted_idle") == 2000;
+      },
+      kWait))
+      << stats();
   const std::string held = stats();
   EXPECT_EQ(stat_value(held, "tcp.connections"), 64) << held;
   EXPECT_EQ(stat_value(held, "tcp.evicted_idle"), 2000 - 64) << held;
@@ -241,7 +237,8 @@ TEST_F(TcpAdmission, TwoThousandConnectionsFromADisallowedAddressAreResetAtAccep
   start({"--allow", "127.0.0.1/32"});
   Attacker attacker("127.0.0.2");
   ASSERT_EQ(attacker.open(2000, daemon_->port()), 2000) << attacker.failures();
-  ASSERT_TRUE(eventually([&] { return stat("tcp.refused_not_allowed") == 2000; })) << stats();
+  ASSERT_TRUE(eventually([&] { return stat("tcp.refused_not_allowed") == 2000; }, kWait))
+      << stats();
   EXPECT_EQ(stat("tcp.connections"), 0) << "a refused connection holds no slot";
   ten_and_ten_answered([&] { attacker.open(50, daemon_->port()); });
   EXPECT_EQ(stat("tcp.refused_not_allowed"), 2000 + 20 * 50);

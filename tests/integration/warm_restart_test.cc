@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/bytes.h"
+#include "base/crc32c.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
@@ -57,6 +59,28 @@ class WarmRestart : public ::testing::Test {
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
   }
+  /// The downtime on virtual time: the saved file's save time and every entry's insert time
+  /// move back by `d` (the format in cache/persist.h), its checksum is computed again, and the
+  /// next start sees a daemon that has been down `d` longer than it was. No sleep.
+  void age_file(Millis d) const {
+    std::vector<uint8_t> f = file_bytes();
+    ASSERT_GE(f.size(), 36u);
+    auto move_back = [&](std::size_t at) {
+      base::store_u64(&f[at], base::load_u64(&f[at]) - static_cast<uint64_t>(d.count()));
+    };
+    move_back(16);  // saved at
+    const uint32_t count = base::load_u32(&f[12]);
+    std::size_t at = 32;
+    for (uint32_t i = 0; i < count; ++i) {
+      ASSERT_LE(at + 11, f.size() - 4);
+      move_back(at);  // inserted at
+      at += 11 + base::load_u16(&f[at + 9]);
+    }
+    ASSERT_EQ(at, f.size() - 4);
+    base::store_u32(&f[f.size() - 4],
+                    base::crc32c(std::span<const uint8_t>(f).subspan(8, f.size() - 12)));
+    write_file(f);
+  }
 
   test::FakeUpstream upstream_;
   std::string dir_;
@@ -76,7 +100,7 @@ TEST_F(WarmRestart, ACachedNameIsAHitAfterARestartWithItsTtlCountedDown) {
   stop(*first);
   first.reset();
 
-  std::this_thread::sleep_for(Millis{2200});  // the downtime
+  ASSERT_NO_FATAL_FAILURE(age_file(Millis{2200}));  // the downtime
   auto second = start();
   EXPECT_EQ(second->lines_with("loaded 1 of 1 answers").size(), 1u) << second->output();
   const auto b = ask(*second, name);
@@ -86,10 +110,10 @@ TEST_F(WarmRestart, ACachedNameIsAHitAfterARestartWithItsTtlCountedDown) {
   EXPECT_EQ(b->rcode(), wire::RCode::NoError);
   ASSERT_EQ(b->ttls().size(), 1u) << b->text();
   const uint32_t ttl_after = b->ttls()[0];
-  // Down at least 2 s; at most the whole time since the first answer (plus a second of
-  // rounding: TTLs count whole seconds).
+  // Down at least 2 s; at most the whole time since the first answer plus the 2.2 s the file
+  // was aged (3 s, rounded up) and a second of rounding: TTLs count whole seconds.
   EXPECT_LE(ttl_after, ttl_before - 2);
-  EXPECT_GE(ttl_after + static_cast<uint32_t>(elapsed) + 1, ttl_before);
+  EXPECT_GE(ttl_after + static_cast<uint32_t>(elapsed) + 3 + 1, ttl_before);
   EXPECT_FALSE(b->ede());
   EXPECT_EQ(upstream_.queries(name), 1u) << "the restarted daemon asked the upstream again";
 }
@@ -102,7 +126,7 @@ TEST_F(WarmRestart, ARecordThatExpiredDuringTheDowntimeIsServedStaleOnUpstreamFa
   stop(*first);
   first.reset();
 
-  std::this_thread::sleep_for(Millis{2000});  // the 1 s TTL runs out meanwhile
+  ASSERT_NO_FATAL_FAILURE(age_file(Millis{2000}));  // the 1 s TTL runs out meanwhile
   upstream_.on(name, FakeReply::servfail());
   auto second = start({"--stale-max", "60"});
   EXPECT_EQ(second->lines_with("loaded 1 of 1 answers").size(), 1u) << second->output();
@@ -123,7 +147,7 @@ TEST_F(WarmRestart, ARecordPastItsStaleWindowIsNotLoaded) {
   stop(*first);
   first.reset();
 
-  std::this_thread::sleep_for(Millis{2500});  // TTL 1 s + stale window 1 s are both over
+  ASSERT_NO_FATAL_FAILURE(age_file(Millis{2500}));  // TTL 1 s + stale window 1 s are both over
   upstream_.on(name, FakeReply::servfail());
   auto second = start({"--stale-max", "1"});
   // Nothing is loaded: normally the file holds the entry and the loader drops it; on a very

@@ -13,30 +13,22 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bytes.h"
 #include "tools/rehearse/trace.h"
 
 namespace hg::rehearse::test {
 
 using Bytes = std::vector<uint8_t>;
 
-inline void put16(Bytes& b, uint16_t v) {
-  b.push_back(static_cast<uint8_t>(v >> 8));
-  b.push_back(static_cast<uint8_t>(v));
-}
-inline void put32(Bytes& b, uint32_t v) {
-  put16(b, static_cast<uint16_t>(v >> 16));
-  put16(b, static_cast<uint16_t>(v));
-}
-
 /// A query (QR=0) or an answer with one A record of `ttl` for `name` ("www.example").
 inline Bytes dns_message(uint16_t id, std::string_view name, bool response, uint32_t ttl = 300) {
   Bytes b;
-  put16(b, id);
-  put16(b, response ? 0x8180 : 0x0100);
-  put16(b, 1);
-  put16(b, response ? 1 : 0);
-  put16(b, 0);
-  put16(b, 0);
+  base::append_u16(b, id);
+  base::append_u16(b, response ? 0x8180 : 0x0100);
+  base::append_u16(b, 1);
+  base::append_u16(b, response ? 1 : 0);
+  base::append_u16(b, 0);
+  base::append_u16(b, 0);
   std::size_t start = 0;
   while (start <= name.size()) {
     std::size_t dot = name.find('.', start);
@@ -47,15 +39,15 @@ inline Bytes dns_message(uint16_t id, std::string_view name, bool response, uint
     start = dot + 1;
   }
   b.push_back(0);
-  put16(b, 1);
-  put16(b, 1);
+  base::append_u16(b, 1);
+  base::append_u16(b, 1);
   if (response) {
-    put16(b, 0xc00c);
-    put16(b, 1);
-    put16(b, 1);
-    put32(b, ttl);
-    put16(b, 4);
-    put32(b, 0xc0000201);
+    base::append_u16(b, 0xc00c);
+    base::append_u16(b, 1);
+    base::append_u16(b, 1);
+    base::append_u32(b, ttl);
+    base::append_u16(b, 4);
+    base::append_u32(b, 0xc0000201);
   }
   return b;
 }
@@ -84,18 +76,18 @@ inline Bytes ip_packet(const Addr& src, const Addr& dst, uint8_t proto, const By
   if (src.family == 4) {
     b.push_back(0x45);
     b.push_back(0);
-    put16(b, static_cast<uint16_t>(20 + l4.size()));
-    put16(b, ip_id);
-    put16(b, static_cast<uint16_t>((more ? 0x2000 : 0) | frag_units));
+    base::append_u16(b, static_cast<uint16_t>(20 + l4.size()));
+    base::append_u16(b, ip_id);
+    base::append_u16(b, static_cast<uint16_t>((more ? 0x2000 : 0) | frag_units));
     b.push_back(64);
     b.push_back(proto);
-    put16(b, 0);
+    base::append_u16(b, 0);
     b.insert(b.end(), src.a.begin(), src.a.begin() + 4);
     b.insert(b.end(), dst.a.begin(), dst.a.begin() + 4);
   } else {
     const bool frag = frag_units != 0 || more;
-    put32(b, 0x60000000);
-    put16(b, static_cast<uint16_t>(l4.size() + (frag ? 8 : 0)));
+    base::append_u32(b, 0x60000000);
+    base::append_u16(b, static_cast<uint16_t>(l4.size() + (frag ? 8 : 0)));
     b.push_back(frag ? 44 : proto);
     b.push_back(64);
     b.insert(b.end(), src.a.begin(), src.a.end());
@@ -103,8 +95,8 @@ inline Bytes ip_packet(const Addr& src, const Addr& dst, uint8_t proto, const By
     if (frag) {
       b.push_back(proto);
       b.push_back(0);
-      put16(b, static_cast<uint16_t>((frag_units << 3) | (more ? 1 : 0)));
-      put32(b, ip_id);
+      base::append_u16(b, static_cast<uint16_t>((frag_units << 3) | (more ? 1 : 0)));
+      base::append_u32(b, ip_id);
     }
   }
   b.insert(b.end(), l4.begin(), l4.end());
@@ -113,24 +105,24 @@ inline Bytes ip_packet(const Addr& src, const Addr& dst, uint8_t proto, const By
 
 inline Bytes udp(uint16_t sport, uint16_t dport, const Bytes& payload) {
   Bytes b;
-  put16(b, sport);
-  put16(b, dport);
-  put16(b, static_cast<uint16_t>(8 + payload.size()));
-  put16(b, 0);
+  base::append_u16(b, sport);
+  base::append_u16(b, dport);
+  base::append_u16(b, static_cast<uint16_t>(8 + payload.size()));
+  base::append_u16(b, 0);
   b.insert(b.end(), payload.begin(), payload.end());
   return b;
 }
 
 inline Bytes tcp(uint16_t sport, uint16_t dport, uint32_t seq, uint8_t flags, const Bytes& data) {
   Bytes b;
-  put16(b, sport);
-  put16(b, dport);
-  put32(b, seq);
-  put32(b, 0);
+  base::append_u16(b, sport);
+  base::append_u16(b, dport);
+  base::append_u32(b, seq);
+  base::append_u32(b, 0);
   b.push_back(0x50);
   b.push_back(flags);
-  put16(b, 65535);
-  put32(b, 0);
+  base::append_u16(b, 65535);
+  base::append_u32(b, 0);
   b.insert(b.end(), data.begin(), data.end());
   return b;
 }
@@ -138,7 +130,7 @@ inline Bytes tcp(uint16_t sport, uint16_t dport, uint32_t seq, uint8_t flags, co
 /// DNS over TCP framing: a 2-byte length before the message.
 inline Bytes framed(const Bytes& msg) {
   Bytes b;
-  put16(b, static_cast<uint16_t>(msg.size()));
+  base::append_u16(b, static_cast<uint16_t>(msg.size()));
   b.insert(b.end(), msg.begin(), msg.end());
   return b;
 }
@@ -152,17 +144,18 @@ inline Bytes link_frame(int dlt, const Bytes& ip, bool vlan = false) {
     case DLT_EN10MB:
       for (int i = 0; i < 12; ++i)
         b.push_back(static_cast<uint8_t>(i));
-      if (vlan) put16(b, 0x8100), put16(b, 42);
-      put16(b, ethertype);
+      if (vlan) base::append_u16(b, 0x8100), base::append_u16(b, 42);
+      base::append_u16(b, ethertype);
       break;
     case DLT_LINUX_SLL:
-      put16(b, 0), put16(b, 772), put16(b, 6);
+      base::append_u16(b, 0), base::append_u16(b, 772), base::append_u16(b, 6);
       for (int i = 0; i < 8; ++i)
         b.push_back(0);
-      put16(b, ethertype);
+      base::append_u16(b, ethertype);
       break;
     case DLT_LINUX_SLL2:
-      put16(b, ethertype), put16(b, 0), put32(b, 1), put16(b, 772);
+      base::append_u16(b, ethertype), base::append_u16(b, 0), base::append_u32(b, 1),
+          base::append_u16(b, 772);
       b.push_back(0), b.push_back(6);
       for (int i = 0; i < 8; ++i)
         b.push_back(0);
@@ -174,7 +167,7 @@ inline Bytes link_frame(int dlt, const Bytes& ip, bool vlan = false) {
       break;
     }
     case DLT_LOOP:
-      put32(b, is6 ? 24 : 2);
+      base::append_u32(b, is6 ? 24 : 2);
       break;
     default:  // DLT_RAW
       break;

@@ -888,13 +888,18 @@ TEST(ParseSeconds, AcceptsUnits) {
   EXPECT_EQ(parse_seconds("1d"), 86400s);
   EXPECT_FALSE(parse_seconds("1w").has_value());
   EXPECT_FALSE(parse_seconds("").has_value());
+  EXPECT_EQ(parse_seconds("1.5m"), 90s);
+  EXPECT_FALSE(parse_seconds("1500ms").has_value()) << "not whole seconds";
 }
 
 TEST(ParseMillis, AcceptsMsAndSeconds) {
   EXPECT_EQ(parse_millis("1800"), 1800ms);
   EXPECT_EQ(parse_millis("1800ms"), 1800ms);
   EXPECT_EQ(parse_millis("2s"), 2000ms);
-  EXPECT_FALSE(parse_millis("1.8s").has_value());
+  // The one duration grammar (base/duration.h): a fraction that comes to whole milliseconds.
+  EXPECT_EQ(parse_millis("1.8s"), 1800ms);
+  EXPECT_FALSE(parse_millis("1.8ms").has_value());
+  EXPECT_FALSE(parse_millis("1.8").has_value()) << "bare digits count in milliseconds";
 }
 
 }  // namespace

@@ -13,16 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "base/bytes.h"
 #include "dnstap/codec.h"
 #include "resolver/dnstap_writer.h"
 
 namespace hg::resolver {
 namespace {
-
-uint32_t be32(const std::vector<uint8_t>& b, std::size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
-         uint32_t{b[at + 3]};
-}
 
 struct FrameFile {
   bool ok = false;  // START first, STOP last, nothing after it, no truncated frame
@@ -40,7 +36,7 @@ FrameFile read_frames(const std::string& path) {
   std::size_t at = 0;
   bool started = false;
   while (at + 4 <= b.size()) {
-    const uint32_t len = be32(b, at);
+    const uint32_t len = base::load_u32(&b[at]);
     at += 4;
     if (len != 0) {
       if (!started || at + len > b.size()) return out;
@@ -50,12 +46,12 @@ FrameFile read_frames(const std::string& path) {
       continue;
     }
     if (at + 8 > b.size()) return out;
-    const uint32_t clen = be32(b, at);
-    const uint32_t type = be32(b, at + 4);
+    const uint32_t clen = base::load_u32(&b[at]);
+    const uint32_t type = base::load_u32(&b[at + 4]);
     if (clen < 4 || at + 4 + clen > b.size()) return out;
     if (type == 2) {  // START: may carry the content type field (1), its length, the bytes
-      if (clen >= 12 && be32(b, at + 8) == 1) {
-        const uint32_t n = be32(b, at + 12);
+      if (clen >= 12 && base::load_u32(&b[at + 8]) == 1) {
+        const uint32_t n = base::load_u32(&b[at + 12]);
         if (16 + n <= clen + 4) {
           out.content_type.assign(b.begin() + static_cast<std::ptrdiff_t>(at + 16),
                                   b.begin() + static_cast<std::ptrdiff_t>(at + 16 + n));

@@ -336,6 +336,49 @@ TEST_F(QueryEngineTest, ZeroTtlAnswerIsPassedThroughAndNotCached) {
   EXPECT_EQ(sent_.size(), 1u);  // asked again
 }
 
+// RFC 2308 §5: a negative answer is cached for min(SOA TTL, SOA MINIMUM), here MINIMUM = 2 s.
+TEST_F(QueryEngineTest, NegativeAnswerExpiresAtTheSoaMinimumWhenLower) {
+  ask(query("nodata.example"));
+  upstream_answers([](const Bytes& q) {
+    return PacketBuilder()
+        .id(static_cast<uint16_t>((q[0] << 8) | q[1]))
+        .flags(0x8180)
+        .question("nodata.example", 1)
+        .rr(1, "example", 6, 300, soa_rdata(2))
+        .build();
+  });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_EQ(deferred_[0].msg.header().ancount, 0);
+  advance(Millis{1000});  // half way: a hit, well before the prefetch window
+  auto hit = ask(query("nodata.example"));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->msg.rcode(), wire::RCode::NoError);
+  EXPECT_EQ(hit->msg.records()[0].ttl, 1u) << "counted down from MINIMUM, not from 300";
+  EXPECT_TRUE(sent_.empty());
+  advance(Millis{1000});  // 2 s: expired, asked upstream again
+  ask(query("nodata.example"));
+  EXPECT_EQ(sent_.size(), 1u);
+}
+
+// A lesson from other resolvers' bug trackers: a TTL-0 answer to the refresh of an expired
+// entry evicts the cached copy; it must not come back as a stale answer when the next refresh
+// fails.
+TEST_F(QueryEngineTest, ZeroTtlAnswerEvictsTheStaleCopy) {
+  ask(query("evict.example"));
+  upstream_answers([](const Bytes& q) { return a_answer(q, "evict.example", 1); });
+  advance(Millis{1000});
+  EXPECT_FALSE(ask(query("evict.example")));  // expired: refreshed first
+  upstream_answers([](const Bytes& q) { return a_answer(q, "evict.example", 0); });
+  ASSERT_EQ(deferred_.size(), 2u);
+  ASSERT_EQ(deferred_[1].msg.records().size(), 1u);
+  EXPECT_EQ(deferred_[1].msg.records()[0].ttl, 0u);
+  EXPECT_FALSE(ask(query("evict.example")));
+  upstream_fails(UpstreamStatus::ServFail);
+  ASSERT_EQ(deferred_.size(), 3u);
+  EXPECT_EQ(deferred_[2].msg.rcode(), wire::RCode::ServFail);
+  EXPECT_FALSE(deferred_[2].ede == wire::ede::StaleAnswer) << "the old copy came back as stale";
+}
+
 TEST_F(QueryEngineTest, PassedThroughAnswerDropsOptionalAuthorityWithoutTc) {
   // A TTL-0 answer (not cached, passed through) whose NS authority does not fit in 512 bytes:
   // the A record is what the client needs, so no TC (RFC 2181 §9).

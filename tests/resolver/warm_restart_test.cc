@@ -3,6 +3,7 @@
 // when something was inserted or removed since the last one, the file 0600 and complete,
 // and a failure that writes nothing and is retried at the next tick.
 #include "resolver/warm_restart.h"
+#include "base/bytes.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -54,7 +55,7 @@ class PeriodicSaverTest : public ::testing::Test {
     std::ifstream in(config_.cache_file, std::ios::binary);
     const std::vector<uint8_t> f{std::istreambuf_iterator<char>(in), {}};
     if (f.size() < cache::persist::kHeaderSize + cache::persist::kTrailerSize) return -1;
-    return wire::load_u32_unchecked(f.data() + 12);
+    return base::load_u32(f.data() + 12);
   }
 
   std::string dir_;

@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/bytes.h"
+
 namespace hg::test {
 namespace {
 
@@ -32,16 +34,6 @@ std::string normalise(std::string_view name) {
   for (char& c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-void put16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-
-void put32(std::vector<uint8_t>& out, uint32_t v) {
-  put16(out, static_cast<uint16_t>(v >> 16));
-  put16(out, static_cast<uint16_t>(v));
 }
 
 // Uncompressed wire form of a dotted name; "" and "." are the root.
@@ -63,13 +55,9 @@ std::vector<uint8_t> name_bytes(std::string_view name) {
   return out;
 }
 
-uint16_t get16(const std::vector<uint8_t>& b, std::size_t at) {
-  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
-}
-
 // Parses the question of a query; returns the offset just past QCLASS, or 0 if malformed.
 std::size_t parse_question(const std::vector<uint8_t>& q, std::string& qname, uint16_t& qtype) {
-  if (q.size() < 12 || get16(q, 4) < 1) return 0;
+  if (q.size() < 12 || base::load_u16(&q[4]) < 1) return 0;
   std::size_t at = 12;
   qname.clear();
   while (true) {
@@ -84,26 +72,27 @@ std::size_t parse_question(const std::vector<uint8_t>& q, std::string& qname, ui
     at += len;
   }
   if (at + 4 > q.size()) return 0;
-  qtype = get16(q, at);
+  qtype = base::load_u16(&q[at]);
   return at + 4;
 }
 
 // Whether an OPT record follows the question (our queries carry no answer/authority).
 bool has_opt(const std::vector<uint8_t>& q, std::size_t question_end) {
-  if (get16(q, 10) < 1) return false;
-  return question_end + 3 <= q.size() && q[question_end] == 0 && get16(q, question_end + 1) == 41;
+  if (base::load_u16(&q[10]) < 1) return false;
+  return question_end + 3 <= q.size() && q[question_end] == 0 &&
+         base::load_u16(&q[question_end + 1]) == 41;
 }
 
 void put_record(std::vector<uint8_t>& out, const FakeRecord& r) {
   if (r.name.empty()) {
-    put16(out, 0xC00C);  // pointer to the question name at offset 12
+    base::append_u16(out, 0xC00C);  // pointer to the question name at offset 12
   } else {
     put_name(out, r.name);
   }
-  put16(out, r.type);
-  put16(out, 1);  // IN
-  put32(out, r.ttl);
-  put16(out, static_cast<uint16_t>(r.rdata.size()));
+  base::append_u16(out, r.type);
+  base::append_u16(out, 1);  // IN
+  base::append_u32(out, r.ttl);
+  base::append_u16(out, static_cast<uint16_t>(r.rdata.size()));
   out.insert(out.end(), r.rdata.begin(), r.rdata.end());
 }
 
@@ -136,11 +125,11 @@ FakeRecord FakeRecord::soa(std::string zone, uint32_t ttl, uint32_t minimum) {
   std::vector<uint8_t> rd;
   put_name(rd, z.empty() ? "ns" : "ns." + z);
   put_name(rd, z.empty() ? "hostmaster" : "hostmaster." + z);
-  put32(rd, 1);      // serial
-  put32(rd, 3600);   // refresh
-  put32(rd, 600);    // retry
-  put32(rd, 86400);  // expire
-  put32(rd, minimum);
+  base::append_u32(rd, 1);      // serial
+  base::append_u32(rd, 3600);   // refresh
+  base::append_u32(rd, 600);    // retry
+  base::append_u32(rd, 86400);  // expire
+  base::append_u32(rd, minimum);
   return FakeRecord{std::move(zone), 6, ttl, std::move(rd)};
 }
 
@@ -340,15 +329,15 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   bool tc = reply.truncate_udp && t == Transport::Udp;
   bool opt = has_opt(q, question_end);
   std::vector<uint8_t> out;
-  put16(out, static_cast<uint16_t>(get16(q, 0) ^ reply.id_xor));  // ID
+  base::append_u16(out, static_cast<uint16_t>(base::load_u16(&q[0]) ^ reply.id_xor));  // ID
   // QR=1, the query's opcode and RD, AA if scripted, TC; RA=1, RCODE.
   uint8_t b2 = static_cast<uint8_t>(0x80 | (q[2] & 0x79) | (reply.aa ? 0x04 : 0) | (tc ? 0x02 : 0));
   out.push_back(b2);
   out.push_back(static_cast<uint8_t>(0x80 | (reply.rcode & 0x0f)));
-  put16(out, 1);
-  put16(out, tc ? 0 : static_cast<uint16_t>(reply.answer.size()));
-  put16(out, tc ? 0 : static_cast<uint16_t>(reply.authority.size()));
-  put16(out, opt ? 1 : 0);
+  base::append_u16(out, 1);
+  base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.answer.size()));
+  base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.authority.size()));
+  base::append_u16(out, opt ? 1 : 0);
   if (reply.wrong_question) {
     put_name(out, "wrong.invalid");
     out.insert(out.end(), q.begin() + static_cast<std::ptrdiff_t>(question_end) - 4,
@@ -363,11 +352,11 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
       put_record(out, r);
   }
   if (opt) {
-    out.push_back(0);  // root
-    put16(out, 41);    // OPT
-    put16(out, 1232);  // payload size
-    put32(out, 0);     // extended RCODE, version, flags
-    put16(out, 0);     // no options
+    out.push_back(0);             // root
+    base::append_u16(out, 41);    // OPT
+    base::append_u16(out, 1232);  // payload size
+    base::append_u32(out, 0);     // extended RCODE, version, flags
+    base::append_u16(out, 0);     // no options
   }
   return out;
 }
@@ -385,7 +374,7 @@ void FakeUpstream::handle(Transport t, std::vector<uint8_t> query, int fd, const
   }
   std::size_t qend = parse_question(query, rq.qname, rq.qtype);
   if (qend == 0) return;
-  rq.id = get16(query, 0);
+  rq.id = base::load_u16(&query[0]);
   rq.has_opt = has_opt(query, qend);
   for (std::size_t at = 12; at < qend && query[at] != 0; at += 1 + query[at]) {
     if (!rq.qname_raw.empty()) rq.qname_raw += '.';
@@ -470,7 +459,7 @@ void FakeUpstream::serve() {
         for (const auto& c : conns_) {
           if (c.id != it->conn_id) continue;
           std::vector<uint8_t> framed;
-          put16(framed, static_cast<uint16_t>(it->bytes.size()));
+          base::append_u16(framed, static_cast<uint16_t>(it->bytes.size()));
           framed.insert(framed.end(), it->bytes.begin(), it->bytes.end());
           [[maybe_unused]] ssize_t n = ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL);
         }
@@ -529,7 +518,7 @@ void FakeUpstream::serve() {
       }
       c.buf.insert(c.buf.end(), buf, buf + n);
       while (c.buf.size() >= 2) {
-        std::size_t len = get16(c.buf, 0);
+        std::size_t len = base::load_u16(c.buf.data());
         if (c.buf.size() < 2 + len) break;
         std::vector<uint8_t> msg(c.buf.begin() + 2,
                                  c.buf.begin() + 2 + static_cast<std::ptrdiff_t>(len));

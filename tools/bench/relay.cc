@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "base/bytes.h"
 #include "tools/bench/bench_udp.h"
 
 namespace {
@@ -24,14 +25,6 @@ struct Pending {
 
 Batch g_in;   // client queries, then relayed upstream in place
 Batch g_out;  // upstream answers, then relayed to the clients in place
-
-uint16_t get16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v & 0xff);
-}
 
 }  // namespace
 
@@ -71,8 +64,8 @@ int main(int argc, char** argv) {
         if (len < 12) continue;
         uint8_t* q = g_in.buf[s].data();
         Pending& slot = table[next_id];  // overwrites one 65536 queries old: never answered
-        slot = Pending{g_in.peer[s], get16(q), true};
-        put16(q, next_id++);
+        slot = Pending{g_in.peer[s], hg::base::load_u16(q), true};
+        hg::base::store_u16(q, next_id++);
         if (out != s) std::memcpy(g_in.buf[out].data(), q, len);
         g_in.arm_send(out, len, *upstream);
         g_in.msg[out].msg_hdr.msg_name = nullptr;  // connected socket
@@ -90,10 +83,10 @@ int main(int argc, char** argv) {
         const std::size_t len = g_out.msg[s].msg_len;
         if (len < 12) continue;
         uint8_t* a = g_out.buf[s].data();
-        Pending& slot = table[get16(a)];
+        Pending& slot = table[hg::base::load_u16(a)];
         if (!slot.used) continue;
         slot.used = false;
-        put16(a, slot.client_id);
+        hg::base::store_u16(a, slot.client_id);
         if (out != s) std::memcpy(g_out.buf[out].data(), a, len);
         g_out.arm_send(out, len, slot.client);
         ++out;

@@ -7,47 +7,6 @@
 
 namespace hg::rehearse {
 
-namespace {
-
-std::optional<int64_t> digits(std::string_view s) {
-  if (s.empty() || s.size() > 12) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
-  return v;
-}
-
-}  // namespace
-
-std::optional<int64_t> parse_seconds(std::string_view text) {
-  if (!text.empty() && text.back() == 's') text.remove_suffix(1);
-  return digits(text);
-}
-
-std::optional<int64_t> parse_duration_ms(std::string_view text) {
-  struct Unit {
-    std::string_view suffix;
-    int64_t ms;
-  };
-  constexpr Unit kUnits[] = {
-      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
-  int64_t mult = 1000;
-  for (const Unit& u : kUnits) {
-    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
-      // "ms" must win over "s": it is listed first, and "5ms" does not end with "m".
-      text.remove_suffix(u.suffix.size());
-      mult = u.ms;
-      break;
-    }
-  }
-  auto v = digits(text);
-  if (!v) return std::nullopt;
-  const int64_t ms = *v * mult;
-  if (*v > 0 && ms / *v != mult) return std::nullopt;
-  if (ms > int64_t{30} * 86'400'000) return std::nullopt;
-  return ms;
-}
-
 std::optional<uint64_t> parse_u64(std::string_view text) {
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -101,10 +60,6 @@ std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     return std::nullopt;
   }
   return rc->nameservers;
-}
-
-SysSeconds wall_now() {
-  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
 }  // namespace hg::rehearse

@@ -1,5 +1,6 @@
-// Small helpers the plan and watch commands share: flag values (seconds, durations),
-// one-line usage errors (exit 2), the resolver list (flags or /etc/resolv.conf), wall time.
+// Small helpers the plan and watch commands share: whole numbers (durations go through
+// base/duration.h), one-line usage errors (exit 2), the resolver list (flags or
+// /etc/resolv.conf).
 #pragma once
 
 #include <cstdint>
@@ -15,14 +16,8 @@
 
 namespace hg::rehearse {
 
-/// "60" or "60s": whole seconds; nullopt otherwise.
-// A whole decimal number, nothing before or after it; nullopt otherwise (and on overflow).
+/// A whole decimal number, nothing before or after it; nullopt otherwise (and on overflow).
 std::optional<uint64_t> parse_u64(std::string_view text);
-
-std::optional<int64_t> parse_seconds(std::string_view text);
-/// "500ms", "10s", "5m", "2h", "1d", or bare digits (seconds): milliseconds; nullopt
-/// otherwise or beyond 30 days.
-std::optional<int64_t> parse_duration_ms(std::string_view text);
 /// Prints "hourglass-rehearse CMD: FLAG 'VALUE': expected ALLOWED" and returns 2.
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed);
@@ -35,7 +30,5 @@ int print_cli_doc(const CLI::App& app);
 /// the one-line error) when one is bad or there is none.
 std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     std::string_view cmd, const std::vector<std::string>& flags);
-/// The system clock, to the second.
-SysSeconds wall_now();
 
 }  // namespace hg::rehearse

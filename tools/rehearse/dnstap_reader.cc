@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "base/unix_time.h"
 #include "dnstap/codec.h"
 #include "tools/rehearse/trace_readers.h"
@@ -31,10 +32,6 @@ constexpr std::size_t kMaxFrame = 1 << 20;        // a dnstap frame holds two DN
 constexpr std::size_t kReadChunk = 1 << 16;       // grows to the largest frame seen
 constexpr std::size_t kMaxResyncScan = 16 << 20;  // bytes searched for the next good frame
 constexpr std::string_view kDnstapType = "protobuf:dnstap.Dnstap";
-
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
 
 class DnstapReader final : public TraceReader {
  public:
@@ -112,17 +109,17 @@ ReadStatus DnstapReader::control(uint32_t& type) {
   const uint64_t at = offset();
   if (!ensure(8))
     return fail(at, fmt::format("truncated control frame header: {} of 8 bytes", avail()));
-  const uint32_t clen = be32(buf_.data() + pos_ + 4);
+  const uint32_t clen = base::load_u32(buf_.data() + pos_ + 4);
   if (clen < 4 || clen > kMaxControl)
     return fail(at, fmt::format("control frame length {} (allowed 4..{})", clen, kMaxControl));
   if (!ensure(8 + clen))
     return fail(at, fmt::format("truncated control frame: {} of {} bytes", avail(), 8 + clen));
   const uint8_t* c = buf_.data() + pos_ + 8;
-  type = be32(c);
+  type = base::load_u32(c);
   std::size_t p = 4;
   while (p < clen) {
     if (clen - p < 8) return fail(at, fmt::format("control frame field header cut at byte {}", p));
-    const uint32_t ftype = be32(c + p), flen = be32(c + p + 4);
+    const uint32_t ftype = base::load_u32(c + p), flen = base::load_u32(c + p + 4);
     p += 8;
     if (flen > clen - p)
       return fail(at, fmt::format("control frame field of {} bytes overruns the frame", flen));
@@ -144,10 +141,10 @@ bool DnstapReader::resync(uint64_t from) {
       pos_ = len_;
       return true;  // nothing decodable before the end of the file
     }
-    const uint32_t len = be32(buf_.data() + pos_);
+    const uint32_t len = base::load_u32(buf_.data() + pos_);
     if (len == 0) {
-      if (ensure(12) && be32(buf_.data() + pos_ + 4) == 4 &&
-          be32(buf_.data() + pos_ + 8) == kControlStop)
+      if (ensure(12) && base::load_u32(buf_.data() + pos_ + 4) == 4 &&
+          base::load_u32(buf_.data() + pos_ + 8) == kControlStop)
         return true;
       continue;
     }
@@ -166,7 +163,7 @@ ReadStatus DnstapReader::next(TraceEvent& ev) {
         return error_.what.empty() ? ReadStatus::End : ReadStatus::Bad;
       case State::Start: {
         const uint64_t at = offset();
-        if (!ensure(4) || be32(buf_.data() + pos_) != 0)
+        if (!ensure(4) || base::load_u32(buf_.data() + pos_) != 0)
           return fail(at, "not a Frame Streams file: no START control frame");
         uint32_t type = 0;
         if (control(type) == ReadStatus::Bad) return ReadStatus::Bad;
@@ -204,7 +201,7 @@ ReadStatus DnstapReader::next(TraceEvent& ev) {
           }
           return fail(at, fmt::format("truncated frame length: {} of 4 bytes", avail()));
         }
-        const uint32_t len = be32(buf_.data() + pos_);
+        const uint32_t len = base::load_u32(buf_.data() + pos_);
         if (len == 0) {
           uint32_t type = 0;
           if (control(type) == ReadStatus::Bad) {

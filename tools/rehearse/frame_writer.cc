@@ -1,10 +1,12 @@
 #include "tools/rehearse/frame_writer.h"
 
+#include "base/bytes.h"
+
 namespace hg::rehearse {
 
 bool FrameWriter::put32(uint32_t v) {
-  const uint8_t b[4] = {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
-                        static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+  uint8_t b[4];
+  base::store_u32(b, v);
   return std::fwrite(b, 1, 4, f_) == 4;
 }
 

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "base/unix_time.h"
 #include "tools/rehearse/trace_readers.h"
 
@@ -30,13 +31,6 @@ constexpr std::size_t kMaxFragments = 1024;           // reassemblies in flight
 constexpr std::size_t kMaxStreams = 65536;            // TCP streams in flight
 constexpr std::size_t kMaxStreamBuffer = 256 * 1024;  // per stream, in order + out of order
 constexpr std::size_t kMatchSlots = 1 << 14;          // query-time table (direct mapped)
-
-uint16_t be16(const uint8_t* p) {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
 
 struct Endpoints {
   uint8_t family = 0;  // 4 or 6
@@ -252,12 +246,12 @@ bool PcapReader::decode_link(const uint8_t* d, std::size_t n, int64_t t, TraceEv
     case DLT_EN10MB: {
       if (n < 14) return false;
       std::size_t off = 12;
-      uint16_t type = be16(d + off);
+      uint16_t type = base::load_u16(d + off);
       // Up to two VLAN tags (802.1Q, 802.1ad QinQ).
       for (int tags = 0; tags < 2 && (type == 0x8100 || type == 0x88a8 || type == 0x9100); ++tags) {
         off += 4;
         if (n < off + 2) return false;
-        type = be16(d + off);
+        type = base::load_u16(d + off);
       }
       off += 2;
       if (type != 0x0800 && type != 0x86dd) return false;
@@ -265,13 +259,13 @@ bool PcapReader::decode_link(const uint8_t* d, std::size_t n, int64_t t, TraceEv
     }
     case DLT_LINUX_SLL: {
       if (n < 16) return false;
-      const uint16_t type = be16(d + 14);
+      const uint16_t type = base::load_u16(d + 14);
       if (type != 0x0800 && type != 0x86dd) return false;
       return decode_ip(d + 16, n - 16, t, ev);
     }
     case DLT_LINUX_SLL2: {
       if (n < 20) return false;
-      const uint16_t type = be16(d);
+      const uint16_t type = base::load_u16(d);
       if (type != 0x0800 && type != 0x86dd) return false;
       return decode_ip(d + 20, n - 20, t, ev);
     }
@@ -297,7 +291,7 @@ bool PcapReader::decode_ip(const uint8_t* d, std::size_t n, int64_t t, TraceEven
   if (version == 4) {
     if (n < 20) return false;
     const std::size_t ihl = std::size_t{d[0] & 0x0fu} * 4;
-    const std::size_t total = be16(d + 2);
+    const std::size_t total = base::load_u16(d + 2);
     if (ihl < 20 || total < ihl || n < ihl) {
       ++skipped_bad_;
       return false;
@@ -308,7 +302,7 @@ bool PcapReader::decode_ip(const uint8_t* d, std::size_t n, int64_t t, TraceEven
     std::memcpy(ep.dst.data(), d + 16, 4);
     const uint8_t proto = d[9];
     if (proto != 17 && proto != 6) return false;
-    const uint16_t frag = be16(d + 6);
+    const uint16_t frag = base::load_u16(d + 6);
     const bool more = (frag & 0x2000) != 0;
     const uint32_t foff = uint32_t{frag & 0x1fffu} * 8;
     if (more || foff != 0) {
@@ -316,14 +310,14 @@ bool PcapReader::decode_ip(const uint8_t* d, std::size_t n, int64_t t, TraceEven
         ++skipped_fragments_;
         return false;
       }
-      FragKey key{4, proto, be16(d + 4), ep.src, ep.dst};
+      FragKey key{4, proto, base::load_u16(d + 4), ep.src, ep.dst};
       return fragment(key, foff, more, d + ihl, n - ihl, t, ep, ev);
     }
     return decode_transport(proto, ep, d + ihl, n - ihl, t, ev);
   }
   if (version == 6) {
     if (n < 40) return false;
-    const std::size_t plen = be16(d + 4);
+    const std::size_t plen = base::load_u16(d + 4);
     if (40 + plen < n) n = 40 + plen;
     ep.family = 6;
     std::memcpy(ep.src.data(), d + 8, 16);
@@ -345,8 +339,8 @@ bool PcapReader::decode_ip(const uint8_t* d, std::size_t n, int64_t t, TraceEven
       if (nh == 44) {
         if (n < off + 8) return false;
         const uint8_t next = d[off];
-        const uint16_t fo = be16(d + off + 2);
-        const uint32_t id = be32(d + off + 4);
+        const uint16_t fo = base::load_u16(d + off + 2);
+        const uint32_t id = base::load_u32(d + off + 4);
         off += 8;
         if (next != 17 && next != 6) return false;
         const bool more = (fo & 1) != 0;
@@ -458,9 +452,9 @@ bool PcapReader::decode_transport(uint8_t proto, const Endpoints& ep, const uint
                                   std::size_t n, int64_t t, TraceEvent& ev) {
   if (proto == 17) {
     if (n < 8) return false;
-    const uint16_t sport = be16(d), dport = be16(d + 2);
+    const uint16_t sport = base::load_u16(d), dport = base::load_u16(d + 2);
     if (sport != opt_.port && dport != opt_.port) return false;
-    std::size_t len = be16(d + 4);
+    std::size_t len = base::load_u16(d + 4);
     if (len < 8) {
       ++skipped_bad_;
       return false;
@@ -472,7 +466,7 @@ bool PcapReader::decode_transport(uint8_t proto, const Endpoints& ep, const uint
     return fill(ev, ep, sport, dport, false, {d + 8, len - 8}, t);
   }
   if (n < 20) return false;
-  const uint16_t sport = be16(d), dport = be16(d + 2);
+  const uint16_t sport = base::load_u16(d), dport = base::load_u16(d + 2);
   if (sport != opt_.port && dport != opt_.port) return false;
   tcp_segment(ep, d, n, t);
   return pop_tcp(ev);
@@ -486,8 +480,8 @@ void PcapReader::tcp_segment(const Endpoints& ep, const uint8_t* d, std::size_t 
   }
   const uint8_t flags = d[13];
   const bool syn = (flags & 0x02) != 0, fin = (flags & 0x01) != 0, rst = (flags & 0x04) != 0;
-  StreamKey key{ep.family, ep.src, ep.dst, be16(d), be16(d + 2)};
-  uint32_t seq = be32(d + 4);
+  StreamKey key{ep.family, ep.src, ep.dst, base::load_u16(d), base::load_u16(d + 2)};
+  uint32_t seq = base::load_u32(d + 4);
   const uint8_t* payload = d + doff;
   std::size_t plen = n - doff;
 
@@ -568,7 +562,7 @@ void PcapReader::tcp_segment(const Endpoints& ep, const uint8_t* d, std::size_t 
 void PcapReader::drain_stream(const StreamKey& key, Stream& s, int64_t t) {
   std::size_t pos = 0;
   while (s.buf.size() - pos >= 2) {
-    const std::size_t len = be16(s.buf.data() + pos);
+    const std::size_t len = base::load_u16(s.buf.data() + pos);
     if (s.buf.size() - pos - 2 < len) break;
     Endpoints ep;
     ep.family = key.family;

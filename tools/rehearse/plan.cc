@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/duration.h"
+#include "base/wall_clock.h"
 #include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
@@ -87,13 +89,14 @@ int run_plan(int argc, char** argv) {
   auto bad = [](const std::string& flag, const std::string& value, const std::string& allowed) {
     return usage_error("plan", flag, value, allowed);
   };
-  auto target = parse_seconds(target_text);
-  if (!target || *target > 604800) {
+  auto target = base::parse_seconds(target_text);
+  if (!target || target->count() > 604800) {
     return bad("--target-ttl", target_text, "whole seconds from 0 to 604800, e.g. 60");
   }
   auto cutover = parse_utc(cutover_text);
   if (!cutover) return bad("--cutover", cutover_text, "a UTC time like 2026-12-03T10:00Z");
-  PlanInput in{*cutover, static_cast<uint32_t>(*target), wall_now()};
+  PlanInput in{*cutover, static_cast<uint32_t>(target->count()),
+               base::wall_now<std::chrono::seconds>()};
   if (!now_text.empty()) {
     auto now = parse_utc(now_text);
     if (!now) return bad("--now", now_text, "a UTC time like 2026-12-01T08:00Z");
@@ -111,18 +114,18 @@ int run_plan(int argc, char** argv) {
     if (!n) return bad("--moving", moving, "\"address\", \"all\" or an owner name");
   }
   if (!margin_text.empty()) {
-    auto m = parse_duration_ms(margin_text);
-    if (!m || *m % 1000 != 0 || *m / 1000 > 604800) {
+    auto m = base::parse_seconds(margin_text);
+    if (!m || m->count() > 604800) {
       return bad("--transfer-margin", margin_text, "whole seconds from 0 to 604800, e.g. 0 or 300");
     }
-    in.transfer_margin = static_cast<uint32_t>(*m / 1000);
+    in.transfer_margin = static_cast<uint32_t>(m->count());
   }
   auto qtype = wire::rrtype_from_text(type_text);
   if (!qtype || (*qtype != wire::RRType::A && *qtype != wire::RRType::AAAA)) {
     return bad("--type", type_text, "A or AAAA");
   }
-  auto timeout = parse_duration_ms(timeout_text);
-  if (!timeout || *timeout < 100 || *timeout > 10000) {
+  auto timeout = base::parse_duration(timeout_text);
+  if (!timeout || timeout->count() < 100 || timeout->count() > 10000) {
     return bad("--timeout", timeout_text, "100ms to 10s, e.g. 1s or 500ms");
   }
   if (auth_port < 1 || auth_port > 65535) {

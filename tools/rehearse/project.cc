@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bytes.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/plan_report.h"  // json_string
@@ -73,8 +74,7 @@ void ProjectInput::add(const TraceEvent& ev) {
       for (const wire::RecordView& rr : msg_.section(wire::Section::Authority)) {
         if (rr.type != wire::RRType::SOA || rr.rdlength < 22) continue;
         const auto* p = msg_.packet().data() + rr.rdata_offset + rr.rdlength - 4;
-        const uint32_t minimum =
-            (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+        const uint32_t minimum = base::load_u32(p);
         ttl = std::min(rr.ttl, minimum);
       }
     }

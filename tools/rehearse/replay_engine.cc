@@ -14,6 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/bytes.h"
+#include "base/duration.h"
 #include "base/unix_time.h"
 #include "cache/ttl_policy.h"
 #include "wire/owned.h"
@@ -80,10 +82,6 @@ bool same_but_id_and_ttls(std::span<const uint8_t> stored, std::span<const uint8
     from = rr.ttl_offset + 4u;
   }
   return std::memcmp(p.data() + from, stored.data() + from, p.size() - from) == 0;
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
 // The end of the question of `m` when its first name is uncompressed, else 0.
@@ -388,7 +386,7 @@ void ReplayEngine::on_response(const ClassifiedEvent& ev, std::span<const uint8_
   const bool upstream = ev.side == Side::Upstream;
   for (const RecordTtl& rr : records) {
     const uint64_t h = rr.rrset;
-    const uint32_t v = cache::sanitize_ttl(load_u32(message.data() + rr.ttl_offset));
+    const uint32_t v = cache::sanitize_ttl(base::load_u32(message.data() + rr.ttl_offset));
     auto it = std::find_if(s.rrsets.begin(), s.rrsets.end(),
                            [h](const RrsetTtl& x) { return x.hash == h; });
     if (it == s.rrsets.end()) {
@@ -784,28 +782,9 @@ ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
 }
 
 std::optional<int64_t> parse_duration_ns(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  uint64_t v = 0;
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc{} || p == text.data()) return std::nullopt;
-  const std::string_view unit(p, static_cast<std::size_t>(end - p));
-  int64_t mul = 0;
-  if (unit.empty() || unit == "s") {
-    mul = kSec;
-  } else if (unit == "ms") {
-    mul = kMs;
-  } else if (unit == "m") {
-    mul = 60 * kSec;
-  } else if (unit == "h") {
-    mul = 3600 * kSec;
-  } else if (unit == "d") {
-    mul = 86400 * kSec;
-  } else {
-    return std::nullopt;
-  }
-  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / mul)) return std::nullopt;
-  return static_cast<int64_t>(v) * mul;
+  const auto d = base::parse_duration(text);
+  if (!d || d->count() > std::numeric_limits<int64_t>::max() / kMs) return std::nullopt;
+  return d->count() * kMs;
 }
 
 std::optional<ScheduleRule> parse_schedule(std::string_view text, std::string& why) {

@@ -336,8 +336,8 @@ class ReplayEngine {
 ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
                             const std::function<void()>& on_batch = {});
 
-/// Parses "90s", "15m", "2h", "1d", "250ms" or a bare number of seconds into ns; nullopt on
-/// anything else.
+/// A duration (base/duration.h: "90s", "1.5m", "250ms", bare seconds) in nanoseconds; nullopt
+/// on anything else.
 std::optional<int64_t> parse_duration_ns(std::string_view text);
 /// Parses a --schedule TIME: "+DURATION" (after the trace's first event),
 /// "YYYY-MM-DDTHH:MM:SS[Z]" (UTC) or a Unix time in seconds ("@1700000000").

@@ -1,5 +1,7 @@
 // hourglass-rehearse synth: generated traces of a recording resolver (see synth.h).
 #include "tools/rehearse/synth.h"
+#include "base/bytes.h"
+#include "base/duration.h"
 #include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 
@@ -163,8 +165,7 @@ class Writer {
  private:
   static void client_addr(uint32_t c, uint8_t out[4]) {
     const uint32_t a = 0x0a000001u + c;  // 10.0.0.1 onwards
-    out[0] = static_cast<uint8_t>(a >> 24), out[1] = static_cast<uint8_t>(a >> 16);
-    out[2] = static_cast<uint8_t>(a >> 8), out[3] = static_cast<uint8_t>(a);
+    base::store_u32(out, a);
   }
 
   // The DNS message into msg_: a query, or an answer with one A record; returns its size.
@@ -393,35 +394,6 @@ bool synthesize(const SynthOptions& o, const std::string& path, SynthResult& res
 
 namespace {
 
-// "90", "90s", "15m", "2h", "1d" -> seconds; nullopt when malformed or not positive.
-std::optional<double> parse_duration(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  double mult = 1;
-  std::string num = s;
-  switch (s.back()) {
-    case 's':
-      num.pop_back();
-      break;
-    case 'm':
-      mult = 60, num.pop_back();
-      break;
-    case 'h':
-      mult = 3600, num.pop_back();
-      break;
-    case 'd':
-      mult = 86400, num.pop_back();
-      break;
-    default:
-      break;
-  }
-  char* endp = nullptr;
-  errno = 0;
-  const double v = std::strtod(num.c_str(), &endp);
-  if (num.empty() || endp == nullptr || *endp != '\0' || errno != 0 || !(v > 0) || v * mult > 1e7)
-    return std::nullopt;
-  return v * mult;
-}
-
 bool parse_u32(const std::string& s, uint32_t& out) {
   if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos)
     return false;
@@ -474,8 +446,9 @@ int run_synth(int argc, char** argv) {
     return bad("--zipf", fmt::format("{}", o.zipf), "allowed 0..10");
   if (!(o.qps > 0 && o.qps <= 1e7))
     return bad("--qps", fmt::format("{}", o.qps), "allowed > 0 and at most 10000000");
-  if (auto d = parse_duration(duration)) {
-    o.duration_s = *d;
+  if (const auto d = base::parse_duration(duration);
+      d && d->count() > 0 && d->count() <= int64_t{10'000'000'000}) {
+    o.duration_s = static_cast<double>(d->count()) / 1000;
   } else {
     return bad("--duration", duration, "a positive number of seconds, optionally with s/m/h/d");
   }

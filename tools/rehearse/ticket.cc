@@ -15,6 +15,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/duration.h"
+#include "base/wall_clock.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/discover.h"
@@ -322,9 +324,10 @@ int run_report(int argc, char** argv) {
     std::string_view rest = candidates_text;
     while (!rest.empty()) {
       const auto comma = rest.find(',');
-      auto v = parse_seconds(rest.substr(0, comma));
-      if (!v || *v <= 0 || *v > 604800) return bad("--candidates", candidates_text, "300,60,30");
-      candidates.push_back(static_cast<uint32_t>(*v));
+      auto v = base::parse_seconds(rest.substr(0, comma));
+      if (!v || v->count() <= 0 || v->count() > 604800)
+        return bad("--candidates", candidates_text, "300,60,30");
+      candidates.push_back(static_cast<uint32_t>(v->count()));
       rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
     }
     if (candidates.empty() || candidates.size() > 8)
@@ -333,7 +336,7 @@ int run_report(int argc, char** argv) {
   }
   auto cutover = parse_utc(cutover_text);
   if (!cutover) return bad("--cutover", cutover_text, "a UTC time like 2026-12-03T10:00Z");
-  PlanInput base{*cutover, candidates.front(), wall_now()};
+  PlanInput base{*cutover, candidates.front(), hg::base::wall_now<std::chrono::seconds>()};
   if (!now_text.empty()) {
     auto now = parse_utc(now_text);
     if (!now) return bad("--now", now_text, "a UTC time like 2026-12-01T08:00Z");
@@ -344,9 +347,9 @@ int run_report(int argc, char** argv) {
                "a time in the future (now " + format_utc(base.now) + ")");
   base.moving = moving;
   if (!margin_text.empty()) {
-    auto m = parse_seconds(margin_text);
-    if (!m || *m < 0 || *m > 604800) return bad("--transfer-margin", margin_text, "0 to 604800");
-    base.transfer_margin = static_cast<uint32_t>(*m);
+    auto m = hg::base::parse_seconds(margin_text);
+    if (!m || m->count() > 604800) return bad("--transfer-margin", margin_text, "0 to 604800");
+    base.transfer_margin = static_cast<uint32_t>(m->count());
   }
   Profile profile = default_profile();
   if (!profile_path.empty()) {

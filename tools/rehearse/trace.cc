@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "tools/rehearse/trace.h"
 #include "tools/rehearse/trace_readers.h"
 
@@ -21,8 +22,7 @@ enum class Kind { Unknown, Empty, FrameStreams, Pcap };
 Kind sniff(const uint8_t* b, std::size_t n) {
   if (n == 0) return Kind::Empty;
   if (n < 4) return Kind::Unknown;
-  const uint32_t be =
-      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  const uint32_t be = base::load_u32(b);
   // Frame Streams: a file opens with a control frame, announced by a zero-length escape.
   if (be == 0) return Kind::FrameStreams;
   // pcap (micro- and nanosecond, either byte order) and pcapng's Section Header Block.

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/duration.h"
 #include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
@@ -106,11 +107,13 @@ int run_watch(int argc, char** argv) {
     }
   }
   expect.type = type.value_or(wire::RRType::A);
-  auto interval = parse_duration_ms(interval_text);
+  std::optional<int64_t> interval;  // milliseconds
+  if (const auto d = base::parse_duration(interval_text)) interval = d->count();
   if (!interval || *interval < kMinIntervalMs || *interval > kMaxIntervalMs) {
     return usage_error("watch", "--interval", interval_text, "1s to 1h, e.g. 10s");
   }
-  auto duration = parse_duration_ms(duration_text);
+  std::optional<int64_t> duration;  // milliseconds
+  if (const auto d = base::parse_duration(duration_text)) duration = d->count();
   if (!duration || *duration < *interval || *duration > kMaxDurationMs) {
     return usage_error("watch", "--duration", duration_text,
                        "from the interval up to 24h, e.g. 2h or 30m");

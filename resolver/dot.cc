@@ -75,9 +75,13 @@ struct DotSessionHook {
   static int on_new_session(SSL* ssl, SSL_SESSION* session) {
     auto* ch = static_cast<DotChannel*>(SSL_get_ex_data(ssl, ex_index()));
     if (ch == nullptr) return 0;
+    // A copy: OpenSSL marks the connection's own session not resumable when the connection
+    // ends without a close_notify (a server's idle close, a reset), which is how most end.
+    SSL_SESSION* copy = SSL_SESSION_dup(session);
+    if (copy == nullptr) return 0;
     if (ch->session_ != nullptr) SSL_SESSION_free(static_cast<SSL_SESSION*>(ch->session_));
-    ch->session_ = session;
-    return 1;  // we keep the reference
+    ch->session_ = copy;
+    return 0;  // OpenSSL keeps (and frees) the original
   }
 };
 

@@ -740,9 +740,10 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
   }
   Server& s = *servers_[*idx];
   const bool retransmit = why == UpstreamStatus::Timeout;
-  if (retransmit && s.dot) {
-    // A stream delivers or dies: no copy is sent while one is on the server's connection
-    // (a dead connection's queries are written again on the next one, or fail over).
+  if (s.dot) {
+    // A stream delivers or dies: no second copy while one is on the server's connection,
+    // whether the timer fired or another server's copy (a probe) failed; a dead
+    // connection's queries are written again on the next one, or fail over.
     for (std::size_t i = 0; i < q.n_attempts; ++i) {
       const Attempt& e = q.attempts[i];
       if (e.server == &s && e.outstanding) {

@@ -554,10 +554,15 @@ class DotRefused : public Dot, public ::testing::WithParamInterface<const char*>
 TEST_P(DotRefused, CertificateIsRefusedAndNothingGoesOutInClear) {
   FakeUpstream fake;
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.9")}));
-  const char* ip = "127.0.0.87";
+  // An address of its own per certificate (the three may run at once under ctest -j).
+  const std::string param = GetParam();
+  const std::string ip_text = param == "wrong"     ? "127.0.0.87"
+                              : param == "expired" ? "127.0.0.97"
+                                                   : "127.0.0.107";
+  const char* ip = ip_text.c_str();
   Unbound ub(ip, GetParam(), fake.port());
   ASSERT_TRUE(ub.start());
-  std::unique_ptr<Capture> cap = std::make_unique<Capture>("host 127.0.0.87");
+  std::unique_ptr<Capture> cap = std::make_unique<Capture>("host " + ip_text);
   const bool capturing = cap->ready();
   if (!capturing) cap.reset();
   start({"--upstream", ub.spec()});
@@ -576,6 +581,7 @@ TEST_P(DotRefused, CertificateIsRefusedAndNothingGoesOutInClear) {
   EXPECT_EQ(upstream_value(u, server, "tls_handshakes"), 0) << u;
   EXPECT_EQ(upstream_value(u, server, "answers"), 0) << u;
   // Logged once, however many queries failed.
+  EXPECT_TRUE(daemon_->wait_for_output("certificate not accepted", Millis{5000}));
   EXPECT_EQ(daemon_->lines_with("certificate not accepted").size(), 1u) << daemon_->output();
   if (!capturing) {
     GTEST_SKIP() << "tcpdump could not capture on lo here; the forward target saw no query";
@@ -593,6 +599,27 @@ TEST_P(DotRefused, CertificateIsRefusedAndNothingGoesOutInClear) {
 INSTANTIATE_TEST_SUITE_P(Certificates, DotRefused, ::testing::Values("wrong", "expired", "unknown"),
                          [](const auto& p) { return std::string(p.param); });
 
+TEST_F(Dot, QueriesToAServerWhoseCertificateIsRefusedGoToTheNextServer) {
+  Unbound bad("127.0.0.89", "wrong");
+  Unbound good("127.0.0.1", "server");
+  ASSERT_TRUE(bad.start());
+  ASSERT_TRUE(good.start());
+  start({"--upstream", bad.spec(), "--upstream", good.spec()});
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i)
+    names.push_back("f" + std::to_string(i) + "-" + random_label(5) + ".lz.test");
+  EXPECT_EQ(ask_all(names, 10), 50u);
+  const std::string u = upstreams();
+  const std::string bad_server = "127.0.0.89:" + std::to_string(bad.tls_port());
+  const std::string good_server = "127.0.0.1:" + std::to_string(good.tls_port());
+  EXPECT_GE(upstream_value(u, bad_server, "tls_verify_failures"), 1) << u;
+  EXPECT_EQ(upstream_value(u, bad_server, "answers"), 0) << u;
+  EXPECT_EQ(upstream_value(u, good_server, "answers"), 50) << u;
+  EXPECT_EQ(upstream_value(u, good_server, "tls_handshakes"), 1) << u;
+  EXPECT_TRUE(daemon_->wait_for_output("certificate not accepted", Millis{5000}));
+  EXPECT_EQ(daemon_->lines_with("certificate not accepted").size(), 1u) << daemon_->output();
+}
+
 TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
@@ -606,6 +633,7 @@ TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {
   const std::string server = "127.0.0.1:" + std::to_string(ub.tls_port());
   EXPECT_GE(upstream_value(upstreams(), server, "tls_verify_failures"), 1);
   EXPECT_EQ(upstream_value(upstreams(), server, "answers"), 0);
+  EXPECT_TRUE(daemon_->wait_for_output("matches no --tls-pin", Millis{5000}));
   EXPECT_EQ(daemon_->lines_with("matches no --tls-pin").size(), 1u) << daemon_->output();
   daemon_.reset();
   // The server's own pin, with and without an authentication name.

@@ -1338,6 +1338,11 @@ std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> se
   return std::nullopt;
 }
 
+bool Upstream::all_servers_tls() const noexcept {
+  return !servers_.empty() && std::all_of(servers_.begin(), servers_.end(),
+                                          [](const auto& s) { return s->dot != nullptr; });
+}
+
 void Upstream::dot_event(Server& s, uint16_t id, DotChannel::Event event,
                          std::span<uint8_t> message) {
   Attempt* a = by_id_[id];

@@ -147,6 +147,8 @@ class Upstream {
   /// Queries sent and not yet reported.
   std::size_t in_flight() const noexcept { return in_flight_; }
   const std::vector<Endpoint>& servers() const noexcept { return options_.servers; }
+  /// Whether there are servers and every one is reached over TLS (for dnstap's protocol).
+  bool all_servers_tls() const noexcept;
 
  private:
   struct Server;

@@ -35,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "dnstap/codec.h"
+#include "dnstap/reference_decoder.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
@@ -618,6 +620,54 @@ TEST_F(Dot, QueriesToAServerWhoseCertificateIsRefusedGoToTheNextServer) {
   EXPECT_EQ(upstream_value(u, good_server, "tls_handshakes"), 1) << u;
   EXPECT_TRUE(daemon_->wait_for_output("certificate not accepted", Millis{5000}));
   EXPECT_EQ(daemon_->lines_with("certificate not accepted").size(), 1u) << daemon_->output();
+}
+
+TEST_F(Dot, DnstapRecordsTheForwarderMessagesAsDot) {
+  // Neither dnstap-ldns nor this dnstap-read knows socket protocol 3 (DOT): the frames are
+  // read with protobuf-c's unpacker generated from dnstap.proto (dnstap/reference_decoder.h).
+  Unbound ub("127.0.0.1", "server");
+  ASSERT_TRUE(ub.start());
+  const std::string tap = dir_ + "/tap.fstrm";
+  start({"--upstream", ub.spec(), "--dnstap", tap});
+  ASSERT_TRUE(ask("tapped-" + random_label(6) + ".lz.test"));
+  ASSERT_TRUE(daemon_->signal(SIGTERM));
+  ASSERT_TRUE(daemon_->wait_exit(Millis{15000}).has_value());
+  // Frame Streams: each frame is a 4-byte big-endian length and the frame; 0 escapes a
+  // control frame (its own length follows).
+  const std::string f = read_file(tap);
+  std::size_t at = 0, forwarder = 0, dot = 0, client = 0;
+  auto be32 = [&](std::size_t i) {
+    return (static_cast<uint32_t>(static_cast<uint8_t>(f[i])) << 24) |
+           (static_cast<uint32_t>(static_cast<uint8_t>(f[i + 1])) << 16) |
+           (static_cast<uint32_t>(static_cast<uint8_t>(f[i + 2])) << 8) |
+           static_cast<uint32_t>(static_cast<uint8_t>(f[i + 3]));
+  };
+  dnstap::ReferenceDecoder dec;
+  while (at + 4 <= f.size()) {
+    uint32_t len = be32(at);
+    at += 4;
+    if (len == 0) {  // control frame
+      if (at + 4 > f.size()) break;
+      at += 4 + be32(at);
+      continue;
+    }
+    if (at + len > f.size()) break;
+    dnstap::Message m;
+    const auto frame =
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.data()) + at, len);
+    at += len;
+    if (dec.decode(frame, m) != dnstap::DecodeStatus::Ok) continue;
+    if (m.type == dnstap::MessageType::ForwarderQuery ||
+        m.type == dnstap::MessageType::ForwarderResponse) {
+      ++forwarder;
+      if (m.protocol == dnstap::Protocol::Dot) ++dot;
+    } else if (m.protocol == dnstap::Protocol::Udp) {
+      ++client;
+    }
+  }
+  EXPECT_EQ(forwarder, 2u);
+  EXPECT_EQ(dot, 2u);
+  EXPECT_GE(client, 2u);  // the client side stays UDP (the readiness probe is there too)
 }
 
 TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {

@@ -747,6 +747,35 @@ TEST_F(Dot, AServerThatStallsMidStreamDoesNotStallAnotherServer) {
   EXPECT_EQ(upstream_value(u, stalled_server, "answers"), 0) << u;
 }
 
+TEST_F(Dot, AStalledFirstServerOfTheListLosesItsQueriesToTheNextOne) {
+  // The stalled server first in the list: its queries are not re-sent on its live
+  // connection, but its timeouts make it suspect and the queries go to Unbound; none fails.
+  const uint16_t stall_port = free_port("127.0.0.1");
+  Child stalled(
+      {"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(stall_port),
+       "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
+      dir_ + "/s_server.log", true);
+  ASSERT_TRUE(eventually([&] {
+    return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(stall_port) + "'", 5)
+               .exit_code == 0;
+  })) << read_file(dir_ + "/s_server.log");
+  Unbound ub("127.0.0.1", "server");
+  ASSERT_TRUE(ub.start());
+  start({"--upstream", "tls://127.0.0.1:" + std::to_string(stall_port) + "#dns.test", "--upstream",
+         ub.spec()});
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i)
+    names.push_back("s" + std::to_string(i) + "-" + random_label(5) + ".lz.test");
+  EXPECT_EQ(ask_all(names, 10), 40u);
+  const std::string u = upstreams();
+  const std::string stalled_server = "127.0.0.1:" + std::to_string(stall_port);
+  const std::string good = "127.0.0.1:" + std::to_string(ub.tls_port());
+  EXPECT_EQ(upstream_value(u, stalled_server, "answers"), 0) << u;
+  EXPECT_EQ(upstream_value(u, stalled_server, "tls_handshakes"), 1) << u;
+  EXPECT_NE(u.find(stalled_server + " state=suspect"), std::string::npos) << u;
+  EXPECT_EQ(upstream_value(u, good, "answers"), 40) << u;
+}
+
 TEST_F(Dot, ACaptureOfTheDotPortHoldsNoQueryNameInClear) {
   FakeUpstream fake;
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.5")}));

@@ -308,6 +308,7 @@ std::vector<uint16_t> Pending::take_all() {
   unwritten_.clear();
   written_ = 0;
   std::vector<uint16_t> out;
+  out.reserve(all.size());
   for (const auto& p : all)
     out.push_back(p.second);
   return out;
@@ -644,7 +645,7 @@ void DotChannel::connection_failed(const std::string& why) {
     bump(stats_->tls_connection_failures);
     log_once("connection lost: " + why);
   }
-  fail(std::move(failed), Event::NetworkError);
+  fail(failed, Event::NetworkError);
   if (pending_.size() > 0 && state_ == State::Idle) connect();
 }
 
@@ -666,7 +667,7 @@ void DotChannel::auth_failed(const std::string& why) {
   arm_timer();
 }
 
-void DotChannel::fail(std::vector<uint16_t> ids, Event event) {
+void DotChannel::fail(const std::vector<uint16_t>& ids, Event event) {
   std::weak_ptr<bool> alive = alive_;
   for (uint16_t id : ids) {
     sink_(id, event, {});
@@ -705,7 +706,7 @@ void DotChannel::on_timer() {
   auto expired = pending_.expire(now);
   if (!expired.empty()) {
     std::weak_ptr<bool> alive = alive_;
-    fail(std::move(expired), Event::Timeout);
+    fail(expired, Event::Timeout);
     if (alive.expired()) return;
   }
   if (state_ == State::Open && pending_.size() == 0 &&

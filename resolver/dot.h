@@ -203,7 +203,7 @@ class DotChannel {
   /// No connection could be made: every pending query fails with NetworkError.
   void connect_failed(const std::string& why);
   void auth_failed(const std::string& why);
-  void fail(std::vector<uint16_t> ids, Event event);
+  void fail(const std::vector<uint16_t>& ids, Event event);
   void arm_timer();
   void on_timer();
   void log_once(const std::string& what);

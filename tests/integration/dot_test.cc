@@ -134,6 +134,11 @@ class Child {
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
+  /// Closes the stdin pipe (open_stdin): openssl s_server then ends its connection.
+  void close_stdin() {
+    if (stdin_ >= 0) close(stdin_);
+    stdin_ = -1;
+  }
   bool running() {
     if (pid_ <= 0) return false;
     int st = 0;
@@ -774,6 +779,52 @@ TEST_F(Dot, AStalledFirstServerOfTheListLosesItsQueriesToTheNextOne) {
   EXPECT_EQ(upstream_value(u, stalled_server, "tls_handshakes"), 1) << u;
   EXPECT_NE(u.find(stalled_server + " state=suspect"), std::string::npos) << u;
   EXPECT_EQ(upstream_value(u, good, "answers"), 40) << u;
+}
+
+TEST_F(Dot, QueriesOnAConnectionThatDiesAreWrittenOnANewOneThenFail) {
+  // openssl s_server takes the queries and prints them (decrypted) without answering; when its
+  // stdin ends it closes the connection, and every later one right after the handshake.
+  const uint16_t port = free_port("127.0.0.1");
+  const std::string log = dir_ + "/s_server.log";
+  Child server({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port),
+                "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
+               log, true);
+  ASSERT_TRUE(eventually([&] {
+    return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)
+               .exit_code == 0;
+  })) << read_file(log);
+  start({"--upstream", "tls://127.0.0.1:" + std::to_string(port) + "#dns.test",
+         "--upstream-timeout", "5000"});
+  UdpClient c;
+  const std::string tag = random_label(8);
+  for (int i = 0; i < 5; ++i)
+    c.send(daemon_->port(), build_query({.name = "d" + std::to_string(i) + tag + ".lz.test"}));
+  // All five reached the server on the first connection...
+  ASSERT_TRUE(eventually([&] {
+    const std::string l = read_file(log);
+    for (int i = 0; i < 5; ++i)
+      if (l.find("d" + std::to_string(i) + tag) == std::string::npos) return false;
+    return true;
+  })) << read_file(log);
+  // ...which now dies under them.
+  server.close_stdin();
+  std::size_t failed = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.receive(Millis{8000});
+    if (!r) break;
+    auto a = parse_answer(*r);
+    if (a && a->rcode() == wire::RCode::ServFail &&
+        a->text().find("network-error") != std::string::npos)
+      ++failed;
+  }
+  // They ended as a network error (EDE 23), not by the 5 s timeout, after a second
+  // connection was opened for them: a connection is opened only for pending queries.
+  EXPECT_EQ(failed, 5u);
+  const std::string u = upstreams();
+  const std::string server_name = "127.0.0.1:" + std::to_string(port);
+  EXPECT_GE(upstream_value(u, server_name, "tls_handshakes"), 2) << u;
+  EXPECT_GE(upstream_value(u, server_name, "tls_connection_failures"), 1) << u;
+  EXPECT_EQ(upstream_value(u, server_name, "answers"), 0) << u;
 }
 
 TEST_F(Dot, ACaptureOfTheDotPortHoldsNoQueryNameInClear) {

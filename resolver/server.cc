@@ -327,8 +327,12 @@ int Server::run() {
   std::string addrs, ups;
   for (const auto& e : bound())
     addrs += (addrs.empty() ? "" : " ") + e.to_string();
-  for (const auto& e : c.upstreams)
-    ups += (ups.empty() ? "" : " ") + e.to_string();
+  for (const auto& e : c.upstreams) {
+    std::string text = e.to_string();
+    for (const TlsTarget& t : c.tls_upstreams)  // DNS over TLS: say so
+      if (t.endpoint == e) text = to_string(t);
+    ups += (ups.empty() ? "" : " ") + text;
+  }
   log::print(log::Level::Info,
              "hourglassd {}: listening on {} (udp+tcp); upstreams {}{}; cache {} bytes, ttl min "
              "{}s max {}s negative max {}s, stale max {}s ttl {}s; client timeout {}ms, upstream "

@@ -136,6 +136,8 @@ class TlsServer {
     return queries_;
   }
   int connections() const { return connections_; }
+  /// Connections that have ended (the client closed, or the script did).
+  int closed() const { return closed_; }
 
  private:
   void serve() {
@@ -183,6 +185,7 @@ class TlsServer {
       }
       SSL_free(ssl);
       close(c);
+      ++closed_;
     }
   }
 
@@ -193,6 +196,7 @@ class TlsServer {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> closed_{0};
   mutable std::mutex mu_;
   std::vector<Bytes> queries_;
 };
@@ -205,8 +209,10 @@ struct Outcome {
 
 class DotUpstream : public ::testing::Test {
  protected:
-  std::unique_ptr<Upstream> make(const TlsServer& server) {
+  std::unique_ptr<Upstream> make(const TlsServer& server,
+                                 const std::function<void(DotSettings&)>& tune = {}) {
     auto settings = std::make_shared<DotSettings>();
+    if (tune) tune(*settings);
     settings->targets.push_back(TlsTarget{server.endpoint(), "dns.test"});
     settings->ca_file = id_.pem_path;
     UpstreamOptions o;
@@ -228,6 +234,10 @@ class DotUpstream : public ::testing::Test {
   void run_until(const std::function<bool()>& pred) {
     for (int i = 0; i < 200 && !pred(); ++i)
       loop_.run_once(Millis{20});
+  }
+  const UpstreamServerStats* stats() const {
+    const auto tables = board_.snapshot();
+    return tables.empty() || tables[0]->servers.empty() ? nullptr : tables[0]->servers[0].get();
   }
   uint64_t dropped_wrong_id() const {
     const auto tables = board_.snapshot();
@@ -355,6 +365,65 @@ TEST_F(DotUpstream, AServerThatClosesUnderEveryQueryFailsItAfterTwoConnections) 
   ASSERT_TRUE(o.done);
   EXPECT_EQ(o.status, UpstreamStatus::NetworkError);
   EXPECT_EQ(server.connections(), 2);
+}
+
+TEST_F(DotUpstream, NoMoreThanTheBoundAreWrittenUnansweredOnAConnection) {
+  std::mutex mu;
+  std::vector<Bytes> held;
+  int received = 0, answered = 0, most_unanswered = 0;
+  TlsServer server(id_, [&](int, const Bytes& q) {
+    std::lock_guard lock(mu);
+    ++received;
+    held.push_back(q);
+    most_unanswered = std::max(most_unanswered, received - answered);
+    std::vector<Bytes> out;
+    if (held.size() == 4 || received == 10) {  // answer a batch only once the bound is full
+      for (const Bytes& h : held)
+        out.push_back(frame(answer_to(h, 3)));
+      answered += static_cast<int>(held.size());
+      held.clear();
+    }
+    return out;
+  });
+  auto up = make(server, [](DotSettings& s) { s.max_in_flight = 4; });
+  ASSERT_TRUE(up);
+  Outcome o[10];
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(up->send(make_query("bound" + std::to_string(i)), record(o[i])));
+  run_until([&] {
+    for (const Outcome& x : o)
+      if (!x.done) return false;
+    return true;
+  });
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(o[i].status, UpstreamStatus::Ok) << i;
+  std::lock_guard lock(mu);
+  EXPECT_EQ(received, 10);
+  EXPECT_EQ(most_unanswered, 4);
+  EXPECT_EQ(server.connections(), 1);
+}
+
+TEST_F(DotUpstream, AnIdleConnectionIsClosedAndTheNextOneResumesTheSession) {
+  TlsServer server(id_,
+                   [&](int, const Bytes& q) { return std::vector<Bytes>{frame(answer_to(q, 4))}; });
+  auto up = make(server, [](DotSettings& s) { s.idle_timeout = Millis{100}; });
+  ASSERT_TRUE(up);
+  Outcome a;
+  ASSERT_TRUE(up->send(make_query("before"), record(a)));
+  run_until([&] { return a.done; });
+  ASSERT_EQ(a.status, UpstreamStatus::Ok);
+  // Idle for 100 ms: the loop's timer closes it, and the server sees the end.
+  run_until([&] { return server.closed() == 1; });
+  ASSERT_EQ(server.closed(), 1);
+  Outcome b;
+  ASSERT_TRUE(up->send(make_query("after"), record(b)));
+  run_until([&] { return b.done; });
+  EXPECT_EQ(b.status, UpstreamStatus::Ok);
+  EXPECT_EQ(server.connections(), 2);
+  ASSERT_NE(stats(), nullptr);
+  EXPECT_EQ(stats()->tls_handshakes.load(), 2u);
+  EXPECT_EQ(stats()->tls_resumptions.load(), 1u);
+  EXPECT_EQ(stats()->tls_connection_failures.load(), 0u);
 }
 
 }  // namespace

@@ -750,6 +750,10 @@ TEST_F(Dot, AServerThatStallsMidStreamDoesNotStallAnotherServer) {
   const std::string stalled_server = "127.0.0.1:" + std::to_string(stall_port);
   EXPECT_EQ(upstream_value(u, stalled_server, "tls_handshakes"), 1) << u;
   EXPECT_EQ(upstream_value(u, stalled_server, "answers"), 0) << u;
+  // Each query was written once: no UDP-style retransmission on a live connection; the
+  // retransmission timer fired and was withheld instead.
+  EXPECT_EQ(upstream_value(u, stalled_server, "queries"), 20) << u;
+  EXPECT_GT(upstream_value(u, stalled_server, "retransmissions_withheld"), 0) << u;
 }
 
 TEST_F(Dot, AStalledFirstServerOfTheListLosesItsQueriesToTheNextOne) {

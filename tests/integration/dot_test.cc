@@ -490,6 +490,48 @@ TEST_F(Dot, AnswersComeThroughUnboundOverTlsWithTheRightRecords) {
   EXPECT_EQ(upstream_value(u, server, "tls_verify_failures"), 0) << u;
 }
 
+TEST_F(Dot, CoalescingAndServeStaleWorkOverTls) {
+  FakeUpstream fake;
+  FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.44")});
+  slow.delay = Millis{500};
+  fake.on("slow.fw.test", slow);
+  fake.on("short.fw.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.45")}));
+  Unbound ub("127.0.0.1", "server", fake.port());
+  ASSERT_TRUE(ub.start());
+  start({"--upstream", ub.spec()});
+  const std::string server = "127.0.0.1:" + std::to_string(ub.tls_port());
+  // Twenty clients ask the same slow name at once: one query over the TLS connection.
+  UdpClient c;
+  for (uint16_t i = 0; i < 20; ++i)
+    c.send(daemon_->port(),
+           build_query({.name = "slow.fw.test", .id = static_cast<uint16_t>(100 + i)}));
+  std::size_t good = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = c.receive(Millis{6000});
+    if (!r) break;
+    auto a = parse_answer(*r);
+    if (a && a->rcode() == wire::RCode::NoError &&
+        a->text().find("192.0.2.44") != std::string::npos)
+      ++good;
+  }
+  EXPECT_EQ(good, 20u);
+  EXPECT_EQ(upstream_value(upstreams(), server, "queries"), 1) << upstreams();
+  // A record with TTL 1 cached, then the DoT server gone: once it has expired, the stale
+  // record is served (EDE 3) instead of a SERVFAIL.
+  auto first = ask("short.fw.test");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->rcode(), wire::RCode::NoError) << first->text();
+  ub.stop();
+  std::optional<Answer> stale;
+  EXPECT_TRUE(eventually([&] {
+    stale = ask("short.fw.test");
+    return stale && stale->ede() == std::optional<uint16_t>(wire::ede::StaleAnswer);
+  })) << (stale ? stale->text() : "no answer");
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->rcode(), wire::RCode::NoError);
+  EXPECT_NE(stale->text().find("192.0.2.45"), std::string::npos) << stale->text();
+}
+
 TEST_F(Dot, OneHandshakeCarriesAThousandQueries) {
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());

@@ -106,6 +106,22 @@ TEST(DotConfig, TlsUpstreamsForwardZonesCaFileAndPinsAreParsedAndPrinted) {
   EXPECT_NE(toml.find("tls://127.0.0.9:8853#ns.corp"), std::string::npos) << toml;
   EXPECT_NE(toml.find("tls-ca-file = \"/etc/ssl/corp.pem\""), std::string::npos) << toml;
   EXPECT_NE(toml.find(pin), std::string::npos) << toml;
+  // And the file reads back to the same settings.
+  char tmpl[] = "/tmp/hg-dot-toml-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, toml.data(), toml.size()), static_cast<ssize_t>(toml.size()));
+  close(fd);
+  auto back = parse({"--config", tmpl});
+  unlink(tmpl);
+  ASSERT_TRUE(std::holds_alternative<Config>(back)) << std::get<ConfigExit>(back).message;
+  const Config& b = std::get<Config>(back);
+  EXPECT_EQ(b.upstreams, c.upstreams);
+  EXPECT_EQ(b.tls_upstreams, c.tls_upstreams);
+  EXPECT_EQ(b.forward_zones, c.forward_zones);
+  EXPECT_EQ(b.tls_ca_file, c.tls_ca_file);
+  EXPECT_EQ(b.tls_pins, c.tls_pins);
+  EXPECT_EQ(to_toml(b), toml);
 }
 
 TEST(DotConfig, AServerWithNeitherAuthNameNorPinIsRefused) {

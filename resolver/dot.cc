@@ -231,7 +231,7 @@ Pending::Entry* Pending::find(uint16_t id) {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-std::vector<uint16_t> Pending::expire(MonoTime now) {
+std::vector<uint16_t> Pending::expire(MonoTime now, MonoTime* earliest_written) {
   std::vector<uint16_t> out;
   while (!by_deadline_.empty()) {
     const auto [seq, id] = by_deadline_.front();
@@ -241,6 +241,8 @@ std::vector<uint16_t> Pending::expire(MonoTime now) {
       continue;
     }
     if (e->deadline > now) break;
+    if (earliest_written != nullptr && e->written && e->written_at < *earliest_written)
+      *earliest_written = e->written_at;
     by_deadline_.pop_front();
     take(id);
     out.push_back(id);
@@ -268,10 +270,11 @@ std::optional<uint16_t> Pending::next_unwritten() {
   return std::nullopt;
 }
 
-void Pending::mark_written(uint16_t id) {
+void Pending::mark_written(uint16_t id, MonoTime now) {
   Entry* e = find(id);
   if (e == nullptr || e->written) return;
   e->written = true;
+  e->written_at = now;
   ++e->connections;
   ++written_;
 }
@@ -407,6 +410,8 @@ void DotChannel::connect() {
     return;
   }
   state_ = State::Connecting;
+  connect_started_ = loop_.now();
+  arm_timer();  // a connection that never completes gives up at connect_started_ + lifetime_
   if (::connect(fd_, e.sockaddr_ptr(), e.sockaddr_len()) == 0) {
     continue_connect();
     return;
@@ -526,6 +531,7 @@ void DotChannel::handshake_done() {
   state_ = State::Open;
   written_on_connection_ = 0;
   idle_since_ = loop_.now();
+  last_read_ = MonoTime::min();  // nothing read on this connection yet
   fill_writes();
   flush();
   if (state_ == State::Open) arm_timer();
@@ -537,7 +543,7 @@ void DotChannel::fill_writes() {
     if (!id) break;
     dot::Pending::Entry* e = pending_.find(*id);
     wbuf_.insert(wbuf_.end(), e->framed.begin(), e->framed.end());
-    pending_.mark_written(*id);
+    pending_.mark_written(*id, loop_.now());
     if (written_on_connection_++ > 0) bump(stats_->tls_reused);
   }
 }
@@ -592,6 +598,7 @@ void DotChannel::read_all() {
       return;
     }
     reader_.feed(std::span<const uint8_t>(rbuf_.data(), static_cast<std::size_t>(n)));
+    last_read_ = loop_.now();
     while (auto m = reader_.next()) {
       const uint16_t id = get16(m->data());
       if (!pending_.take(id)) {
@@ -600,6 +607,7 @@ void DotChannel::read_all() {
       }
       answered = true;
       idle_since_ = loop_.now();
+      last_read_ = loop_.now();
       sink_(id, Event::Answer, *m);
     }
     if (reader_.broken()) {
@@ -683,6 +691,10 @@ void DotChannel::log_once(const std::string& what) {
 
 void DotChannel::arm_timer() {
   std::optional<MonoTime> at = pending_.next_deadline();
+  if (state_ == State::Connecting || state_ == State::Handshaking) {
+    const MonoTime give_up = connect_started_ + lifetime_;
+    if (!at || give_up < *at) at = give_up;
+  }
   if (state_ == State::Open && pending_.size() == 0) {
     const MonoTime idle = idle_since_ + settings_.idle_timeout;
     if (!at || idle < *at) at = idle;
@@ -703,11 +715,26 @@ void DotChannel::arm_timer() {
 
 void DotChannel::on_timer() {
   const MonoTime now = loop_.now();
-  auto expired = pending_.expire(now);
+  MonoTime earliest_written = MonoTime::max();
+  auto expired = pending_.expire(now, &earliest_written);
   if (!expired.empty()) {
     std::weak_ptr<bool> alive = alive_;
     fail(expired, Event::Timeout);
     if (alive.expired()) return;
+  }
+  if ((state_ == State::Connecting || state_ == State::Handshaking) &&
+      now >= connect_started_ + lifetime_) {
+    // A server that accepts and never completes the handshake: the next query starts over.
+    connect_failed("no TLS connection within " + std::to_string(lifetime_.count()) + " ms");
+    return;
+  }
+  if (state_ == State::Open && earliest_written != MonoTime::max() &&
+      last_read_ <= earliest_written) {
+    // A query ran out of its lifetime on this connection and nothing has come back on it
+    // since it was written: a stalled server or a dead path. The queries still waiting go
+    // to a new connection (once), later ones too.
+    connection_failed("no answer for " + std::to_string(lifetime_.count()) + " ms");
+    return;
   }
   if (state_ == State::Open && pending_.size() == 0 &&
       now >= idle_since_ + settings_.idle_timeout) {

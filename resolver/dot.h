@@ -109,6 +109,7 @@ class Pending {
     std::vector<uint8_t> framed;  ///< 2-byte length + message
     MonoTime deadline{};
     uint64_t seq = 0;
+    MonoTime written_at{};    ///< when it was last written
     uint8_t connections = 0;  ///< connections it was written to
     bool written = false;     ///< on the current connection
   };
@@ -117,8 +118,10 @@ class Pending {
   /// Removes and returns the entry of `id` (an answer came).
   std::optional<Entry> take(uint16_t id);
   Entry* find(uint16_t id);
-  /// Removes the entries whose deadline is at or before `now`; returns their IDs.
-  std::vector<uint16_t> expire(MonoTime now);
+  /// Removes the entries whose deadline is at or before `now`; returns their IDs. When
+  /// `earliest_written` is given, lowers it to the earliest written_at of those that were
+  /// written on the current connection.
+  std::vector<uint16_t> expire(MonoTime now, MonoTime* earliest_written = nullptr);
   std::optional<MonoTime> next_deadline();
   /// The next entry not yet written on the current connection, in send order.
   std::optional<uint16_t> next_unwritten();
@@ -130,7 +133,7 @@ class Pending {
   std::vector<uint16_t> take_all();
   std::size_t size() const noexcept { return entries_.size(); }
   std::size_t written() const noexcept { return written_; }
-  void mark_written(uint16_t id);
+  void mark_written(uint16_t id, MonoTime now = {});
 
  private:
   std::unordered_map<uint16_t, Entry> entries_;
@@ -145,8 +148,10 @@ class Pending {
 /// One server's TLS connection, kept and shared: queries are pipelined (each framed with
 /// its length), answers matched by ID in any order, at most max_in_flight written and
 /// unanswered at a time. Connects when a query comes and no connection is open; closes
-/// after idle_timeout without queries. A connection that dies has its unanswered queries
-/// written again on the next one (once), a refused certificate fails them all.
+/// after idle_timeout without queries, when a connection or handshake takes longer than a
+/// query's lifetime, and when queries time out on a connection silent for that long. A connection
+/// that dies has its unanswered queries written again on the next one (once), a refused certificate
+/// fails them all.
 class DotChannel {
  public:
   enum class Event : uint8_t {
@@ -229,6 +234,8 @@ class DotChannel {
   TimerId timer_{};
   MonoTime timer_at_{};
   MonoTime idle_since_{};
+  MonoTime connect_started_{};  // the connection attempt in progress began
+  MonoTime last_read_{};        // bytes last came from the server on this connection (or min)
   MonoTime held_off_until_{};
   std::string last_logged_;
   bool kick_scheduled_ = false;

@@ -340,7 +340,7 @@ class DotChannelTest : public ::testing::Test {
   }
   // A TCP port on 127.0.0.1 that accepts connections (the kernel does) but never speaks.
   Endpoint silent_server() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -404,6 +404,23 @@ TEST_F(DotChannelTest, AServerThatNeverHandshakesTimesTheQueriesOutAtTheirDeadli
   EXPECT_EQ(events_.got[1], std::make_pair(uint16_t{2}, DotChannel::Event::Timeout));
   EXPECT_EQ(ch->pending(), 0u);
   EXPECT_EQ(stats_->tls_handshakes.load(), 0u);
+  // The handshake that never came is given up with them: the next query starts over on a
+  // new connection instead of waiting behind the stuck one.
+  EXPECT_EQ(stats_->tls_connection_failures.load(), 1u);
+  ASSERT_TRUE(ch->send(3, q));
+  loop_.run_once(Millis{0});
+  int accepted = 0;
+  spin(
+      [&] {
+        const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
+        if (c >= 0) {
+          ++accepted;
+          close(c);
+        }
+        return accepted == 2;
+      },
+      20);
+  EXPECT_EQ(accepted, 2) << "two connections reached the server";
 }
 
 TEST_F(DotChannelTest, ARefusedConnectionFailsEveryPendingQueryWithNetworkError) {

@@ -210,14 +210,15 @@ struct Outcome {
 class DotUpstream : public ::testing::Test {
  protected:
   std::unique_ptr<Upstream> make(const TlsServer& server,
-                                 const std::function<void(DotSettings&)>& tune = {}) {
+                                 const std::function<void(DotSettings&)>& tune = {},
+                                 Millis lifetime = Millis{3000}) {
     auto settings = std::make_shared<DotSettings>();
     if (tune) tune(*settings);
     settings->targets.push_back(TlsTarget{server.endpoint(), "dns.test"});
     settings->ca_file = id_.pem_path;
     UpstreamOptions o;
     o.servers = {server.endpoint()};
-    o.lifetime = Millis{3000};
+    o.lifetime = lifetime;
     o.dot = settings;
     o.board = &board_;
     auto up = Upstream::create(loop_, o);
@@ -424,6 +425,26 @@ TEST_F(DotUpstream, AnIdleConnectionIsClosedAndTheNextOneResumesTheSession) {
   EXPECT_EQ(stats()->tls_handshakes.load(), 2u);
   EXPECT_EQ(stats()->tls_resumptions.load(), 1u);
   EXPECT_EQ(stats()->tls_connection_failures.load(), 0u);
+}
+
+TEST_F(DotUpstream, AConnectionSilentForAQueryLifetimeIsReplaced) {
+  // The server completes the handshake, reads the queries and never answers.
+  TlsServer server(id_, [&](int, const Bytes&) { return std::vector<Bytes>{}; });
+  auto up = make(server, {}, Millis{300});
+  ASSERT_TRUE(up);
+  Outcome a;
+  ASSERT_TRUE(up->send(make_query("silent"), record(a)));
+  run_until([&] { return a.done; });
+  EXPECT_EQ(a.status, UpstreamStatus::Timeout);
+  // The connection that carried nothing back for a whole lifetime is closed...
+  run_until([&] { return server.closed() == 1; });
+  EXPECT_EQ(server.closed(), 1);
+  // ...and the next query gets a new one rather than the stalled one.
+  Outcome b;
+  ASSERT_TRUE(up->send(make_query("fresh"), record(b)));
+  run_until([&] { return server.connections() == 2; });
+  EXPECT_EQ(server.connections(), 2);
+  run_until([&] { return b.done; });
 }
 
 }  // namespace

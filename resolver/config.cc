@@ -196,17 +196,44 @@ const std::vector<Key>& keys() {
        "Upstream resolver to forward to, port 53 by default; repeatable (default: the "
        "nameservers of --upstream-file)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (is_tls_spec(v)) {  // DNS over TLS (resolver/dot.h)
+           auto t = parse_tls_upstream(v);
+           if (!t) return t.error();
+           c.upstreams.push_back(t->endpoint);
+           c.tls_upstreams.push_back(t.value());
+           c.upstreams_from_file = false;
+           return std::nullopt;
+         }
          auto e = parse_endpoint(v, 53);
          if (!e || e->port() == 0) {
            return "expected a numeric IPv4 or IPv6 address with an optional port 1-65535 "
                   "(default 53), e.g. 192.0.2.1, 192.0.2.1:5353, 2001:db8::1 or "
-                  "[2001:db8::1]:5353";
+                  "[2001:db8::1]:5353, or tls://ADDR[:PORT][#AUTH-NAME] for DNS over TLS";
          }
          c.upstreams.push_back(*e);
          c.upstreams_from_file = false;
          return std::nullopt;
        },
-       [](Config& c) { c.upstreams.clear(); }},
+       [](Config& c) {
+         c.upstreams.clear();
+         c.tls_upstreams.clear();
+       }},
+      {"tls-ca-file", Kind::Scalar, "PATH",
+       "PEM CA certificates trusted for tls:// upstreams besides the system store",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty()) return "expected the path of a PEM file of CA certificates";
+         c.tls_ca_file = std::string(v);
+         return std::nullopt;
+       }},
+      {"tls-pin", Kind::List, "sha256/BASE64",
+       "SPKI pin a tls:// upstream's key must match (any one of them); repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto p = parse_tls_pin(v);
+         if (!p) return p.error();
+         c.tls_pins.emplace_back(v);
+         return std::nullopt;
+       },
+       [](Config& c) { c.tls_pins.clear(); }},
       {"upstream-file", Kind::Scalar, "PATH",
        "resolv.conf-style file whose nameserver lines are the upstreams when no --upstream "
        "is given; re-read on SIGHUP (default /etc/resolv.conf)",
@@ -863,7 +890,14 @@ std::string to_toml(const Config& c) {
   if (c.upstreams_from_file) {
     out += "# upstream (from upstream-file) = " + toml_list(c.upstreams, ep_text) + "\n";
   } else {
-    out += "upstream = " + toml_list(c.upstreams, ep_text) + "\n";
+    out += "upstream = " +
+           toml_list(c.upstreams,
+                     [&c](const Endpoint& e) {
+                       for (const TlsTarget& t : c.tls_upstreams)
+                         if (t.endpoint == e) return to_string(t);
+                       return e.to_string();
+                     }) +
+           "\n";
   }
   out += "upstream-file = " + toml_string(c.upstream_file) + "\n";
   out += "cache-size = " + toml_string(bytes_text(c.cache_size)) + "\n";
@@ -922,12 +956,19 @@ std::string to_toml(const Config& c) {
            toml_list(c.forward_zones,
                      [](const ForwardZone& f) {
                        std::string s = f.zone + "=";
-                       for (std::size_t i = 0; i < f.servers.size(); ++i)
-                         s += (i ? "," : "") + f.servers[i].to_string();
+                       for (std::size_t i = 0; i < f.servers.size(); ++i) {
+                         std::string text = f.servers[i].to_string();
+                         for (const TlsTarget& t : f.tls)
+                           if (t.endpoint == f.servers[i]) text = to_string(t);
+                         s += (i ? "," : "") + text;
+                       }
                        return s;
                      }) +
            "\n";
   }
+  if (!c.tls_ca_file.empty()) out += "tls-ca-file = " + toml_string(c.tls_ca_file) + "\n";
+  if (!c.tls_pins.empty())
+    out += "tls-pin = " + toml_list(c.tls_pins, [](const std::string& p) { return p; }) + "\n";
   if (!c.local_records.empty())
     out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
            "\n";
@@ -1033,6 +1074,18 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
   if (c.listen.empty()) {
     return ConfigExit{2, "listen = []: expected at least one address to serve DNS on"};
   }
+  // RFC 8310 §5: a strict server needs an authentication name or a key pin.
+  for (const ForwardZone& f : c.forward_zones)
+    for (const TlsTarget& t : f.tls)
+      if (t.auth_name.empty() && c.tls_pins.empty())
+        return ConfigExit{2, "--forward " + f.zone + ": " + to_string(t) +
+                                 " has no #AUTH-NAME to check its certificate against; add "
+                                 "#NAME (the name in its certificate) or give --tls-pin"};
+  for (const TlsTarget& t : c.tls_upstreams)
+    if (t.auth_name.empty() && c.tls_pins.empty())
+      return ConfigExit{2, "--upstream " + to_string(t) +
+                               ": no #AUTH-NAME to check its certificate against; add #NAME "
+                               "(the name in its certificate) or give --tls-pin sha256/BASE64"};
   if (!c.redis.user.empty() && c.redis.password.empty()) {
     return ConfigExit{2, where("redis-user", c.redis.user) +
                              ": an ACL user needs its password; give --redis-password-file"};

@@ -109,6 +109,11 @@ struct Config {
   /// --local-record 'NAME TTL TYPE DATA', as given (checked by parse_local_record).
   std::vector<std::string> local_records{};
   bool forward_from_cli = false, hosts_files_from_cli = false;
+  /// DNS over TLS (resolver/dot.h, docs/dot.md): the tls:// upstreams (their addresses are
+  /// in `upstreams` too), --tls-ca-file and the --tls-pin SPKI pins as given.
+  std::vector<TlsTarget> tls_upstreams{};
+  std::string tls_ca_file{};
+  std::vector<std::string> tls_pins{};
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};
 

@@ -89,11 +89,14 @@ void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uin
   // The upstream's address is known when there is one server; with several, c-ares picks.
   std::optional<Endpoint> server;
   if (upstream.servers().size() == 1) server = upstream.servers().front();
-  auto wrapped = [&engine, server, sent_ns, done = std::move(done)](
+  // DOT when every server is reached over TLS (resolver/dot.h); else the protocol is not said.
+  const bool dot = upstream.all_servers_tls();
+  auto wrapped = [&engine, server, dot, sent_ns, done = std::move(done)](
                      UpstreamStatus status, std::span<const uint8_t> answer) {
     if (engine.dnstap() != nullptr && !answer.empty()) {
       dnstap::Message m;
       m.type = dnstap::MessageType::ForwarderResponse;
+      if (dot) m.protocol = dnstap::Protocol::Dot;
       if (server) dnstap_set_response_peer(m, server->sockaddr_ptr());
       m.query_time = dnstap_time(sent_ns);
       m.response_time = dnstap_now();
@@ -112,6 +115,7 @@ void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uin
   sent[1] = static_cast<uint8_t>(*id & 0xff);
   dnstap::Message m;
   m.type = dnstap::MessageType::ForwarderQuery;
+  if (dot) m.protocol = dnstap::Protocol::Dot;
   if (server) dnstap_set_response_peer(m, server->sockaddr_ptr());
   m.query_time = dnstap_time(sent_ns);
   m.query_message = std::span<const uint8_t>(sent.data(), query.size());

@@ -280,6 +280,19 @@ Checked<ForwardZone> parse_forward_spec(std::string_view text) {
     const auto comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
     if (item.empty()) return R::failure("an empty server in the list; " + std::string(kAllowed));
+    if (is_tls_spec(item)) {  // DNS over TLS (resolver/dot.h)
+      auto t = parse_tls_upstream(item);
+      if (!t) return R::failure("'" + shown(item) + "': " + t.error());
+      if (std::find(fz.servers.begin(), fz.servers.end(), t->endpoint) == fz.servers.end()) {
+        fz.servers.push_back(t->endpoint);
+        fz.tls.push_back(t.value());
+      }
+      if (fz.servers.size() > kMaxForwardServers)
+        return R::failure("more than 8 servers; " + std::string(kAllowed));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+      continue;
+    }
     auto e = parse_endpoint(item, 53);
     if (!e || e->port() == 0)
       return R::failure("'" + shown(item) + "' is not ADDR[:PORT]; " + std::string(kAllowed));
@@ -554,6 +567,8 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
     const auto set_it = std::find(r->sets_.begin(), r->sets_.end(), fz.servers);
     const auto set = static_cast<uint32_t>(set_it - r->sets_.begin());
     if (set_it == r->sets_.end()) r->sets_.push_back(fz.servers);
+    for (const TlsTarget& t : fz.tls)
+      if (std::find(r->tls_.begin(), r->tls_.end(), t) == r->tls_.end()) r->tls_.push_back(t);
     const std::string key = lowered_wire(*name);
     if (r->zone_index_.contains(key))
       return R::failure("--forward " + fz.zone +

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "resolver/checked.h"
+#include "resolver/dot.h"
 #include "resolver/endpoint.h"
 #include "resolver/query.h"
 #include "wire/name.h"
@@ -40,6 +41,8 @@ namespace hg::resolver {
 struct ForwardZone {
   std::string zone{};  ///< as given (syntax-checked by parse_forward_spec)
   std::vector<Endpoint> servers{};
+  /// The servers given as tls://ADDR[:PORT][#NAME] (also in `servers`), resolver/dot.h.
+  std::vector<TlsTarget> tls{};
   friend bool operator==(const ForwardZone&, const ForwardZone&) = default;
 };
 
@@ -147,6 +150,8 @@ class Routing {
     uint32_t set;
   };
   const std::vector<ForwardRule>& forward_rules() const noexcept { return forward_; }
+  /// The forward zones' servers reached over TLS.
+  const std::vector<TlsTarget>& tls_targets() const noexcept { return tls_; }
 
   /// `hourglass-ctl route NAME`: one line saying which rule answers `qname` and how.
   /// `upstreams` are the default upstreams now in force.
@@ -197,6 +202,7 @@ class Routing {
   bool tld_maybe(uint64_t h) const noexcept;
   std::vector<std::vector<Endpoint>> sets_;
   std::vector<ForwardRule> forward_;
+  std::vector<TlsTarget> tls_;
 };
 
 /// The reverse-lookup name of an address: d.c.b.a.in-addr.arpa or the 32 nibbles of

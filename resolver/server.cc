@@ -54,6 +54,21 @@ struct Server::Worker {
   std::atomic<int64_t> heartbeat_ms{0};  ///< loop.now() at its last watchdog heartbeat
 };
 
+namespace {
+// The DNS-over-TLS settings of an Upstream: the tls:// upstreams of the configuration and
+// `extra` (a routing's forward servers); nullptr when there are none.
+std::shared_ptr<const DotSettings> dot_settings(const Config& c, std::span<const TlsTarget> extra) {
+  if (c.tls_upstreams.empty() && extra.empty()) return nullptr;
+  auto d = std::make_shared<DotSettings>();
+  d->targets = c.tls_upstreams;
+  d->targets.insert(d->targets.end(), extra.begin(), extra.end());
+  d->ca_file = c.tls_ca_file;
+  for (const std::string& p : c.tls_pins)
+    if (auto pin = parse_tls_pin(p)) d->pins.push_back(pin.value());
+  return d;
+}
+}  // namespace
+
 // The fleet (--redis): one FleetCache per worker on its own loop; worker 0's also applies
 // the fleet's flush and ttl-cap messages and serves `hourglass-ctl ... --fleet`.
 void Server::start_fleet(Shared& shared, Worker& wk, bool control) {
@@ -145,6 +160,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     uo.use_0x20 = config.use_0x20;
     uo.board = &shared.upstream_board;
     uo.worker = static_cast<int>(i);
+    uo.dot = dot_settings(config, {});
     auto up = Upstream::create(wk->loop, uo);
     if (!up) return R::failure(up.error());
     wk->upstream = std::move(up.value());
@@ -311,8 +327,12 @@ int Server::run() {
   std::string addrs, ups;
   for (const auto& e : bound())
     addrs += (addrs.empty() ? "" : " ") + e.to_string();
-  for (const auto& e : c.upstreams)
-    ups += (ups.empty() ? "" : " ") + e.to_string();
+  for (const auto& e : c.upstreams) {
+    std::string text = e.to_string();
+    for (const TlsTarget& t : c.tls_upstreams)  // DNS over TLS: say so
+      if (t.endpoint == e) text = to_string(t);
+    ups += (ups.empty() ? "" : " ") + text;
+  }
   log::print(log::Level::Info,
              "hourglassd {}: listening on {} (udp+tcp); upstreams {}{}; cache {} bytes, ttl min "
              "{}s max {}s negative max {}s, stale max {}s ttl {}s; client timeout {}ms, upstream "
@@ -567,6 +587,7 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
     uo.use_0x20 = config.use_0x20;
     uo.board = &shared_->upstream_board;
     uo.worker = next_board_id_++;
+    uo.dot = dot_settings(config, r->tls_targets());
     auto up = Upstream::create(w.loop, uo);
     if (!up) {
       // Cannot happen for servers parse_forward_spec accepted; answer SERVFAIL rather than

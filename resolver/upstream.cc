@@ -126,6 +126,8 @@ std::string_view to_string(UpstreamStatus s) noexcept {
       return "cancelled";
     case UpstreamStatus::Internal:
       return "internal";
+    case UpstreamStatus::TlsAuthFailed:
+      return "tls-auth-failed";
   }
   return "unknown";
 }
@@ -183,7 +185,8 @@ struct Upstream::Server {
   std::span<const uint8_t> rx{};
   ServerHealth health;
   std::shared_ptr<UpstreamServerStats> stats;
-  Micros last_answer{-1};  // when the server last answered anything (options_.clock_us)
+  Micros last_answer{-1};           // when the server last answered anything (options_.clock_us)
+  std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
 };
 
 // One ares_send of a query, to one server, with its own ID (and letter case). No default
@@ -213,6 +216,7 @@ struct Upstream::Attempt {
   bool classified;   // (retransmit) counted as spurious or needed
   bool local_error;  // no socket could be had for it: not the server's fault
   bool refused;      // ICMP unreachable on its socket: handled, c-ares still holds it
+  bool tls_auth;     // DoT: failed because the certificate or pin did not verify
 };
 
 // One send(): the caller's query, its attempts, its retransmission timer.
@@ -266,7 +270,7 @@ Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
       options_(std::move(options)),
       table_(std::make_shared<UpstreamTable>()),
       by_id_(65536, nullptr),
-      scratch_(kMaxQuery),
+      scratch_(2 * kMaxQuery),  // room for the EDNS padding of a DoT query
       rxbuf_(kMaxDatagram) {
   if (!options_.clock_us) options_.clock_us = [this] { return loop_.now_us(); };
   table_->worker = options_.worker;
@@ -323,6 +327,22 @@ Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
   s->health = ServerHealth(options_.rtt);
   s->stats = std::move(stats);
 
+  if (const TlsTarget* t = options_.dot ? options_.dot->find(endpoint) : nullptr) {
+    if (!tls_ctx_) {
+      auto ctx = DotChannel::make_context(*options_.dot);
+      if (!ctx) return R::failure(ctx.error());
+      tls_ctx_ = std::move(ctx.value());
+    }
+    Server* sp = s.get();
+    s->dot = std::make_unique<DotChannel>(
+        loop_, tls_ctx_, *options_.dot, *t, s->stats, options_.lifetime,
+        [this, sp](uint16_t id, DotChannel::Event ev, std::span<uint8_t> m) {
+          dot_event(*sp, id, ev, m);
+        });
+    update_stats(*s);
+    return R(std::move(s));
+  }
+
   ares_options opts{};
   const int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
                    ARES_OPT_EDNSPSZ | ARES_OPT_NOROTATE;
@@ -373,7 +393,8 @@ void Upstream::update_stats(Server& s) {
   st.rttvar_us.store(r.rttvar().count(), std::memory_order_relaxed);
   st.rto_us.store(r.rto().count(), std::memory_order_relaxed);
   st.edns.store(s.health.edns_ok(now), std::memory_order_relaxed);
-  st.use_0x20.store(options_.use_0x20 && s.health.use_0x20(now), std::memory_order_relaxed);
+  st.use_0x20.store(options_.use_0x20 && s.health.use_0x20(now) && !s.dot,
+                    std::memory_order_relaxed);
   st.suspect.store(s.health.suspect(), std::memory_order_relaxed);
   st.loss_ppm.store(static_cast<int64_t>(s.health.path.loss_rate() * 1e6),
                     std::memory_order_relaxed);
@@ -456,6 +477,13 @@ void Upstream::destroy_server(Server* s) {
   if (s->timer) loop_.cancel_timer(s->timer);
   if (s->destroy_timer) loop_.cancel_timer(s->destroy_timer);
   s->timer = {};
+  if (s->dot) {  // as ares_destroy does: EDESTRUCTION to each attempt, bookkeeping only
+    for (uint16_t id : s->dot->abandon()) {
+      if (Attempt* a = by_id_[id]; a != nullptr && a->server == s && a->outstanding)
+        on_answer(a, ARES_EDESTRUCTION, 0, nullptr, 0);
+    }
+    s->dot.reset();
+  }
   if (s->ares != nullptr) ares_destroy(s->ares);  // may call on_answer and on_sock_state
   s->ares = nullptr;
   for (int fd : s->fds)
@@ -580,7 +608,7 @@ std::optional<std::size_t> Upstream::choose(const Query& q) const {
 }
 
 bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit) {
-  if (q.n_attempts >= kMaxAttempts || s.ares == nullptr) return false;
+  if (q.n_attempts >= kMaxAttempts || (s.ares == nullptr && !s.dot)) return false;
   const auto id = next_id();
   if (!id) return false;
   const MonoTime now = loop_.now();
@@ -602,7 +630,7 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
     }
     q.retransmitted = q.retransmitted || a.retransmit;
   }
-  a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now);
+  a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now) && !s.dot;
 
   std::size_t len = q.len;
   std::memcpy(scratch_.data(), q.base.data(), len);
@@ -628,6 +656,16 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
   if (probe) bump(s.stats->probes);
 
   in_send_ = true;
+  if (s.dot) {
+    // RFC 8467 §4.1: queries padded to a multiple of 128 octets (when they carry EDNS).
+    if (a.edns) len = dot::pad_query(scratch_, len);
+    if (!s.dot->send(*id, std::span<const uint8_t>(scratch_.data(), len))) {
+      a.tls_auth = true;  // held off after a refused certificate: fails at the next iteration
+      on_answer(&a, ARES_ECONNREFUSED, 0, nullptr, 0);
+    }
+    in_send_ = false;
+    return true;
+  }
   ares_send(s.ares, scratch_.data(), static_cast<int>(len), &Upstream::on_answer, &a);
   in_send_ = false;
   rearm_timer_if_needed(s);
@@ -702,6 +740,19 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
   }
   Server& s = *servers_[*idx];
   const bool retransmit = why == UpstreamStatus::Timeout;
+  if (s.dot) {
+    // A stream delivers or dies: no second copy while one is on the server's connection,
+    // whether the timer fired or another server's copy (a probe) failed; a dead
+    // connection's queries are written again on the next one, or fail over.
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && e.outstanding) {
+        bump(s.stats->retransmissions_withheld);
+        set_retry_timer(q, now + retry_interval(q, s));
+        return;
+      }
+    }
+  }
   if (retransmit) {
     // Copies of this query the server has had: few while it shows no loss, more on a lossy
     // path. At the cap nothing is sent, but the timer keeps running: the path may turn out
@@ -904,6 +955,7 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
     default:
       failure = map_status(status);
       if (failure == UpstreamStatus::Ok) failure = UpstreamStatus::BadResponse;
+      if (a.tls_auth) failure = UpstreamStatus::TlsAuthFailed;
       break;
   }
 
@@ -1286,6 +1338,52 @@ std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> se
   return std::nullopt;
 }
 
+bool Upstream::all_servers_tls() const noexcept {
+  return !servers_.empty() && std::all_of(servers_.begin(), servers_.end(),
+                                          [](const auto& s) { return s->dot != nullptr; });
+}
+
+void Upstream::dot_event(Server& s, uint16_t id, DotChannel::Event event,
+                         std::span<uint8_t> message) {
+  Attempt* a = by_id_[id];
+  if (a == nullptr || a->server != &s || !a->outstanding) {
+    if (event == DotChannel::Event::Answer) bump(s.stats->dropped_wrong_id);
+    return;
+  }
+  using E = DotChannel::Event;
+  int status = ARES_ECONNREFUSED;
+  switch (event) {
+    case E::Answer: {
+      // The ID matched; the answer must also be a response to the question asked.
+      const Query& q = *a->query;
+      const auto question =
+          std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+      if (message.size() < kHeaderSize || (message[2] & 0x80) == 0 ||
+          upstream_wire::match_question(message, question) == upstream_wire::QuestionMatch::Other) {
+        bump(s.stats->dropped_wrong_question);
+        status = ARES_EBADRESP;
+        break;
+      }
+      on_answer(a, ARES_SUCCESS, 0, message.data(), static_cast<int>(message.size()));
+      return;
+    }
+    case E::NetworkError:
+      status = ARES_ECONNREFUSED;
+      break;
+    case E::AuthFailed:
+      a->tls_auth = true;
+      status = ARES_ECONNREFUSED;
+      break;
+    case E::Timeout:
+      status = ARES_ETIMEOUT;
+      break;
+    case E::Cancelled:
+      status = ARES_ECANCELLED;
+      break;
+  }
+  on_answer(a, status, 0, nullptr, 0);
+}
+
 void Upstream::cancel_all() {
   // First c-ares drops every attempt (ECANCELLED: bookkeeping only), then every query not
   // yet reported gets Cancelled. A callback may send new queries; those go on normally.
@@ -1301,6 +1399,7 @@ void Upstream::cancel_all() {
   }
   for (Server* s : all) {
     if (s->ares != nullptr) ares_cancel(s->ares);
+    if (s->dot) s->dot->cancel_all();
   }
   for (Query* q : open)
     finish(*q, UpstreamStatus::Cancelled, {});

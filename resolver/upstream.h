@@ -29,6 +29,12 @@
 //    the other servers; when every server has failed that way the callback gets the status
 //    and no bytes. A query that got no usable answer ends with Timeout after `lifetime`.
 //
+// DNS over TLS: a server listed in UpstreamOptions::dot is reached through a DotChannel
+// (resolver/dot.h) instead of c-ares — one kept TLS connection, queries padded to 128
+// octets, no 0x20 (TLS already keeps forgers out) and no retransmission to it while its
+// copy is on a live connection; the choice of server, EDNS fallback and failover above are
+// the same. A certificate that does not verify fails the attempt with TlsAuthFailed.
+//
 // Thread: one Upstream per EventLoop, used only on the loop's thread.
 #pragma once
 
@@ -44,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "resolver/dot.h"
 #include "resolver/endpoint.h"
 #include "resolver/event_loop.h"
 #include "resolver/upstream_board.h"
@@ -64,11 +71,12 @@ enum class UpstreamStatus : uint8_t {
   /// ICMP unreachable, TCP reset or refused (ARES_ECONNREFUSED), or a SERVFAIL that came
   /// only over TCP, which we cannot see.
   NetworkError,
-  BadResponse,  ///< the server's answers could not be used (ARES_EBADRESP, ARES_EFORMERR)
-  BadQuery,     ///< our query was not of the shape send() requires
-  NoServers,    ///< the server list is empty
-  Cancelled,    ///< cancel_all() ran before an answer came
-  Internal,     ///< out of memory, out of query IDs, or a c-ares status we do not know
+  BadResponse,    ///< the server's answers could not be used (ARES_EBADRESP, ARES_EFORMERR)
+  BadQuery,       ///< our query was not of the shape send() requires
+  NoServers,      ///< the server list is empty
+  Cancelled,      ///< cancel_all() ran before an answer came
+  Internal,       ///< out of memory, out of query IDs, or a c-ares status we do not know
+  TlsAuthFailed,  ///< a DNS-over-TLS server's certificate or key pin did not verify
 };
 
 /// Stable lowercase identifier ("timeout", "servfail"...), for logs and metrics.
@@ -100,6 +108,8 @@ struct UpstreamOptions {
   /// most an iteration's work more than the path's round trip, against an RTO of >= 50 ms,
   /// and no clock read per query.
   std::function<Micros()> clock_us{};
+  /// Servers reached over TLS and how (resolver/dot.h); nullptr or no target: none.
+  std::shared_ptr<const DotSettings> dot{};
 };
 
 class Upstream {
@@ -137,6 +147,8 @@ class Upstream {
   /// Queries sent and not yet reported.
   std::size_t in_flight() const noexcept { return in_flight_; }
   const std::vector<Endpoint>& servers() const noexcept { return options_.servers; }
+  /// Whether there are servers and every one is reached over TLS (for dnstap's protocol).
+  bool all_servers_tls() const noexcept;
 
  private:
   struct Server;
@@ -190,6 +202,8 @@ class Upstream {
   void drop_query(Query* q);
   void update_stats(Server& s);
 
+  /// What a server's DotChannel reports for one of its attempts.
+  void dot_event(Server& s, uint16_t id, DotChannel::Event event, std::span<uint8_t> message);
   static void on_sock_state(void* data, int fd, int readable, int writable);
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
   static ares_ssize_t recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
@@ -226,6 +240,7 @@ class Upstream {
   bool make_socket_room(Server& s);
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
+  std::shared_ptr<void> tls_ctx_;  // SSL_CTX of the DoT servers (made with the first one)
 };
 
 }  // namespace hg::resolver

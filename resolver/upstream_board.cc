@@ -34,6 +34,8 @@ struct Summary {
            edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
   uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
            socket_errors = 0, reclaimed = 0;
+  uint64_t tls_handshakes = 0, tls_resumptions = 0, tls_reused = 0, tls_verify_failures = 0,
+           tls_connection_failures = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
   uint64_t state_answers = 0;
 };
@@ -70,6 +72,11 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.wrong_question += get(s->dropped_wrong_question);
       m.socket_errors += get(s->socket_errors);
       m.reclaimed += get(s->sockets_reclaimed);
+      m.tls_handshakes += get(s->tls_handshakes);
+      m.tls_resumptions += get(s->tls_resumptions);
+      m.tls_reused += get(s->tls_reused);
+      m.tls_verify_failures += get(s->tls_verify_failures);
+      m.tls_connection_failures += get(s->tls_connection_failures);
       if (m.state == nullptr || answers > m.state_answers) {
         m.state = s.get();
         m.state_answers = answers;
@@ -106,6 +113,14 @@ std::string upstreams_text(const UpstreamBoard& board) {
         static_cast<double>(s.loss_ppm.load()) / 1e4, ms(s.patience_us.load()), m.spurious,
         m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.socket_errors,
         m.reclaimed);
+    if (s.tls.load()) {  // DNS over TLS: the connection's story, on the same line
+      out.pop_back();
+      out += fmt::format(
+          " transport=tls tls_handshakes={} tls_resumptions={} tls_reused_queries={} "
+          "tls_verify_failures={} tls_connection_failures={}\n",
+          m.tls_handshakes, m.tls_resumptions, m.tls_reused, m.tls_verify_failures,
+          m.tls_connection_failures);
+    }
   }
   if (out.empty()) out = "; no upstream servers\n";
   return out;
@@ -168,6 +183,21 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_sockets_reclaimed_total", "counter",
          "Query sockets closed early to stay within the socket budget.",
          [](const Summary& m) { return m.reclaimed; });
+  family("hourglass_upstream_server_tls_handshakes_total", "counter",
+         "TLS connections opened to the server (DNS over TLS; 0 for a plain server).",
+         [](const Summary& m) { return m.tls_handshakes; });
+  family("hourglass_upstream_server_tls_resumptions_total", "counter",
+         "TLS connections to the server that resumed a session.",
+         [](const Summary& m) { return m.tls_resumptions; });
+  family("hourglass_upstream_server_tls_reused_queries_total", "counter",
+         "Queries written on a TLS connection that had carried one before.",
+         [](const Summary& m) { return m.tls_reused; });
+  family("hourglass_upstream_server_tls_verify_failures_total", "counter",
+         "TLS connections refused: the certificate or the key pin did not verify.",
+         [](const Summary& m) { return m.tls_verify_failures; });
+  family("hourglass_upstream_server_tls_connection_failures_total", "counter",
+         "TLS connections that could not be made or were lost with queries on them.",
+         [](const Summary& m) { return m.tls_connection_failures; });
   family("hourglass_upstream_server_loss_ratio", "gauge",
          "Estimated share of datagrams lost on the path to and from the server.",
          [](const Summary& m) { return static_cast<double>(m.state->loss_ppm.load()) / 1e6; });

@@ -54,9 +54,16 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> socket_errors{0};
   /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).
   std::atomic<uint64_t> sockets_reclaimed{0};
-  std::atomic<int64_t> loss_ppm{0};     ///< estimated loss rate, parts per million
-  std::atomic<int64_t> patience_us{0};  ///< wait before the first retransmission now
-  std::atomic<int64_t> srtt_us{-1};     ///< -1 before the first sample
+  /// DNS over TLS (resolver/dot.h); zero for a plain server.
+  std::atomic<uint64_t> tls_handshakes{0};           ///< TLS connections opened
+  std::atomic<uint64_t> tls_resumptions{0};          ///< of which resumed a session
+  std::atomic<uint64_t> tls_reused{0};               ///< queries on an already used connection
+  std::atomic<uint64_t> tls_verify_failures{0};      ///< certificate or pin refused
+  std::atomic<uint64_t> tls_connection_failures{0};  ///< connect/handshake failed, or lost
+  std::atomic<bool> tls{false};                      ///< the server is reached over TLS
+  std::atomic<int64_t> loss_ppm{0};                  ///< estimated loss rate, parts per million
+  std::atomic<int64_t> patience_us{0};               ///< wait before the first retransmission now
+  std::atomic<int64_t> srtt_us{-1};                  ///< -1 before the first sample
   std::atomic<int64_t> rttvar_us{0};
   std::atomic<int64_t> rto_us{0};
   std::atomic<bool> edns{true};

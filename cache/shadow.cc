@@ -198,9 +198,12 @@ std::vector<uint32_t> ShadowTable::remove_zone_locked(const wire::Name& z) {
   return gone;
 }
 
-void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
+bool ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
   std::lock_guard zl(zones_mu_);
   const wire::Name z = zone.lowercased();
+  const bool known = std::any_of(zones_.begin(), zones_.end(),
+                                 [&](const auto& old) { return old && old->name.identical(z); });
+  if (!known && zones_.size() >= kMaxZones) return false;
   std::vector<uint32_t> gone = remove_zone_locked(z);
   auto nz = std::make_shared<Zone>();
   nz->name = z;
@@ -210,6 +213,7 @@ void ShadowTable::set(const wire::Name& zone, uint32_t seconds, Time now) {
   zones_.push_back(std::move(nz));
   publish();
   purge(gone);
+  return true;
 }
 
 bool ShadowTable::clear(const wire::Name& zone) {
@@ -225,6 +229,7 @@ void ShadowTable::replace(const std::vector<std::pair<wire::Name, uint32_t>>& zo
   std::lock_guard zl(zones_mu_);
   std::vector<std::shared_ptr<Zone>> next;
   for (const auto& wanted : zones) {
+    if (next.size() == kMaxZones) break;
     const wire::Name z = wanted.first.lowercased();
     const uint32_t seconds = wanted.second;
     if (std::any_of(next.begin(), next.end(), [&](const auto& n) { return n->name.identical(z); }))

@@ -113,12 +113,18 @@ class ShadowTable {
   ShadowTable(const ShadowTable&) = delete;
   ShadowTable& operator=(const ShadowTable&) = delete;
 
-  /// Sets `zone` (or sets it again: counters restart) with `seconds` as of `now`.
-  void set(const wire::Name& zone, uint32_t seconds, Time now);
+  /// The most zones the table holds: each query is matched against every zone (a linear
+  /// scan, deepest first), and the control socket must not grow that scan without bound.
+  static constexpr std::size_t kMaxZones = 64;
+
+  /// Sets `zone` (or sets it again: counters restart) with `seconds` as of `now`. False, and
+  /// nothing changed, when the zone is new and kMaxZones others are set.
+  bool set(const wire::Name& zone, uint32_t seconds, Time now);
   /// Removes exactly `zone` with its counters and entries; false when it was not set.
   bool clear(const wire::Name& zone);
   /// The configured zones become exactly `zones` (SIGHUP): a zone already set with the same
-  /// seconds keeps its counters and entries; the others start afresh or go.
+  /// seconds keeps its counters and entries; the others start afresh or go. Zones after the
+  /// first kMaxZones are ignored (the configuration refuses more).
   void replace(const std::vector<std::pair<wire::Name, uint32_t>>& zones, Time now);
   /// The zones in force, lowercased, in the order they were set.
   std::vector<std::pair<wire::Name, uint32_t>> list() const;

@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "base/duration.h"
+#include "cache/shadow.h"
 #include "resolver/dnstap_writer.h"
 #include "resolver/fleet_auth.h"
 #include "resolver/secret_file.h"
@@ -146,6 +147,9 @@ std::optional<std::string> add_shadow_ttl(Config& c, std::string_view v, const P
   for (const TtlCap& t : c.shadow_ttls) {
     if (ieq(t.zone, zone)) return "this zone already has a shadow TTL; give each zone once";
   }
+  if (c.shadow_ttls.size() >= cache::ShadowTable::kMaxZones)
+    return "at most " + std::to_string(cache::ShadowTable::kMaxZones) +
+           " shadow zones; shadow the zones of the cut-over only";
   c.shadow_ttls.push_back(TtlCap{std::string(zone), *secs});
   return std::nullopt;
 }

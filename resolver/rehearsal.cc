@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "base/duration.h"
+#include "cache/shadow.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -98,7 +99,11 @@ Control::Output shadow_command(Shared& shared, const std::vector<std::string_vie
     if (!zone) return error(why);
     const auto secs = parse_ttl_arg(words[3], kMaxShadowSeconds, why);
     if (!secs) return error(why);
-    shared.shadow.set(*zone, *secs, now);
+    if (!shared.shadow.set(*zone, *secs, now))
+      return error(
+          fmt::format("{} shadow zones are set, the most there can be; clear one first "
+                      "(shadow clear ZONE)",
+                      cache::ShadowTable::kMaxZones));
     return {fmt::format("ok: shadow-ttl {} {}\n", zone->lowercased().to_text(), *secs)};
   }
   if (sub == "clear") {

@@ -334,5 +334,27 @@ TEST(ShadowThreads, TablesUsedByTurnsInOneThreadKeepTheirOwnZones) {
   EXPECT_EQ(ta.zone_stats()[0].shadow_misses, 1u);
 }
 
+// Every query is matched against every zone, so the table is bounded: a new zone past
+// kMaxZones is refused and changes nothing; setting a known zone again and clearing one still
+// work, and a cleared slot can be reused.
+TEST_F(ShadowTest, ZonesAreBoundedAndANewZonePastTheBoundChangesNothing) {
+  for (std::size_t i = 0; i < ShadowTable::kMaxZones; ++i)
+    ASSERT_TRUE(shadow_.set(N(("z" + std::to_string(i) + ".test").c_str()), 60, clock_.now()));
+  EXPECT_FALSE(shadow_.set(N("one-too-many.test"), 60, clock_.now()));
+  EXPECT_EQ(shadow_.list().size(), ShadowTable::kMaxZones);
+  EXPECT_TRUE(shadow_.set(N("Z0.test"), 30, clock_.now()));  // known: set again
+  EXPECT_EQ(shadow_.list().size(), ShadowTable::kMaxZones);
+  EXPECT_TRUE(shadow_.clear(N("z1.test")));
+  EXPECT_TRUE(shadow_.set(N("one-too-many.test"), 60, clock_.now()));
+  // A configuration longer than the bound keeps its first kMaxZones zones.
+  std::vector<std::pair<wire::Name, uint32_t>> many;
+  for (std::size_t i = 0; i < ShadowTable::kMaxZones + 5; ++i)
+    many.emplace_back(N(("r" + std::to_string(i) + ".test").c_str()), 60);
+  shadow_.replace(many, clock_.now());
+  const auto l = shadow_.list();
+  ASSERT_EQ(l.size(), ShadowTable::kMaxZones);
+  EXPECT_EQ(l.back().first.to_text(), "r" + std::to_string(ShadowTable::kMaxZones - 1) + ".test.");
+}
+
 }  // namespace
 }  // namespace hg::cache

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/control.h"
 #include "resolver/metrics.h"
@@ -420,6 +421,44 @@ TEST(ShadowConfig, FlagsFileAndReload) {
   EXPECT_EQ(std::get<ConfigExit>(e).exit_code, 2);
   EXPECT_NE(std::get<ConfigExit>(e).message.find("--shadow-ttl \"example.com\""),
             std::string::npos);
+}
+
+// Found by the control fuzz target: `shadow set` with ever new zones grew the per-query zone
+// scan and the `stats` reply without bound. The control socket refuses the zone past the bound
+// with one error line, and the configuration refuses more --shadow-ttl flags than that.
+TEST_F(RehearsalEngineTest, ShadowZonesPastTheBoundAreRefusedWithOneErrorLine) {
+  for (std::size_t i = 0; i < cache::ShadowTable::kMaxZones; ++i)
+    ASSERT_TRUE(control(fmt::format("shadow set z{}.test 60", i)).starts_with("ok: ")) << i;
+  const std::string r = control("shadow set one-too-many.test 60");
+  EXPECT_EQ(r, fmt::format("error: {} shadow zones are set, the most there can be; clear one "
+                           "first (shadow clear ZONE)\n",
+                           cache::ShadowTable::kMaxZones));
+  EXPECT_EQ(shared_.shadow.list().size(), cache::ShadowTable::kMaxZones);
+  EXPECT_EQ(control("shadow set z0.test 30"), "ok: shadow-ttl z0.test. 30\n");
+  EXPECT_EQ(control("shadow clear z1.test"), "ok: shadow clear z1.test.\n");
+  EXPECT_EQ(control("shadow set one-too-many.test 60"), "ok: shadow-ttl one-too-many.test. 60\n");
+}
+
+TEST(ShadowConfig, MoreShadowZonesThanTheBoundAreRefused) {
+  ParseOptions o;
+  o.local_addresses = std::vector<Endpoint>{};
+  std::vector<std::string> args{"hourglassd", "--upstream", "192.0.2.53"};
+  for (std::size_t i = 0; i <= cache::ShadowTable::kMaxZones; ++i) {
+    args.emplace_back("--shadow-ttl");
+    args.push_back(fmt::format("z{}.test=60", i));
+  }
+  std::vector<const char*> argv;
+  for (const auto& a : args)
+    argv.push_back(a.c_str());
+  auto r = parse_config(static_cast<int>(argv.size()), argv.data(), o);
+  ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));
+  const ConfigExit& e = std::get<ConfigExit>(r);
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(
+      e.message.find(fmt::format("--shadow-ttl \"z{}.test=60\"", cache::ShadowTable::kMaxZones)),
+      std::string::npos)
+      << e.message;
+  EXPECT_NE(e.message.find("at most 64 shadow zones"), std::string::npos) << e.message;
 }
 
 }  // namespace

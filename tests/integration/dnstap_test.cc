@@ -24,12 +24,14 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/child.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::integration {
 namespace {
 
+using test::Child;
 using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
@@ -87,55 +89,6 @@ uint16_t local_port(int fd) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
   return ntohs(sin.sin_port);
 }
-
-// A child process (fstrm_capture) with its output in a file; SIGKILLed if still running.
-class Child {
- public:
-  Child(std::vector<std::string> args, const std::string& log) {
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      execvp(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  void signal(int sig) const { kill(pid_, sig); }
-  /// Sends SIGTERM and waits (bounded) for the exit; true when it exited.
-  bool stop() {
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -290,7 +243,7 @@ TEST_F(Dnstap, UnixSocketToFstrmCapture) {
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(dig(port(), name + " A").status(), "NOERROR");
   stop_daemon();
-  ASSERT_TRUE(capture.stop()) << slurp(log);
+  ASSERT_TRUE(capture.stop(SIGTERM, Millis{10000})) << slurp(log);
   auto t = tally(read_with_dnstap_ldns(out));
   EXPECT_EQ((t["CQ " + name + ". A UDP 127.0.0.1"]), 3) << slurp(log);
   EXPECT_EQ((t["CR " + name + ". A UDP 127.0.0.1"]), 3);

@@ -35,10 +35,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/bytes.h"
 #include "dnstap/codec.h"
 #include "dnstap/reference_decoder.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/child.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/requires.h"
 
@@ -46,6 +48,7 @@ namespace hg::integration {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test::Child;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -98,77 +101,6 @@ uint16_t free_port(const char* ip) {
   }
   return 0;
 }
-
-// A child process (unbound, openssl s_server, tcpdump), output to `log`, killed with its
-// test binary (PR_SET_PDEATHSIG) and stopped by PID.
-class Child {
- public:
-  /// `open_stdin`: stdin is a pipe the test holds open (openssl s_server ends a connection
-  /// when its stdin ends); otherwise /dev/null.
-  Child(std::vector<std::string> argv, const std::string& log, bool open_stdin = false) {
-    int in_pipe[2] = {-1, -1};
-    if (open_stdin && pipe2(in_pipe, O_CLOEXEC) != 0) in_pipe[0] = in_pipe[1] = -1;
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      const int in = in_pipe[0] >= 0 ? in_pipe[0] : open("/dev/null", O_RDONLY);
-      if (in >= 0) dup2(in, 0);
-      std::vector<char*> args;
-      for (auto& a : argv)
-        args.push_back(a.data());
-      args.push_back(nullptr);
-      execvp(args[0], args.data());
-      _exit(127);
-    }
-    if (in_pipe[0] >= 0) close(in_pipe[0]);
-    stdin_ = in_pipe[1];
-  }
-  ~Child() {
-    stop(SIGTERM);
-    if (stdin_ >= 0) close(stdin_);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  /// Closes the stdin pipe (open_stdin): openssl s_server then ends its connection.
-  void close_stdin() {
-    if (stdin_ >= 0) close(stdin_);
-    stdin_ = -1;
-  }
-  bool running() {
-    if (pid_ <= 0) return false;
-    int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    for (int i = 0; i < 250; ++i) {
-      int st = 0;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(Millis{20});
-    }
-    kill(pid_, SIGKILL);
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
 
 // The certificates, made once for the whole suite.
 struct Pki {
@@ -345,8 +277,7 @@ class Capture {
       k.proto = static_cast<uint8_t>(p[9]);
       if (p.size() < ihl + 8) continue;
       auto be16 = [&](std::size_t i) {
-        return static_cast<uint16_t>((static_cast<uint8_t>(p[i]) << 8) |
-                                     static_cast<uint8_t>(p[i + 1]));
+        return base::load_u16(reinterpret_cast<const uint8_t*>(p.data() + i));
       };
       k.sport = be16(ihl);
       k.dport = be16(ihl + 2);
@@ -412,6 +343,21 @@ bool contains_ci(const std::string& hay, const std::string& needle) {
 
 class Dot : public ::testing::Test {
  protected:
+  // openssl s_server on `port` with the suite's certificate for dns.test: it completes the
+  // handshake, takes the queries and never answers (a server stalled mid-stream). Null if it
+  // does not accept connections within the bound.
+  std::unique_ptr<Child> start_stalled_server(uint16_t port) {
+    auto c = std::make_unique<Child>(
+        std::vector<std::string>{"openssl", "s_server", "-quiet", "-accept",
+                                 "127.0.0.1:" + std::to_string(port), "-cert", g_pki->pem("server"),
+                                 "-key", g_pki->key("server")},
+        dir_ + "/s_server.log", Child::Options{.open_stdin = true});
+    const bool up = eventually([&] {
+      return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)
+                 .exit_code == 0;
+    });
+    return up ? std::move(c) : nullptr;
+  }
   void SetUp() override {
     if (g_pki == nullptr) GTEST_SKIP() << "the openssl command could not make the certificates";
     if (run_command("which unbound", 5).exit_code != 0)
@@ -756,14 +702,8 @@ TEST_F(Dot, AServerThatStallsMidStreamDoesNotStallAnotherServer) {
   // openssl s_server completes the TLS handshake with a valid certificate for dns.test, then
   // reads the queries and never answers: a server stalled mid-stream.
   const uint16_t stall_port = free_port("127.0.0.1");
-  Child stalled(
-      {"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(stall_port),
-       "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
-      dir_ + "/s_server.log", true);
-  ASSERT_TRUE(eventually([&] {
-    return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(stall_port) + "'", 5)
-               .exit_code == 0;
-  })) << read_file(dir_ + "/s_server.log");
+  auto stalled = start_stalled_server(stall_port);
+  ASSERT_TRUE(stalled) << read_file(dir_ + "/s_server.log");
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
   start({"--upstream", ub.spec(), "--forward",
@@ -802,14 +742,8 @@ TEST_F(Dot, AStalledFirstServerOfTheListLosesItsQueriesToTheNextOne) {
   // The stalled server first in the list: its queries are not re-sent on its live
   // connection, but its timeouts make it suspect and the queries go to Unbound; none fails.
   const uint16_t stall_port = free_port("127.0.0.1");
-  Child stalled(
-      {"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(stall_port),
-       "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
-      dir_ + "/s_server.log", true);
-  ASSERT_TRUE(eventually([&] {
-    return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(stall_port) + "'", 5)
-               .exit_code == 0;
-  })) << read_file(dir_ + "/s_server.log");
+  auto stalled = start_stalled_server(stall_port);
+  ASSERT_TRUE(stalled) << read_file(dir_ + "/s_server.log");
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
   start({"--upstream", "tls://127.0.0.1:" + std::to_string(stall_port) + "#dns.test", "--upstream",
@@ -834,7 +768,7 @@ TEST_F(Dot, QueriesOnAConnectionThatDiesAreWrittenOnANewOneThenFail) {
   const std::string log = dir_ + "/s_server.log";
   Child server({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port),
                 "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
-               log, true);
+               log, {.open_stdin = true});
   ASSERT_TRUE(eventually([&] {
     return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)
                .exit_code == 0;

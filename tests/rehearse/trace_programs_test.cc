@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "tests/support/child.h"
 #include "tests/support/requires.h"
 
 #include <chrono>
@@ -23,6 +24,7 @@ namespace hg::rehearse {
 namespace {
 
 using namespace test;
+using hg::test::Child;
 using namespace std::chrono_literals;
 
 bool have(const char* prog) {
@@ -49,49 +51,6 @@ uint16_t free_port() {
   return 0;
 }
 
-/// A child process (fork+exec, dies with the test), stopped by its PID.
-class Proc {
- public:
-  Proc(std::vector<std::string> argv, const std::string& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::FILE* f = std::fopen(log.c_str(), "w");
-      if (f != nullptr) {
-        dup2(fileno(f), 1);
-        dup2(fileno(f), 2);
-      }
-      std::vector<char*> args;
-      for (auto& a : argv)
-        args.push_back(a.data());
-      args.push_back(nullptr);
-      execvp(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Proc() { stop(SIGKILL); }
-  Proc(const Proc&) = delete;
-  Proc& operator=(const Proc&) = delete;
-  /// Signals the process and waits (at most 10 s, then SIGKILL) for it to exit.
-  void stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    for (int i = 0; i < 1000; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 int run(const std::string& cmd) {
   return std::system((cmd + " >/dev/null 2>&1").c_str());
 }
@@ -113,8 +72,8 @@ class Knot {
         << dir.path.string()
         << "\n    global-module: mod-dnstap/tap\n"
            "zone:\n  - domain: example\n    file: example.zone\n";
-    proc_ = std::make_unique<Proc>(std::vector<std::string>{"knotd", "-c", dir.file("knot.conf")},
-                                   dir.file("knotd.log"));
+    proc_ = std::make_unique<Child>(std::vector<std::string>{"knotd", "-c", dir.file("knot.conf")},
+                                    dir.file("knotd.log"));
     port_ = port;
   }
   /// Polls until knotd answers (at most ~20 s on a loaded machine).
@@ -130,7 +89,7 @@ class Knot {
   void stop() { proc_->stop(SIGTERM); }
 
  private:
-  std::unique_ptr<Proc> proc_;
+  std::unique_ptr<Child> proc_;
   uint16_t port_ = 0;
 };
 
@@ -212,8 +171,8 @@ TEST(TracePrograms, TcpdumpLoopbackCapture) {
   ASSERT_TRUE(knot.ready());
   const std::string p = std::to_string(port);
   const std::string cap = dir.file("lo.pcap");
-  Proc tcpdump({"tcpdump", "-i", "lo", "-U", "-Z", "root", "-w", cap, "port", p},
-               dir.file("tcpdump.log"));
+  Child tcpdump({"tcpdump", "-i", "lo", "-U", "-Z", "root", "-w", cap, "port", p},
+                dir.file("tcpdump.log"));
   // Wait for "listening on lo" before sending anything.
   bool listening = false;
   for (int i = 0; i < 100 && !listening; ++i) {

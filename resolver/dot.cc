@@ -30,6 +30,7 @@ namespace {
 constexpr std::size_t kHeader = 12;
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr int kReadsPerWake = 32;
+constexpr long kWriteBuffer = 32 * 1024;  // the bound of in-flight queries fits, as records
 // A query is written to at most this many connections: the one that died under it and one
 // more; then it fails (NetworkError) and Upstream moves it to the next server.
 constexpr uint8_t kMaxConnectionsPerQuery = 2;
@@ -367,8 +368,8 @@ DotChannel::~DotChannel() {
 bool DotChannel::send(uint16_t id, std::span<const uint8_t> message) {
   if (loop_.now() < held_off_until_) return false;
   if (!pending_.add(id, message, loop_.now() + lifetime_)) return false;
-  // Written at the end of the iteration: the queries of one iteration share a TLS record and
-  // a system call, and no Sink call can happen inside send().
+  // Written at the end of the iteration: the queries of one iteration share a system call
+  // (one TLS record each, see flush()), and no Sink call can happen inside send().
   if (!kick_scheduled_) {
     kick_scheduled_ = true;
     std::weak_ptr<bool> alive = alive_;
@@ -452,7 +453,21 @@ void DotChannel::continue_connect() {
   }
   ssl_ = ssl;
   SSL_set_ex_data(ssl, ex_index(), this);
-  SSL_set_fd(ssl, fd_);
+  // Writes go through a buffering BIO: flush() gives each DNS message a TLS record of its own
+  // and sends the records of one iteration with one system call (BIO_flush). Some DoT
+  // servers (dnsdist 1.7) read only the first message of a record until more bytes arrive.
+  BIO* rsock = BIO_new_socket(fd_, BIO_NOCLOSE);
+  BIO* wsock = BIO_new_socket(fd_, BIO_NOCLOSE);
+  BIO* wbuffer = BIO_new(BIO_f_buffer());
+  if (rsock == nullptr || wsock == nullptr || wbuffer == nullptr ||
+      BIO_set_write_buffer_size(wbuffer, kWriteBuffer) != 1) {
+    BIO_free(rsock);
+    BIO_free(wsock);
+    BIO_free(wbuffer);
+    connect_failed("cannot set up the TLS connection's buffers: " + ssl_errors());
+    return;
+  }
+  SSL_set_bio(ssl, rsock, BIO_push(wbuffer, wsock));
   if (!target_.auth_name.empty()) {
     // Strict: the chain must verify and name the authentication name (RFC 8310 §5).
     SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
@@ -552,7 +567,9 @@ void DotChannel::flush() {
   SSL* ssl = as_ssl(ssl_);
   bool want_write = false;
   while (wstart_ < wbuf_.size()) {
-    const std::size_t len = retry_len_ != 0 ? retry_len_ : wbuf_.size() - wstart_;
+    if (wstart_ >= msg_end_)  // the next framed message: one SSL_write, its own record(s)
+      msg_end_ = std::min(wbuf_.size(), wstart_ + 2 + get16(wbuf_.data() + wstart_));
+    const std::size_t len = retry_len_ != 0 ? retry_len_ : msg_end_ - wstart_;
     ERR_clear_error();
     const int n = SSL_write(ssl, wbuf_.data() + wstart_, static_cast<int>(len));
     if (n > 0) {
@@ -574,6 +591,17 @@ void DotChannel::flush() {
   if (wstart_ == wbuf_.size()) {
     wbuf_.clear();
     wstart_ = 0;
+    msg_end_ = 0;
+  }
+  if (!want_write) {  // every record is in the buffering BIO: send them
+    BIO* wbio = SSL_get_wbio(ssl);
+    if (BIO_flush(wbio) != 1) {
+      if (!BIO_should_retry(wbio)) {
+        connection_failed("write failed: " + std::string(std::strerror(errno)));
+        return;
+      }
+      want_write = true;
+    }
   }
   loop_.modify_fd(fd_, want_write ? Interest::ReadWrite : Interest::Read);
 }
@@ -617,7 +645,7 @@ void DotChannel::read_all() {
   }
   if (answered && state_ == State::Open) {
     fill_writes();  // room for queries waiting on the in-flight bound
-    if (!wbuf_.empty()) flush();
+    if (!wbuf_.empty() || BIO_wpending(SSL_get_wbio(ssl)) > 0) flush();
   }
   arm_timer();
 }
@@ -635,6 +663,7 @@ void DotChannel::close_connection() {
   state_ = State::Idle;
   wbuf_.clear();
   wstart_ = 0;
+  msg_end_ = 0;
   retry_len_ = 0;
   reader_.reset();
 }

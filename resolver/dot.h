@@ -226,6 +226,7 @@ class DotChannel {
   void* session_ = nullptr;    // SSL_SESSION* kept for resumption
   std::vector<uint8_t> wbuf_;  // framed queries not yet taken by SSL_write
   std::size_t wstart_ = 0;
+  std::size_t msg_end_ = 0;    // end in wbuf_ of the message being written (one record each)
   std::size_t retry_len_ = 0;  // SSL_write must be retried with the same length
   std::vector<uint8_t> rbuf_;
   dot::StreamReader reader_;

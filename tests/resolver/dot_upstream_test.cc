@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -136,6 +137,12 @@ class TlsServer {
     return queries_;
   }
   int connections() const { return connections_; }
+  /// The byte count of every SSL_read, in order: one TLS record each (no read-ahead, and a
+  /// record larger than the 4096-byte chunk never comes from the channel's queries).
+  std::vector<std::size_t> reads() const {
+    std::lock_guard lock(mu_);
+    return reads_;
+  }
   /// Connections that have ended (the client closed, or the script did).
   int closed() const { return closed_; }
 
@@ -163,6 +170,10 @@ class TlsServer {
           const int err = SSL_get_error(ssl, n);
           if (err == SSL_ERROR_WANT_READ || (err == SSL_ERROR_SYSCALL && errno == EAGAIN)) continue;
           break;
+        }
+        {
+          std::lock_guard lock(mu_);
+          reads_.push_back(static_cast<std::size_t>(n));
         }
         buf.insert(buf.end(), chunk, chunk + n);
         while (buf.size() >= 2 && buf.size() >= 2u + ((buf[0] << 8) | buf[1])) {
@@ -199,6 +210,7 @@ class TlsServer {
   std::atomic<int> closed_{0};
   mutable std::mutex mu_;
   std::vector<Bytes> queries_;
+  std::vector<std::size_t> reads_;
 };
 
 struct Outcome {
@@ -290,6 +302,38 @@ TEST_F(DotUpstream, AnswersInReverseOrderReachTheirOwnQueries) {
     ASSERT_GE(q.size(), opt + 15);
     EXPECT_EQ((q[opt + 11] << 8) | q[opt + 12], 12);
   }
+}
+
+// dnsdist 1.7 reads only the first DNS message of a TLS record until more bytes arrive: the
+// queries of one loop iteration (sent here before the loop runs) must each have a record of
+// their own, or all but the first wait for the next record (and time out when none comes).
+TEST_F(DotUpstream, QueriesOfOneIterationAreWrittenOneTlsRecordEach) {
+  TlsServer server(id_,
+                   [&](int, const Bytes& q) { return std::vector<Bytes>{frame(answer_to(q, 1))}; });
+  auto up = make(server);
+  ASSERT_TRUE(up);
+  Outcome warm;
+  ASSERT_TRUE(up->send(make_query("warm"), record(warm)));
+  run_until([&] { return warm.done; });  // the connection is open: the next writes are a batch
+  ASSERT_TRUE(warm.done);
+  Outcome o[5];
+  const char* labels[5] = {"a", "b", "c", "d", "e"};
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(up->send(make_query(labels[i]), record(o[i])));
+  run_until([&] {
+    return std::all_of(std::begin(o), std::end(o), [](const Outcome& x) { return x.done; });
+  });
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(o[i].done) << i;
+    EXPECT_EQ(o[i].status, UpstreamStatus::Ok) << i;
+  }
+  const std::vector<Bytes> queries = server.queries();
+  const std::vector<std::size_t> reads = server.reads();
+  ASSERT_EQ(queries.size(), 6u);
+  ASSERT_EQ(reads.size(), queries.size()) << "some queries shared a TLS record";
+  for (std::size_t i = 0; i < reads.size(); ++i)
+    EXPECT_EQ(reads[i], 2 + queries[i].size()) << "record " << i;
+  EXPECT_EQ(server.connections(), 1);
 }
 
 TEST_F(DotUpstream, AForgedIdAndAReplayedAnswerAreDroppedAndCounted) {

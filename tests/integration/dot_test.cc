@@ -42,6 +42,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/child.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 #include "tests/support/requires.h"
 
 namespace hg::integration {
@@ -52,6 +53,7 @@ using test::Child;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
+using test::free_port;
 
 template <class F>
 bool eventually(F pred, Millis limit = Millis{10000}) {
@@ -78,28 +80,6 @@ bool sh(const std::string& cmd) {
   const auto r = run_command(cmd, 30);
   if (r.exit_code != 0) ADD_FAILURE() << cmd << "\n" << r.output;
   return r.exit_code == 0;
-}
-
-// A port free for TCP and UDP on `ip` (bound and released; Unbound binds it right after).
-uint16_t free_port(const char* ip) {
-  for (int i = 0; i < 20; ++i) {
-    const int t = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    inet_pton(AF_INET, ip, &sin.sin_addr);
-    socklen_t len = sizeof sin;
-    if (t < 0 || bind(t, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0 ||
-        getsockname(t, reinterpret_cast<sockaddr*>(&sin), &len) != 0) {
-      if (t >= 0) close(t);
-      continue;
-    }
-    close(t);
-    const int u = socket(AF_INET, SOCK_DGRAM, 0);
-    const bool ok = u >= 0 && bind(u, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0;
-    if (u >= 0) close(u);
-    if (ok) return ntohs(sin.sin_port);
-  }
-  return 0;
 }
 
 // The certificates, made once for the whole suite.

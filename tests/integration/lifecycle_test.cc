@@ -12,6 +12,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::integration {
 namespace {
@@ -19,21 +20,9 @@ namespace {
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
+using test::free_port;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
-
-// A loopback port free for UDP at the moment of asking.
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-  socklen_t len = sizeof sin;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
-  close(fd);
-  return ntohs(sin.sin_port);
-}
 
 TEST(Lifecycle, SigtermExitsZero) {
   FakeUpstream upstream;

@@ -36,6 +36,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::integration {
 namespace {
@@ -43,19 +44,8 @@ namespace {
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
+using test::free_port;
 using Clock = std::chrono::steady_clock;
-
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-  socklen_t len = sizeof sin;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
-  ::close(fd);
-  return ntohs(sin.sin_port);
-}
 
 // A resolver under test: started for one scenario, stopped by its PID afterwards.
 class Resolver {

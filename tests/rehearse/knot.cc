@@ -49,25 +49,6 @@ int bound_socket(int type, uint16_t& port) {
 
 }  // namespace
 
-uint16_t free_port() {
-  // A port free for both UDP and TCP (knotd binds both), tried a few times.
-  for (int i = 0; i < 20; ++i) {
-    uint16_t port = 0;
-    int u = bound_socket(SOCK_DGRAM, port);
-    if (u < 0) continue;
-    int t = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons(port);
-    const bool ok = t >= 0 && bind(t, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0;
-    if (t >= 0) close(t);
-    close(u);
-    if (ok) return port;
-  }
-  return 0;
-}
-
 SilentPort::SilentPort() {
   fd_ = bound_socket(SOCK_DGRAM, port_);
 }

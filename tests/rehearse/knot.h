@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/command.h"
+#include "tests/support/ports.h"
 
 namespace hg::rehearse_test {
 
@@ -66,8 +67,7 @@ class Unbound {
   pid_t pid_ = -1;
 };
 
-/// A port on 127.0.0.1 that was free a moment ago (bound with port 0 and closed).
-uint16_t free_port();
+using test::free_port;  // tests/support/ports.h
 /// A UDP port on 127.0.0.1 on which a socket is bound that never answers: queries to it time
 /// out. Kept open by the returned object.
 class SilentPort {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "tests/support/child.h"
+#include "tests/support/ports.h"
 #include "tests/support/requires.h"
 
 #include <chrono>
@@ -25,30 +26,11 @@ namespace {
 
 using namespace test;
 using hg::test::Child;
+using hg::test::free_port;
 using namespace std::chrono_literals;
 
 bool have(const char* prog) {
   return std::system((std::string("command -v ") + prog + " >/dev/null 2>&1").c_str()) == 0;
-}
-
-/// A free loopback port for both UDP and TCP (kernel-chosen; a small race is accepted).
-uint16_t free_port() {
-  for (int tries = 0; tries < 20; ++tries) {
-    const int t = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    bind(t, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    getsockname(t, reinterpret_cast<sockaddr*>(&a), &len);
-    const uint16_t port = ntohs(a.sin_port);
-    const int u = socket(AF_INET, SOCK_DGRAM, 0);
-    const bool udp_ok = bind(u, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(u);
-    close(t);
-    if (udp_ok) return port;
-  }
-  return 0;
 }
 
 int run(const std::string& cmd) {

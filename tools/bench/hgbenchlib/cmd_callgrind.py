@@ -137,21 +137,24 @@ def inclusive_of(text, pattern):
 
 
 def strace_table(text, count):
-    """System calls and errors per query from `strace -c` output."""
-    out = []
+    """System calls and errors per query from `strace -c` output. Its columns are right-
+    aligned under the header (% time, seconds, usecs/call, calls, errors, syscall) and
+    may be empty (errors; usecs/call on the total line of some versions): each figure is
+    taken by where it ends, not by its place in the line."""
+    out, ends = [], None
     for line in text.splitlines():
+        if ends is None:
+            if "calls" in line and "errors" in line:
+                ends = {m.group(): m.end() for m in re.finditer(r"\S+", line)}
+            continue
         f = line.split()
         if len(f) < 4 or not re.fullmatch(r"[0-9.]+", f[0]):
             continue
-        # % time, seconds, [usecs/call,] calls, [errors,] name: the total line has no
-        # usecs/call; errors is left empty where there were none.
-        nums = f[2:-1]
-        if f[-1] != "total":
-            nums = nums[1:]
-        if 1 <= len(nums) <= 2 and all(n.isdigit() for n in nums):
-            calls = int(nums[0])
-            errs = int(nums[1]) if len(nums) == 2 else 0
-            out.append(f"  {f[-1]:<14} {calls / count:6.2f} calls  {errs / count:6.2f} errors")
+        at = {m.end(): m.group() for m in re.finditer(r"\S+", line)}
+        calls, errs = at.get(ends["calls"], ""), at.get(ends["errors"], "0")
+        if calls.isdigit() and errs.isdigit():
+            out.append(f"  {f[-1]:<14} {int(calls) / count:6.2f} calls  "
+                       f"{int(errs) / count:6.2f} errors")
     return out
 
 

@@ -86,10 +86,20 @@ class Procs:
     def stop(self, pid, timeout=10.0):
         """SIGCONT, SIGTERM, up to timeout seconds for it to exit, then SIGKILL. A PID not
         started here is left alone. Returns the exit status (None if it was not ours)."""
-        entry = self.started.pop(pid, None)
+        entry = self.started.get(pid)
         if entry is None:
             return None
         _, p = entry
+        try:
+            return self._stop(pid, p, timeout)
+        finally:
+            # Forgotten only once reaped: if a signal cuts this short, stop_all() still
+            # knows the process and stops it again.
+            if p.returncode is not None:
+                self.started.pop(pid, None)
+
+    @staticmethod
+    def _stop(pid, p, timeout):
         if p.poll() is None:
             for sig in (signal.SIGCONT, signal.SIGTERM):
                 try:

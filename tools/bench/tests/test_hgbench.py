@@ -298,17 +298,21 @@ Ir                 file:function
         self.assertEqual(sorted(dumps.values()), [44, 123456])
 
     def test_strace_table(self):
+        # strace 6: usecs/call on the total line too; older ones leave it (and errors) blank
         text = """% time     seconds  usecs/call     calls    errors syscall
 ------ ----------- ----------- --------- --------- ----------------
  60.00    0.006000           3      2000           sendmmsg
  40.00    0.004000           1      4000      1000 recvmmsg
 ------ ----------- ----------- --------- --------- ----------------
-100.00    0.010000                  6000      1000 total
+100.00    0.010000           1      6000      1000 total
+100.00    0.010000                  6000           total
 """
         self.assertEqual(cmd_callgrind.strace_table(text, 1000), [
             "  sendmmsg         2.00 calls    0.00 errors",
             "  recvmmsg         4.00 calls    1.00 errors",
-            "  total            6.00 calls    1.00 errors"])
+            "  total            6.00 calls    1.00 errors",
+            "  total            6.00 calls    0.00 errors"])
+        self.assertEqual(cmd_callgrind.strace_table("no table here\n", 1000), [])
 
 
 class Sched(unittest.TestCase):
@@ -373,6 +377,23 @@ class Processes(unittest.TestCase):
             self.assertLess(time.monotonic() - t0, 10)
             self.assertFalse(ps.alive(pid))
             self.assertEqual(ps.started, {})
+
+    def test_a_stop_cut_short_by_a_signal_is_finished_by_stop_all(self):
+        ps = procs.Procs("test")
+        pid = ps.start("sleeper", ["sleep", "60"])
+        popen = ps.started[pid][1]
+        real_wait = popen.wait
+
+        def interrupted_wait(timeout=None):
+            popen.wait = real_wait
+            raise procs.Interrupted(signal.SIGINT)
+        popen.wait = interrupted_wait
+        with self.assertRaises(procs.Interrupted):
+            ps.stop(pid)
+        self.assertIn(pid, ps.started)  # still known: not yet reaped
+        ps.stop_all()
+        self.assertEqual(ps.started, {})
+        self.assertIsNotNone(popen.returncode)
 
     def test_only_started_processes_are_signalled(self):
         ps = procs.Procs("test")

@@ -153,7 +153,7 @@ U_PLAIN, U_TLS, FW_PORT = 35470, 35471, 35472
 def miss_main(a, ps):
     s = Settings(a)
     common.need("unbound", "dnsperf", "openssl", "taskset")
-    work = tempfile_dir("dot-miss")
+    work = common.work_dir("dot-miss")
     make_certs(work)
     confs.write(f"{work}/upstream.conf", confs.unbound_dot_upstream(
         work, U_PLAIN, U_TLS, f"{work}/server.key", f"{work}/server.pem"))
@@ -206,10 +206,6 @@ def miss_main(a, ps):
     print(f"dot-miss: raw results in {work}/results.tsv, dnsperf outputs and logs in {work}")
 
 
-def tempfile_dir(name):
-    return common.work_dir(name)
-
-
 # ------------------------------------------------------------------ dot-dnsdist
 DU_PLAIN, DU_TLS, D_PLAIN, D_TLS, DFW_PORT = 35480, 35481, 35482, 35483, 35484
 
@@ -229,7 +225,7 @@ def dnsdist_main(a, ps):
     for fw in forwarders:
         if fw not in ("hg-udp", "hg-dot"):
             raise BenchError(f"unknown forwarder {fw} in FORWARDERS")
-    work = tempfile_dir("dot-dnsdist")
+    work = common.work_dir("dot-dnsdist")
     make_certs(work)
     confs.write(f"{work}/upstream.conf", confs.unbound_dot_upstream(
         work, DU_PLAIN, DU_TLS, f"{work}/server.key", f"{work}/server.pem"))

@@ -218,10 +218,10 @@ class Bench:
         if s.pause_others:
             self.pause_others(fw, signal.SIGSTOP)
         pid = self.pid[fw]
-        t0, c0a, c1a, s0 = stats.cpu_ticks(pid), stats.cpu_line(0), stats.cpu_line(1), time.time()
+        t0, c0a, c1a, s0 = stats.cpu_ticks(pid), stats.cpu_line(0), stats.cpu_line(1), time.monotonic()
         r = dnsperf.run(out, self.port[fw], qf, "-c", s.clients, "-t", "2", *args,
                         timeout=90, cpu=1)
-        s1, t1, c0b, c1b = time.time(), stats.cpu_ticks(pid), stats.cpu_line(0), stats.cpu_line(1)
+        s1, t1, c0b, c1b = time.monotonic(), stats.cpu_ticks(pid), stats.cpu_line(0), stats.cpu_line(1)
         if s.pause_others:
             self.pause_others(fw, signal.SIGCONT)
         row = {"round": rnd, "fw": fw, "test": test, "qps": round(r.qps), "sent": r.sent,

@@ -5,7 +5,6 @@ import argparse
 import glob
 import os
 import re
-import shutil
 
 from . import common, confs, dnsperf, procs, stats
 from .procs import BenchError
@@ -190,15 +189,8 @@ def miss_main(a, ps):
     common.need(*tools)
     hgd = common.hgd()
     common.need_binary(hgd)
-    work = common.work_dir("miss-callgrind")
-    try:
-        _miss(a, ps, work, hgd)
-    finally:
-        ps.stop_all()
-        if a.keep:
-            print(f"miss-callgrind: dumps kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    common.in_work_dir(ps, "miss-callgrind", a.keep, lambda work: _miss(a, ps, work, hgd),
+                       "dumps")
 
 
 def _miss(a, ps, work, hgd):
@@ -281,15 +273,8 @@ def dnstap_main(a, ps):
     common.need("valgrind", "callgrind_control", "callgrind_annotate", "dnsperf", "knotd")
     hgd = common.hgd()
     common.need_binary(hgd)
-    work = common.work_dir("dnstap-callgrind")
-    try:
-        _dnstap(a, ps, work, hgd)
-    finally:
-        ps.stop_all()
-        if a.keep:
-            print(f"dnstap-callgrind: dumps kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    common.in_work_dir(ps, "dnstap-callgrind", a.keep, lambda work: _dnstap(a, ps, work, hgd),
+                       "dumps")
 
 
 def _dnstap(a, ps, work, hgd):

@@ -57,12 +57,9 @@ def main(a, ps):
             and miss_qps >= 100):
         raise BenchError("ROUNDS 1..10, HIT_SECONDS 1..60, MISS_N at most NAMES - 1000, "
                          "MISS_QPS at least 100")
-    work = common.work_dir("fleet-bench")
-    try:
-        _fleet(ps, work, hg, names, hit_seconds, rounds, miss_n, miss_qps)
-    finally:
-        ps.stop_all()
-        shutil.rmtree(work, ignore_errors=True)
+    common.in_work_dir(ps, "fleet-bench", False,
+                       lambda work: _fleet(ps, work, hg, names, hit_seconds, rounds, miss_n,
+                                           miss_qps))
 
 
 def _fleet(ps, work, hg, names, hit_seconds, rounds, miss_n, miss_qps):

@@ -68,13 +68,6 @@ def add_parser(sub):
     t.set_defaults(func=together_main, name="lat-together")
 
 
-def _keep_or_remove(a, work, name, what="outputs"):
-    if a.keep:
-        print(f"{name}: {what} kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def start_server(ps, kind, work, port, up, hgd, floor, log):
     if kind == "hourglass":
         argv = [hgd, "--listen", f"127.0.0.1:{port}", "--upstream", f"127.0.0.1:{up}",
@@ -174,12 +167,7 @@ def sched_main(a, ps):
     common.need("perf", "dnsperf", "knotd", "taskset")
     hgd, floor = common.hgd(), common.release("tools/bench/hg-bench-floor")
     common.need_binary(hgd if a.server == "hourglass" else floor, "cmake --build build-release")
-    work = common.work_dir("lat-sched")
-    try:
-        _sched(a, ps, work, hgd, floor)
-    finally:
-        ps.stop_all()
-        _keep_or_remove(a, work, "lat-sched")
+    common.in_work_dir(ps, "lat-sched", a.keep, lambda work: _sched(a, ps, work, hgd, floor))
 
 
 def _sched(a, ps, work, hgd, floor):
@@ -237,12 +225,8 @@ def together_main(a, ps):
     hgd, floor = common.hgd(), common.release("tools/bench/hg-bench-floor")
     for b in (hgd, floor):
         common.need_binary(b, "cmake --build build-release")
-    work = common.work_dir("lat-together")
-    try:
-        _together(a, ps, work, servers, hgd, floor)
-    finally:
-        ps.stop_all()
-        _keep_or_remove(a, work, "lat-together")
+    common.in_work_dir(ps, "lat-together", a.keep,
+                       lambda work: _together(a, ps, work, servers, hgd, floor))
 
 
 ROW = "{:<10} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}"

@@ -73,6 +73,20 @@ def work_dir(name):
     return tempfile.mkdtemp(prefix=f"hg-{name}.", dir="/tmp")
 
 
+def in_work_dir(ps, name, keep, body, what="outputs"):
+    """Runs body(work) in a new work dir. Afterwards (also on an error) stops every process
+    `ps` started, and removes the dir unless `keep`, in which case it says where it is."""
+    work = work_dir(name)
+    try:
+        return body(work)
+    finally:
+        ps.stop_all()
+        if keep:
+            print(f"{name}: {what} kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def loadavg3():
     with open("/proc/loadavg", encoding="ascii") as f:
         return " ".join(f.read().split()[:3])

@@ -167,6 +167,38 @@ uint16_t get16(const uint8_t* p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
 }
 
+// Whether a datagram read from an attempt's (unconnected) socket came from the server's
+// address and port.
+bool from_server(const Endpoint& server, const sockaddr_storage& from, socklen_t len) {
+  if (server.family() == AF_INET) {
+    if (from.ss_family != AF_INET || len < static_cast<socklen_t>(sizeof(sockaddr_in)))
+      return false;
+    const auto& f = reinterpret_cast<const sockaddr_in&>(from);
+    return f.sin_port == server.v4().sin_port && f.sin_addr.s_addr == server.v4().sin_addr.s_addr;
+  }
+  if (from.ss_family != AF_INET6 || len < static_cast<socklen_t>(sizeof(sockaddr_in6)))
+    return false;
+  const auto& f = reinterpret_cast<const sockaddr_in6&>(from);
+  return f.sin6_port == server.v6().sin6_port &&
+         std::memcmp(&f.sin6_addr, &server.v6().sin6_addr, sizeof(in6_addr)) == 0;
+}
+
+// Empties a socket's error queue (IP_RECVERR): what is queued there keeps the socket
+// reporting EPOLLERR. Bounded, like every read of an attempt's socket.
+void drain_error_queue(int fd) {
+  uint8_t data[64];
+  uint8_t control[512];
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    iovec iov{data, sizeof data};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0 && errno != EINTR) return;
+  }
+}
+
 }  // namespace
 
 struct Upstream::Server {
@@ -1079,8 +1111,8 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
   namespace uw = upstream_wire;
   Server& s = *a.server;
   Query& q = *a.query;
-  // The socket is connected to the server: the kernel has checked the address and port it
-  // came from. It is the attempt's own, so only the attempt's ID answers it.
+  // read_attempt() has checked the address and port it came from. The socket is the
+  // attempt's own, so only the attempt's ID answers it.
   if (d.size() < kHeaderSize || (d[2] & 0x80) == 0) {
     bump(s.stats->dropped_wrong_question);  // not a DNS response at all
     return false;
@@ -1139,9 +1171,13 @@ void Upstream::read_attempt(Attempt& a) {
   Server& s = *a.server;
   ++q.busy;
   for (int i = 0; i < kReadsPerWake && a.port != nullptr; ++i) {
-    const ssize_t n = recv(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0);
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    const ssize_t n = recvfrom(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0,
+                               reinterpret_cast<sockaddr*>(&from), &from_len);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      drain_error_queue(a.port->fd);
       // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
       // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
       // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
@@ -1151,6 +1187,11 @@ void Upstream::read_attempt(Attempt& a) {
         handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
       }
       break;
+    }
+    if (!from_server(s.endpoint, from, from_len)) {
+      bump(s.stats
+               ->dropped_wrong_source);  // the kernel does not filter: the socket is not connected
+      continue;
     }
     const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
     if (!accept_datagram(a, d)) continue;
@@ -1210,6 +1251,14 @@ Upstream::PortSocket* Upstream::take_port(int family) {
   }
   const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return nullptr;
+  // Not connected, so ICMP errors for its datagrams are reported only with RECVERR (then
+  // as the socket's error, ECONNREFUSED etc., and in its error queue).
+  const int on = 1;
+  if ((family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on)
+                          : setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on)) != 0) {
+    close(fd);
+    return nullptr;
+  }
   auto owned = std::make_unique<PortSocket>(PortSocket{fd, family, ports_.size(), nullptr});
   PortSocket* p = owned.get();
   if (!loop_.add_fd(fd, Interest::Read, [this, p](FdEvents) { on_port_readable(*p); })) {
@@ -1245,7 +1294,10 @@ void Upstream::on_port_readable(PortSocket& p) {
   // Idle: a datagram that came in before its attempt gave the port up (a late duplicate).
   // Nothing can arrive once it is disconnected, so this ends; but never spin on it.
   for (int i = 0; i < kReadsPerWake; ++i) {
-    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) return;
+    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) drain_error_queue(p.fd);
+      return;
+    }
   }
   close_port(&p);
 }
@@ -1255,9 +1307,10 @@ void Upstream::close_attempt_socket(Attempt& a) {
   if (p == nullptr) return;
   a.port = nullptr;
   p->attempt = nullptr;
-  // Disconnecting a socket whose port the kernel chose also unbinds that port: a datagram to
-  // it is refused from now on, as after close(), and the next connect() picks a new random
-  // one. One cheap system call in place of close(), socket() and an epoll registration.
+  // Disconnecting a socket whose port the kernel chose (at its first sendto) also unbinds
+  // that port: a datagram to it is refused from now on, as after close(), and the next
+  // sendto() binds a new random one. One cheap system call in place of close(), socket()
+  // and an epoll registration.
   auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
   sockaddr unspec{};
   unspec.sa_family = AF_UNSPEC;
@@ -1301,12 +1354,11 @@ ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
     a->local_error = true;
     return static_cast<ares_ssize_t>(bytes.size());
   }
-  // connect() binds a kernel-chosen ephemeral port (random since Linux 4.x, RFC 6056) and
-  // makes the kernel drop datagrams from any other address or port; ICMP errors for this
-  // datagram come back on this socket only.
-  if (connect(p->fd, s.endpoint.sockaddr_ptr(), s.endpoint.sockaddr_len()) != 0 ||
-      ::send(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
-          static_cast<ssize_t>(bytes.size())) {
+  // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
+  // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
+  // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
+  if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
+               s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
     const int err = errno;
     close_port(p);
     errno = err;

@@ -33,7 +33,7 @@ struct Summary {
   uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
            edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
   uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
-           socket_errors = 0, reclaimed = 0;
+           wrong_source = 0, socket_errors = 0, reclaimed = 0;
   uint64_t tls_handshakes = 0, tls_resumptions = 0, tls_reused = 0, tls_verify_failures = 0,
            tls_connection_failures = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
@@ -70,6 +70,7 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.wrong_port += get(s->dropped_wrong_port);
       m.wrong_id += get(s->dropped_wrong_id);
       m.wrong_question += get(s->dropped_wrong_question);
+      m.wrong_source += get(s->dropped_wrong_source);
       m.socket_errors += get(s->socket_errors);
       m.reclaimed += get(s->sockets_reclaimed);
       m.tls_handshakes += get(s->tls_handshakes);
@@ -109,10 +110,11 @@ std::string upstreams_text(const UpstreamBoard& board) {
     out += fmt::format(
         " loss={:.2f}% retransmit_wait_ms={} spurious_retransmissions={} "
         "needed_retransmissions={} retransmissions_withheld={} dropped_wrong_port={} "
-        "dropped_wrong_id={} dropped_wrong_question={} socket_errors={} sockets_reclaimed={}\n",
+        "dropped_wrong_id={} dropped_wrong_question={} dropped_wrong_source={} socket_errors={} "
+        "sockets_reclaimed={}\n",
         static_cast<double>(s.loss_ppm.load()) / 1e4, ms(s.patience_us.load()), m.spurious,
-        m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.socket_errors,
-        m.reclaimed);
+        m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.wrong_source,
+        m.socket_errors, m.reclaimed);
     if (s.tls.load()) {  // DNS over TLS: the connection's story, on the same line
       out.pop_back();
       out += fmt::format(
@@ -177,6 +179,10 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_dropped_wrong_question_total", "counter",
          "Replies dropped: not a response, or not to the question asked.",
          [](const Summary& m) { return m.wrong_question; });
+  family("hourglass_upstream_server_dropped_wrong_source_total", "counter",
+         "Datagrams dropped: sent to a query's port from another address or port than the "
+         "server's.",
+         [](const Summary& m) { return m.wrong_source; });
   family("hourglass_upstream_server_socket_errors_total", "counter",
          "Queries for which no socket of their own could be opened.",
          [](const Summary& m) { return m.socket_errors; });

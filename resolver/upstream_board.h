@@ -50,6 +50,9 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> dropped_wrong_port{0};
   std::atomic<uint64_t> dropped_wrong_id{0};
   std::atomic<uint64_t> dropped_wrong_question{0};
+  /// Datagrams dropped on an attempt's socket because they came from another address or
+  /// port than the server's (the socket is not connected; the check is ours).
+  std::atomic<uint64_t> dropped_wrong_source{0};
   /// Attempts for which no socket could be had (descriptors or memory ran out).
   std::atomic<uint64_t> socket_errors{0};
   /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).

@@ -773,6 +773,50 @@ TEST_F(UpstreamTest, APortGivenUpAfterItsAnswerRefusesLaterDatagrams) {
   close(probe);
 }
 
+// The attempt's socket is not connected (a sendto per attempt binds its port), so the
+// source check is ours: a reply with the right ID and question, at the right port, but from
+// another address or another port than the server's, is not an answer.
+TEST_F(UpstreamTest, AReplyFromAnotherAddressOrPortIsDroppedAndCounted) {
+  fake.on("forged.example", FakeReply::dropped());
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 600ms, .board = &board});
+  Outcome forged;
+  (void)up->send(make_query("forged.example", 1), record(forged));
+  run_until([&] { return fake.queries("forged.example") == 1; });
+  ASSERT_EQ(fake.queries("forged.example"), 1u);
+  const auto sent = fake.received()[0];
+  std::vector<uint8_t> reply = sent.bytes;  // the query as sent: its ID, its letter case
+  reply[2] |= 0x80;                         // QR: a response (NOERROR, no records)
+  reply[3] |= 0x80;                         // RA
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(sent.source_port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // From another port of the server's address, and from the server's port at another
+  // loopback address.
+  struct Source {
+    uint32_t address;
+    uint16_t port;
+  };
+  for (const Source from : {Source{INADDR_LOOPBACK, 0}, Source{0x7f000002, fake.port()}}) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    me.sin_addr.s_addr = htonl(from.address);
+    me.sin_port = htons(from.port);
+    ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&me), sizeof me), 0);
+    ASSERT_EQ(sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<const sockaddr*>(&to),
+                     sizeof to),
+              static_cast<ssize_t>(reply.size()));
+    close(fd);
+  }
+  run_until([&] { return stats_of(board).dropped_wrong_source.load() >= 2; });
+  EXPECT_EQ(stats_of(board).dropped_wrong_source.load(), 2u);
+  run_until([&] { return forged.done; });
+  EXPECT_EQ(forged.status, UpstreamStatus::Timeout);  // neither forgery was taken
+}
+
 TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.12")}));
   fake.on("open.example", FakeReply::dropped());

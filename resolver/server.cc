@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "resolver/control.h"
-#include "resolver/fleet_auth.h"
+#include "resolver/ops/control.h"
+#include "resolver/fleet/fleet_auth.h"
 #include "resolver/log.h"
-#include "resolver/metrics.h"
-#include "resolver/warm_restart.h"
+#include "resolver/ops/metrics.h"
+#include "resolver/ops/warm_restart.h"
 
 namespace hg::resolver {
 

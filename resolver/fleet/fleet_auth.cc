@@ -1,4 +1,4 @@
-#include "resolver/fleet_auth.h"
+#include "resolver/fleet/fleet_auth.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "base/bytes.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/redis_value.h"
 
 namespace hg::resolver::fleet {
 

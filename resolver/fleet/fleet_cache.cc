@@ -1,4 +1,4 @@
-#include "resolver/redis_l2.h"
+#include "resolver/fleet/fleet_cache.h"
 
 #include <fmt/core.h>
 #include <hiredis/async.h>
@@ -9,9 +9,9 @@
 #include <random>
 
 #include "base/wall_clock.h"
-#include "resolver/fleet_auth.h"
+#include "resolver/fleet/fleet_auth.h"
 #include "resolver/log.h"
-#include "resolver/redis_adapter.h"
+#include "resolver/fleet/redis_adapter.h"
 
 namespace hg::resolver {
 

@@ -42,10 +42,10 @@
 
 #include "cache/key.h"
 #include "resolver/config.h"
-#include "resolver/event_loop.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/redis_breaker.h"
-#include "resolver/redis_value.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/fleet/redis_breaker.h"
+#include "resolver/fleet/redis_value.h"
 
 struct redisAsyncContext;
 struct redisReply;

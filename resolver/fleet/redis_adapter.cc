@@ -1,4 +1,4 @@
-#include "resolver/redis_adapter.h"
+#include "resolver/fleet/redis_adapter.h"
 
 #include <hiredis/async.h>
 

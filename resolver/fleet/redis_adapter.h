@@ -7,7 +7,7 @@
 // hiredis 0.14 has no command timeouts; RedisConn (redis_l2.h) keeps its own timers.
 #pragma once
 
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 struct redisAsyncContext;
 

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

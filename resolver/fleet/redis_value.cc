@@ -1,4 +1,4 @@
-#include "resolver/redis_value.h"
+#include "resolver/fleet/redis_value.h"
 
 #include <algorithm>
 #include <array>

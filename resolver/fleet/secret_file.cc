@@ -1,4 +1,4 @@
-#include "resolver/secret_file.h"
+#include "resolver/fleet/secret_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "resolver/bound_socket.h"
+#include "resolver/net/bound_socket.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

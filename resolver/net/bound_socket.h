@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "resolver/endpoint.h"
+#include "resolver/net/endpoint.h"
 
 namespace hg::resolver {
 

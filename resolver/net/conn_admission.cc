@@ -1,4 +1,4 @@
-#include "resolver/conn_admission.h"
+#include "resolver/net/conn_admission.h"
 
 #include <fmt/core.h>
 #include <netinet/in.h>

@@ -35,7 +35,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "resolver/endpoint.h"
+#include "resolver/net/endpoint.h"
 
 namespace hg::resolver {
 

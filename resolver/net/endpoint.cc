@@ -1,4 +1,4 @@
-#include "resolver/endpoint.h"
+#include "resolver/net/endpoint.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>

@@ -1,6 +1,6 @@
 // EventLoop implementation: epoll for fds, a lazily pruned binary min-heap for timers, and an
 // eventfd that other threads write to after queueing a task.
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

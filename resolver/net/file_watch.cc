@@ -1,4 +1,4 @@
-#include "resolver/file_watch.h"
+#include "resolver/net/file_watch.h"
 
 #include <limits.h>
 #include <sys/inotify.h>

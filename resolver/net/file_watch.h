@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

@@ -1,4 +1,4 @@
-#include "resolver/stream_server.h"
+#include "resolver/net/stream_server.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 // more than high_water bytes of reply wait to be sent. A long reply is produced in chunks, so
 // the loop goes back to serving queries between them.
 //
-// Admission (resolver/conn_admission.h), for a server reachable over the network: an allow
+// Admission (resolver/net/conn_admission.h), for a server reachable over the network: an allow
 // list checked at accept (others are reset, nothing read), a per-source limit, and — with
 // evict_idle — the oldest idle connection closed to make room when the table or a source's
 // share is full, plus a request timeout, so idle connections cannot lock a client out. Out of
@@ -34,9 +34,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "resolver/conn_admission.h"
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/conn_admission.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

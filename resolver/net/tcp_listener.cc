@@ -1,6 +1,6 @@
-#include "resolver/tcp_listener.h"
+#include "resolver/net/tcp_listener.h"
 
-#include "resolver/bound_socket.h"
+#include "resolver/net/bound_socket.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

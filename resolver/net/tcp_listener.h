@@ -11,7 +11,7 @@
 // outstanding per connection (reading pauses at the limit), bytes queued for writing
 // (reading pauses while a slow reader's answers pile up).
 //
-// Admission at accept (resolver/conn_admission.h): a peer outside `allow` is reset at once;
+// Admission at accept (resolver/net/conn_admission.h): a peer outside `allow` is reset at once;
 // a source at `max_per_source`, or a full table, makes room by closing the oldest idle
 // connection (RFC 7766 §6.2.3), else the new one is refused; EMFILE does the same before
 // pausing accepts for a moment. So one host cannot keep the listener from a new client.
@@ -27,9 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "resolver/conn_admission.h"
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/conn_admission.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

@@ -1,6 +1,6 @@
-#include "resolver/udp_listener.h"
+#include "resolver/net/udp_listener.h"
 
-#include "resolver/bound_socket.h"
+#include "resolver/net/bound_socket.h"
 
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -99,7 +99,7 @@ void send_all(int fd, mmsghdr* msgs, unsigned n) noexcept {
 
 // The datagrams a thread's loop iteration produces outside the listeners' own batches — the
 // answers after upstream queries, one per c-ares callback (the upstream queries themselves
-// leave at once, each from its own socket: resolver/upstream.cc) — gathered and sent at the
+// leave at once, each from its own socket: resolver/upstream/upstream.cc) — gathered and sent at the
 // iteration's end with one sendmmsg per socket instead of one sendto each. A datagram waits
 // at most for the rest of its iteration.
 class Outbox {

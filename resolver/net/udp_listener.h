@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

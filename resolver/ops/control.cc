@@ -1,4 +1,4 @@
-#include "resolver/control.h"
+#include "resolver/ops/control.h"
 
 #include <fmt/core.h>
 #include <sys/socket.h>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "base/duration.h"
-#include "resolver/rehearsal.h"
+#include "resolver/ops/shadow_control.h"
 #include "resolver/text.h"
-#include "resolver/warm_restart.h"
+#include "resolver/ops/warm_restart.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"
@@ -192,7 +192,7 @@ Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime no
 Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime now) {
   auto words = split_words(line);
   // `--fleet` (anywhere after the command): flush and ttl-cap also go to Redis and to every
-  // instance of the fleet (resolver/redis_l2.h).
+  // instance of the fleet (resolver/fleet/fleet_cache.h).
   const auto fleet_flag = std::find(words.begin(), words.end(), std::string_view("--fleet"));
   const bool fleet = fleet_flag != words.end() && fleet_flag != words.begin();
   if (fleet) words.erase(fleet_flag);

@@ -14,7 +14,7 @@
 //   help                      the commands
 //   stats                     "key value" lines: cache.*, server.* counters, inflight.*
 //   top-names [N]             the busiest names and those causing the most upstream queries,
-//                             estimated (resolver/top_names.h; hourglass-ctl top)
+//                             estimated (resolver/query/top_names.h; hourglass-ctl top)
 //   dump [NAME]               every cached answer (or those for NAME): a "; " header line
 //                             (name, class, type, DO/CD, rcode, fresh or stale, time left)
 //                             then its records in dig form with the TTLs left at this instant
@@ -24,10 +24,10 @@
 //   ttl-cap ZONE SECONDS      caps TTLs at or below ZONE, cached ones included → "ok: ..."
 //   ttl-cap-clear ZONE        removes that cap                          → "ok: ..."
 //   ttl-caps                  "ZONE SECONDS" per cap in force
-//   shadow [list|set|clear]   shadow-ttl zones (resolver/rehearsal.h)
-//   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/rehearsal.h)
-//   route NAME                which rule answers NAME (resolver/local_names.h)
-//   save                      writes the cache to --cache-file now (resolver/warm_restart.h)
+//   shadow [list|set|clear]   shadow-ttl zones (resolver/ops/shadow_control.h)
+//   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/ops/shadow_control.h)
+//   route NAME                which rule answers NAME (resolver/query/local_names.h)
+//   save                      writes the cache to --cache-file now (resolver/ops/warm_restart.h)
 //                             → "saved N answers to PATH (B bytes)"
 //
 // Served on one worker's event loop (worker 0) through StreamServer: non-blocking, at most
@@ -51,9 +51,9 @@
 #include <string_view>
 
 #include "resolver/checked.h"
-#include "resolver/event_loop.h"
-#include "resolver/query_engine.h"
-#include "resolver/stream_server.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/query/query_engine.h"
+#include "resolver/net/stream_server.h"
 
 namespace hg::resolver {
 

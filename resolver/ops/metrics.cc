@@ -1,4 +1,4 @@
-#include "resolver/metrics.h"
+#include "resolver/ops/metrics.h"
 
 #include <fmt/core.h>
 #include <netinet/in.h>

@@ -44,10 +44,10 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
-#include "resolver/query_engine.h"
-#include "resolver/stream_server.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/query/query_engine.h"
+#include "resolver/net/stream_server.h"
 
 namespace hg::resolver {
 

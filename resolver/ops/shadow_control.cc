@@ -1,4 +1,4 @@
-#include "resolver/rehearsal.h"
+#include "resolver/ops/shadow_control.h"
 
 #include <arpa/inet.h>
 #include <fmt/core.h>

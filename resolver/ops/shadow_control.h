@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/control.h"
-#include "resolver/query_engine.h"
+#include "resolver/ops/control.h"
+#include "resolver/query/query_engine.h"
 
 namespace hg::resolver {
 

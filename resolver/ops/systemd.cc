@@ -1,5 +1,5 @@
 // Systemd: sd_notify's datagram protocol, and the watchdog's heartbeat check.
-#include "resolver/systemd.h"
+#include "resolver/ops/systemd.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

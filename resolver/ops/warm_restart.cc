@@ -1,6 +1,6 @@
 // Warm restart: loading the cache file at start, saving it at stop, on request and
 // periodically.
-#include "resolver/warm_restart.h"
+#include "resolver/ops/warm_restart.h"
 #include "base/wall_clock.h"
 #include "resolver/log.h"
 

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "cache/persist.h"
-#include "resolver/event_loop.h"
-#include "resolver/query_engine.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/query/query_engine.h"
 
 namespace hg::resolver {
 

@@ -1,6 +1,6 @@
-#include "resolver/query.h"
+#include "resolver/query/admission.h"
 
-#include "resolver/responder.h"
+#include "resolver/query/responder.h"
 #include "wire/header.h"
 
 namespace hg::resolver {

@@ -5,7 +5,7 @@
 //   - shorter than a header, or QR=1 (a response sent to us; answering could loop): drop;
 //   - client outside --allow: REFUSED, and nothing else — EDE 18 Prohibited and the question
 //     when the message has exactly one, else the bare header (over TCP such a client is
-//     disconnected at accept and never gets here: resolver/conn_admission.h);
+//     disconnected at accept and never gets here: resolver/net/conn_admission.h);
 //   - the message does not parse: FORMERR (header only; ID, opcode and RD echoed);
 //   - opcode other than QUERY: NOTIMP;
 //   - QDCOUNT != 1: FORMERR;

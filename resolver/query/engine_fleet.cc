@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "base/wall_clock.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/query_engine.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/query/query_engine.h"
 
 namespace hg::resolver {
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

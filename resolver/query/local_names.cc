@@ -1,4 +1,4 @@
-#include "resolver/local_names.h"
+#include "resolver/query/local_names.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <functional>
 #include <sstream>
 
-#include "resolver/resolv_conf.h"
-#include "resolver/responder.h"
+#include "resolver/upstream/resolv_conf.h"
+#include "resolver/query/responder.h"
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/writer.h"
@@ -280,7 +280,7 @@ Checked<ForwardZone> parse_forward_spec(std::string_view text) {
     const auto comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
     if (item.empty()) return R::failure("an empty server in the list; " + std::string(kAllowed));
-    if (is_tls_spec(item)) {  // DNS over TLS (resolver/dot.h)
+    if (is_tls_spec(item)) {  // DNS over TLS (resolver/upstream/dot.h)
       auto t = parse_tls_upstream(item);
       if (!t) return R::failure("'" + shown(item) + "': " + t.error());
       if (std::find(fz.servers.begin(), fz.servers.end(), t->endpoint) == fz.servers.end()) {

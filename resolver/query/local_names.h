@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/dot.h"
-#include "resolver/endpoint.h"
-#include "resolver/query.h"
+#include "resolver/upstream/dot.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/query/admission.h"
 #include "wire/name.h"
 #include "wire/types.h"
 
@@ -41,7 +41,7 @@ namespace hg::resolver {
 struct ForwardZone {
   std::string zone{};  ///< as given (syntax-checked by parse_forward_spec)
   std::vector<Endpoint> servers{};
-  /// The servers given as tls://ADDR[:PORT][#NAME] (also in `servers`), resolver/dot.h.
+  /// The servers given as tls://ADDR[:PORT][#NAME] (also in `servers`), resolver/upstream/dot.h.
   std::vector<TlsTarget> tls{};
   friend bool operator==(const ForwardZone&, const ForwardZone&) = default;
 };

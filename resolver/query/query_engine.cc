@@ -1,4 +1,4 @@
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "base/bytes.h"
 #include "resolver/cli_doc.h"
 #include "resolver/log.h"

@@ -24,18 +24,18 @@
 #include "cache/counter_slots.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
-#include "resolver/conn_admission.h"
-#include "resolver/dnstap_writer.h"
-#include "resolver/event_loop.h"
-#include "resolver/inflight.h"
-#include "resolver/local_names.h"
-#include "resolver/query.h"
-#include "resolver/redis_l2.h"
-#include "resolver/responder.h"
-#include "resolver/tcp_listener.h"
-#include "resolver/top_names.h"
-#include "resolver/udp_listener.h"
-#include "resolver/upstream.h"
+#include "resolver/net/conn_admission.h"
+#include "resolver/tap/dnstap_writer.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/query/inflight.h"
+#include "resolver/query/local_names.h"
+#include "resolver/query/admission.h"
+#include "resolver/fleet/fleet_cache.h"
+#include "resolver/query/responder.h"
+#include "resolver/net/tcp_listener.h"
+#include "resolver/query/top_names.h"
+#include "resolver/net/udp_listener.h"
+#include "resolver/upstream/upstream.h"
 
 namespace hg::resolver {
 
@@ -96,7 +96,7 @@ struct Stats {
   Counter servfail, deadline_answers, failure_cached_answers;
   Counter refused, formerr, notimp, dropped, overload;
   Counter truncated;
-  /// Routing (resolver/local_names.h): answered here from a special-use zone or for a
+  /// Routing (resolver/query/local_names.h): answered here from a special-use zone or for a
   /// single-label name; answered from a hosts file; misses sent to a forward zone's servers.
   Counter local_answers, hosts_answers, forwarded;
 };
@@ -123,7 +123,7 @@ struct Shared {
   /// The busiest names and those causing upstream queries (hourglass-ctl top).
   TopNames top_names;
 
-  /// Connection admission (resolver/conn_admission.h): every DNS-over-TCP listener's, and the
+  /// Connection admission (resolver/net/conn_admission.h): every DNS-over-TCP listener's, and the
   /// metrics endpoint's.
   ConnCounters tcp_conns;
   ConnCounters metrics_conns;
@@ -150,7 +150,7 @@ struct Shared {
 };
 
 /// Applies a fleet flush or ttl-cap (from another instance, or Redis's cap list) to the
-/// local cache (resolver/server_fleet.cc).
+/// local cache (resolver/query/engine_fleet.cc).
 void apply_fleet_message(Shared& shared, const fleet::FleetMessage& m, MonoTime now);
 /// `hourglass-ctl stats` lines (fleet.*) and Prometheus families (hourglass_fleet_*).
 std::string fleet_stats_text(const Shared& shared);
@@ -200,7 +200,7 @@ class QueryEngine {
   void tap_write(const dnstap::Message& m);
   int worker() const noexcept { return worker_; }
 
-  // --- the fleet (--redis; resolver/server_fleet.cc) ---
+  // --- the fleet (--redis; resolver/query/engine_fleet.cc) ---
   /// What this engine lets its worker's FleetCache do: answer waiters from a value, or ask
   /// the upstream. The FleetCache must be destroyed before the engine.
   FleetHooks fleet_hooks();
@@ -219,7 +219,7 @@ class QueryEngine {
   /// CLIENT_RESPONSE for an answer delivered later to a waiter.
   void tap_response(const Waiter& w, std::span<const uint8_t> bytes);
   bool allowed(const sockaddr* peer) const noexcept;
-  /// A name answered here (resolver/local_names.h), counted and logged.
+  /// A name answered here (resolver/query/local_names.h), counted and logged.
   std::size_t answer_local(const Routing::Match& m, const ClientQuery& q, std::span<uint8_t> out,
                            std::size_t limit, MonoTime now);
   std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
@@ -288,7 +288,7 @@ class QueryEngine {
   int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
   FleetCache* fleet_ = nullptr;
-  // The top-names sample (resolver/top_names.h): queries since the last one sampled, and the
+  // The top-names sample (resolver/query/top_names.h): queries since the last one sampled, and the
   // gap to the next, drawn from [1, 31] (mean 16) by a xorshift so that periodic traffic
   // cannot hide a name between samples.
   uint32_t top_tick_ = 0;

@@ -1,4 +1,4 @@
-#include "resolver/responder.h"
+#include "resolver/query/responder.h"
 
 #include <algorithm>
 

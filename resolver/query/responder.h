@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-#include "resolver/query.h"
+#include "resolver/query/admission.h"
 #include "wire/edns.h"
 #include "wire/message.h"
 #include "wire/types.h"

@@ -1,4 +1,4 @@
-#include "resolver/top_names.h"
+#include "resolver/query/top_names.h"
 
 #include <fmt/core.h>
 

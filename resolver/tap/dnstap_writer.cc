@@ -1,4 +1,4 @@
-#include "resolver/dnstap_writer.h"
+#include "resolver/tap/dnstap_writer.h"
 
 #include <fcntl.h>
 #include <fstrm.h>

@@ -1,6 +1,6 @@
-// DoT transport (resolver/dot.h) with OpenSSL: non-blocking connect, handshake, reads and
+// DoT transport (resolver/upstream/dot.h) with OpenSSL: non-blocking connect, handshake, reads and
 // writes, all driven by the EventLoop's readiness callbacks.
-#include "resolver/dot.h"
+#include "resolver/upstream/dot.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "resolver/log.h"
-#include "resolver/upstream_board.h"
+#include "resolver/upstream/upstream_board.h"
 
 namespace hg::resolver {
 

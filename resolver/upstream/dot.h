@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

@@ -1,4 +1,4 @@
-#include "resolver/resolv_conf.h"
+#include "resolver/upstream/resolv_conf.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

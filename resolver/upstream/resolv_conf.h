@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/endpoint.h"
+#include "resolver/net/endpoint.h"
 
 namespace hg::resolver {
 

@@ -4,9 +4,9 @@
 // A server removed by reload_servers() keeps its channel until its last query has ended; it
 // is then destroyed from a zero-delay loop timer, never from inside a c-ares callback, where
 // ares_destroy() is not allowed.
-#include "resolver/upstream.h"
+#include "resolver/upstream/upstream.h"
 
-#include "resolver/ares_memory.h"
+#include "resolver/upstream/ares_memory.h"
 
 #include <ares.h>
 #include <arpa/inet.h>

@@ -30,7 +30,7 @@
 //    and no bytes. A query that got no usable answer ends with Timeout after `lifetime`.
 //
 // DNS over TLS: a server listed in UpstreamOptions::dot is reached through a DotChannel
-// (resolver/dot.h) instead of c-ares — one kept TLS connection, queries padded to 128
+// (resolver/upstream/dot.h) instead of c-ares — one kept TLS connection, queries padded to 128
 // octets, no 0x20 (TLS already keeps forgers out) and no retransmission to it while its
 // copy is on a live connection; the choice of server, EDNS fallback and failover above are
 // the same. A certificate that does not verify fails the attempt with TlsAuthFailed.
@@ -50,12 +50,12 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/dot.h"
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
-#include "resolver/upstream_board.h"
-#include "resolver/upstream_health.h"
-#include "resolver/upstream_wire.h"
+#include "resolver/upstream/dot.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/upstream/upstream_board.h"
+#include "resolver/upstream/upstream_health.h"
+#include "resolver/upstream/upstream_wire.h"
 
 #include <ares.h>
 
@@ -108,7 +108,7 @@ struct UpstreamOptions {
   /// most an iteration's work more than the path's round trip, against an RTO of >= 50 ms,
   /// and no clock read per query.
   std::function<Micros()> clock_us{};
-  /// Servers reached over TLS and how (resolver/dot.h); nullptr or no target: none.
+  /// Servers reached over TLS and how (resolver/upstream/dot.h); nullptr or no target: none.
   std::shared_ptr<const DotSettings> dot{};
 };
 

@@ -1,4 +1,4 @@
-#include "resolver/upstream_board.h"
+#include "resolver/upstream/upstream_board.h"
 
 #include <fmt/core.h>
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cache/counter_slots.h"
-#include "resolver/endpoint.h"
+#include "resolver/net/endpoint.h"
 
 namespace hg::resolver {
 
@@ -54,7 +54,7 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> socket_errors{0};
   /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).
   std::atomic<uint64_t> sockets_reclaimed{0};
-  /// DNS over TLS (resolver/dot.h); zero for a plain server.
+  /// DNS over TLS (resolver/upstream/dot.h); zero for a plain server.
   std::atomic<uint64_t> tls_handshakes{0};           ///< TLS connections opened
   std::atomic<uint64_t> tls_resumptions{0};          ///< of which resumed a session
   std::atomic<uint64_t> tls_reused{0};               ///< queries on an already used connection

@@ -1,4 +1,4 @@
-#include "resolver/upstream_health.h"
+#include "resolver/upstream/upstream_health.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,7 +14,7 @@
 #include <optional>
 #include <span>
 
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 

@@ -1,4 +1,4 @@
-#include "resolver/upstream_wire.h"
+#include "resolver/upstream/upstream_wire.h"
 
 #include <bit>
 #include <cstring>

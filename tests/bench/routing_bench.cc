@@ -1,4 +1,4 @@
-// The cost of routing (resolver/local_names.h) on the daemon's hit path: QueryEngine::on_query
+// The cost of routing (resolver/query/local_names.h) on the daemon's hit path: QueryEngine::on_query
 // for a cached name with no routing at all, with the default routing (the special-use zones
 // only), and with 50 forward zones and a 5000-line hosts file loaded; and Routing::route()
 // alone for a name whose TLD no rule uses, one under a forward zone, and a hosts name.
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "tests/bench/bench_answers.h"
 #include "wire/owned.h"
 

@@ -1,5 +1,5 @@
 // Query admission: which client messages are resolved, answered with an error, or dropped.
-#include "resolver/query.h"
+#include "resolver/query/admission.h"
 
 #include <gtest/gtest.h>
 

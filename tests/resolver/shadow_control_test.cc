@@ -15,10 +15,10 @@
 
 #include "cache/shadow.h"
 #include "resolver/config.h"
-#include "resolver/control.h"
-#include "resolver/metrics.h"
-#include "resolver/query_engine.h"
-#include "resolver/rehearsal.h"
+#include "resolver/ops/control.h"
+#include "resolver/ops/metrics.h"
+#include "resolver/query/query_engine.h"
+#include "resolver/ops/shadow_control.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

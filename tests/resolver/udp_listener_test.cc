@@ -1,6 +1,6 @@
 // UdpListener::send_later: answers produced during a loop iteration (after upstream queries)
 // leave together at the iteration's end; outside of an iteration they leave at once.
-#include "resolver/udp_listener.h"
+#include "resolver/net/udp_listener.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 namespace {

@@ -27,9 +27,9 @@
 
 #include "base/duration.h"
 #include "cache/shadow.h"
-#include "resolver/tap/dnstap_writer.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/secret_file.h"
+#include "resolver/tap/dnstap_writer.h"
 #include "resolver/text.h"
 
 #ifndef HG_VERSION

@@ -3,8 +3,8 @@
 //
 // Also the forwarding-loop check. The value types configuration needs have their own files:
 // Endpoint and Cidr in resolver/net/endpoint.h, the resolv.conf reader behind `upstream-file` in
-// resolver/upstream/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and on
-// SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
+// resolver/upstream/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and
+// on SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
 // human-readable line that names the flag or key, the value given, and what is allowed
 // (docs/architecture.md §7), never thrown.
 //
@@ -38,7 +38,8 @@ struct TtlCap {
   friend bool operator==(const TtlCap&, const TtlCap&) = default;
 };
 
-/// --redis and friends: the fleet's shared cache (resolver/fleet/fleet_cache.h). Off unless --redis.
+/// --redis and friends: the fleet's shared cache (resolver/fleet/fleet_cache.h). Off unless
+/// --redis.
 struct RedisConfig {
   bool unix_socket = false;
   std::string host{};  ///< numeric IP when !unix_socket

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "resolver/config.h"
-#include "resolver/tap/dnstap_writer.h"
 #include "resolver/net/file_watch.h"
-#include "resolver/query/query_engine.h"
 #include "resolver/ops/systemd.h"
+#include "resolver/query/query_engine.h"
+#include "resolver/tap/dnstap_writer.h"
 
 namespace hg::resolver {
 

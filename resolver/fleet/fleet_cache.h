@@ -1,6 +1,6 @@
 // The fleet: a shared second-level cache and fleet-wide single-flight on Redis
 // (`--redis`). Each worker owns one FleetCache with two Redis connections driven by its own
-// event loop (redis_adapter.h): one for commands, one for pub/sub. Redis is an accelerator,
+// event loop (redis_conn.h): one for commands, one for pub/sub. Redis is an accelerator,
 // never a dependency: every Redis step has a deadline (--redis-timeout), a circuit breaker
 // stops asking after repeated failures, and any failure falls back to exactly what a single
 // instance does — ask the upstream.
@@ -42,10 +42,11 @@
 
 #include "cache/key.h"
 #include "resolver/config.h"
-#include "resolver/net/event_loop.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/redis_breaker.h"
+#include "resolver/fleet/redis_conn.h"
 #include "resolver/fleet/redis_value.h"
+#include "resolver/net/event_loop.h"
 
 struct redisAsyncContext;
 struct redisReply;
@@ -81,68 +82,6 @@ struct FleetStats {
   std::atomic<uint64_t> lock_unbounded{0};  ///< locks without expiry: not waited on
   std::atomic<int64_t> connected{0};        ///< workers whose command connection is up
   std::atomic<int64_t> breaker_open{0};     ///< workers whose breaker is open or half-open
-};
-
-/// One hiredis async context that reconnects (with backoff) when it breaks. Commands carry
-/// their own deadline; a reply that comes after it is dropped.
-class RedisConn {
- public:
-  /// nullptr: no reply (error, timeout, disconnect).
-  using ReplyFn = std::function<void(const redisReply* reply)>;
-
-  RedisConn(EventLoop& loop, const RedisConfig& config, std::string name, bool subscriber);
-  ~RedisConn();
-  RedisConn(const RedisConn&) = delete;
-  RedisConn& operator=(const RedisConn&) = delete;
-
-  void start();
-  /// Connected, and AUTH/SELECT accepted (a PING after them answered).
-  bool connected() const noexcept { return connected_; }
-  /// Called after every (re)connect once AUTH/SELECT have been accepted.
-  std::function<void()> on_ready;
-  /// Subscriber connections: every pub/sub reply ("subscribe", "message", "unsubscribe").
-  std::function<void(const redisReply* reply)> on_pubsub;
-  /// A ready connection lost (all pending commands have failed). One log line per change
-  /// between ready and not (not one per attempt); reconnects back off from 100 ms, doubling
-  /// to 5 s, and only a ready connection resets that.
-  std::function<void()> on_lost;
-
-  /// Sends a command; `done` runs exactly once (on this loop), with nullptr past `timeout`.
-  /// Returns false (and never calls `done`) when not connected or too much is pending.
-  bool command(const std::vector<std::string_view>& argv, std::chrono::milliseconds timeout,
-               ReplyFn done);
-  /// Subscriber connections only.
-  bool subscribe(std::string_view channel);
-  bool unsubscribe(std::string_view channel);
-
- private:
-  static void on_connect_cb(const redisAsyncContext* ac, int status);
-  static void on_ready_cb(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_disconnect_cb(const redisAsyncContext* ac, int status);
-  static void on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_pubsub_cb(redisAsyncContext* ac, void* reply, void* privdata);
-  void connect();
-  void lost(const char* why);
-  void schedule_reconnect();
-  void fail_all();
-
-  EventLoop& loop_;
-  const RedisConfig& config_;
-  std::string name_;
-  bool subscriber_;
-  redisAsyncContext* ac_ = nullptr;
-  bool connected_ = false;
-  bool closing_ = false;
-  std::chrono::milliseconds backoff_{100};
-  TimerId reconnect_timer_{};
-  TimerId connect_timer_{};
-  struct Pending {
-    ReplyFn done;
-    TimerId timer;
-  };
-  std::unordered_map<uint64_t, Pending> pending_;
-  uint64_t next_id_ = 1;
-  bool logged_error_ = false;
 };
 
 /// What a QueryEngine lets the fleet do with a key it resolves (see QueryEngine).

@@ -4,7 +4,7 @@
 // readiness into redisAsyncHandleRead/Write. No thread and no library event loop of its own:
 // a Redis connection lives on the worker loop that uses it.
 //
-// hiredis 0.14 has no command timeouts; RedisConn (redis_l2.h) keeps its own timers.
+// hiredis 0.14 has no command timeouts; RedisConn (redis_conn.h) keeps its own timers.
 #pragma once
 
 #include "resolver/net/event_loop.h"

@@ -113,7 +113,7 @@ void TcpListener::on_accept() {
 
 void TcpListener::admit(int fd, const sockaddr* sa, socklen_t len) {
   if (!peer_allowed(settings_.allow, sa)) {
-    close_with_reset(fd);  // nothing read, no slot held: REFUSED is for UDP (query.h)
+    close_with_reset(fd);  // nothing read, no slot held: REFUSED is for UDP (query/admission.h)
     count(&ConnCounters::not_allowed);
     return;
   }

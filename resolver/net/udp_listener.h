@@ -1,8 +1,7 @@
 // UdpListener: one UDP socket on the event loop. Datagrams are read in batches with
 // recvmmsg; the answers the handler produces on the spot (cache hits, errors) go back in one
-// sendmmsg per batch. Answers produced later (after an upstream query) are sent with
-// send_later(), which any thread may call (a UDP send is atomic per datagram): they leave at
-// the end of that thread's loop iteration, one sendmmsg for all of them.
+// sendmmsg per batch. Answers produced later (after an upstream query) go through the
+// per-thread outbox (resolver/net/outbox.h).
 //
 // Knows nothing of DNS beyond "a datagram in, maybe a datagram out".
 #pragma once
@@ -19,16 +18,9 @@
 
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
+#include "resolver/net/outbox.h"
 
 namespace hg::resolver {
-
-/// Where a UDP answer goes: the socket it arrived on and the client's address.
-struct UdpPeer {
-  int fd = -1;
-  sockaddr_storage addr{};
-  socklen_t addr_len = 0;
-  const sockaddr* sa() const noexcept { return reinterpret_cast<const sockaddr*>(&addr); }
-};
 
 class UdpListener {
  public:
@@ -39,7 +31,7 @@ class UdpListener {
   static constexpr std::size_t kBatch = 32;
 
   /// Handles one datagram; writes an immediate answer into `out` and returns its size, or
-  /// returns 0 (no answer now: dropped, or it will be answered later via send_later).
+  /// returns 0 (no answer now: dropped, or it will be answered later through the outbox).
   using Handler = std::function<std::size_t(std::span<const uint8_t> query, const UdpPeer& peer,
                                             std::span<uint8_t> out)>;
 
@@ -76,17 +68,6 @@ class UdpListener {
   /// The bound address (the kernel's port when 0 was asked).
   const Endpoint& local() const noexcept { return local_; }
   int fd() const noexcept { return fd_; }
-
-  /// Sends one answer at the end of this thread's current loop iteration, together with the
-  /// others the iteration produced (one sendmmsg per socket); outside of an iteration, now.
-  /// The bytes are copied. For answers produced after an upstream query.
-  /// A peer with `addr_len` 0 is a connected socket (an upstream's): the datagram goes to the
-  /// address it is connected to.
-  static bool send_later(const UdpPeer& peer, std::span<const uint8_t> bytes) noexcept;
-  /// Sends what send_later() holds for this thread now, if any of it is for socket `fd`. For
-  /// a socket about to be closed: its number could otherwise be reused before the end of
-  /// the iteration.
-  static void send_held_now(int fd) noexcept;
 
   /// Stops reading (shutdown); the socket stays open for late answers until destruction.
   void pause();

@@ -13,8 +13,8 @@
 
 #include "base/duration.h"
 #include "resolver/ops/shadow_control.h"
-#include "resolver/text.h"
 #include "resolver/ops/warm_restart.h"
+#include "resolver/text.h"
 #include "wire/message.h"
 #include "wire/owned.h"
 #include "wire/print.h"

@@ -52,8 +52,8 @@
 
 #include "resolver/checked.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/query/query_engine.h"
 #include "resolver/net/stream_server.h"
+#include "resolver/query/shared.h"
 
 namespace hg::resolver {
 

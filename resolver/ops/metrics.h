@@ -46,8 +46,8 @@
 
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/query/query_engine.h"
 #include "resolver/net/stream_server.h"
+#include "resolver/query/shared.h"
 
 namespace hg::resolver {
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "resolver/ops/control.h"
-#include "resolver/query/query_engine.h"
+#include "resolver/query/shared.h"
 
 namespace hg::resolver {
 

@@ -21,7 +21,7 @@
 
 #include "cache/persist.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/query/query_engine.h"
+#include "resolver/query/shared.h"
 
 namespace hg::resolver {
 

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "base/wall_clock.h"
-#include "resolver/tap/dnstap_writer.h"
 #include "resolver/query/query_engine.h"
+#include "resolver/tap/dnstap_writer.h"
 
 namespace hg::resolver {
 
@@ -89,7 +89,8 @@ void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uin
   // The upstream's address is known when there is one server; with several, c-ares picks.
   std::optional<Endpoint> server;
   if (upstream.servers().size() == 1) server = upstream.servers().front();
-  // DOT when every server is reached over TLS (resolver/upstream/dot.h); else the protocol is not said.
+  // DOT when every server is reached over TLS (resolver/upstream/dot.h); else the protocol is not
+  // said.
   const bool dot = upstream.all_servers_tls();
   auto wrapped = [&engine, server, dot, sent_ns, done = std::move(done)](
                      UpstreamStatus status, std::span<const uint8_t> answer) {

@@ -1,6 +1,7 @@
 // QueryEngine's side of the fleet (--redis): where a local miss meets the shared cache, and
-// where an upstream answer is offered to it. The Redis protocol itself is in redis_l2.cc;
-// the value format in redis_value.cc.
+// where an upstream answer is offered to it. The fleet protocol on Redis is in
+// resolver/fleet/fleet_cache.cc (the connections: redis_conn.cc), the value format in
+// redis_value.cc.
 #include <fmt/core.h>
 
 #include <algorithm>

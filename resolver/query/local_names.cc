@@ -15,8 +15,8 @@
 #include <functional>
 #include <sstream>
 
-#include "resolver/upstream/resolv_conf.h"
 #include "resolver/query/responder.h"
+#include "resolver/upstream/resolv_conf.h"
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/writer.h"

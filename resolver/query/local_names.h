@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/upstream/dot.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/query/admission.h"
+#include "resolver/upstream/dot.h"
 #include "wire/name.h"
 #include "wire/types.h"
 

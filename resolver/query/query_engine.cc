@@ -502,7 +502,7 @@ void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const
       }
     }
   } else if (!bytes.empty()) {
-    UdpListener::send_later(w.route.udp, bytes);
+    outbox::send_later(w.route.udp, bytes);
   }
   if (dnstap_ != nullptr) [[unlikely]]
     tap_response(w, bytes);

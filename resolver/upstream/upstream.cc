@@ -23,7 +23,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
+
+// upstream.h declares c-ares's socket functions with these types so that it need not
+// include <ares.h>: they must be c-ares's own.
+static_assert(std::is_same_v<ares_socket_t, int>);
+static_assert(std::is_same_v<ares_ssize_t, ssize_t>);
+static_assert(std::is_same_v<ares_socklen_t, socklen_t>);
 
 namespace hg::resolver {
 

@@ -38,6 +38,10 @@
 // Thread: one Upstream per EventLoop, used only on the loop's thread.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -50,14 +54,12 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/upstream/dot.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
+#include "resolver/upstream/dot.h"
 #include "resolver/upstream/upstream_board.h"
 #include "resolver/upstream/upstream_health.h"
 #include "resolver/upstream/upstream_wire.h"
-
-#include <ares.h>
 
 namespace hg::resolver {
 
@@ -173,7 +175,7 @@ class Upstream {
   bool launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit = false);
   /// The send socket function for c-ares's UDP socket to `s`: opens the attempt's own
   /// socket (a fresh kernel-chosen source port), connects it to the server and sends.
-  ares_ssize_t send_datagram(Server& s, const iovec* iov, int iovcnt);
+  ssize_t send_datagram(Server& s, const iovec* iov, int iovcnt);
   /// The attempt's socket is readable: reads it, hands c-ares the answer that fits.
   void read_attempt(Attempt& a);
   /// Whether a datagram read on the attempt's socket answers it (ID, question, case);
@@ -206,12 +208,15 @@ class Upstream {
   void dot_event(Server& s, uint16_t id, DotChannel::Event event, std::span<uint8_t> message);
   static void on_sock_state(void* data, int fd, int readable, int writable);
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
-  static ares_ssize_t recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
-                                ares_socklen_t* from_len, void* user);
-  static ares_socket_t open_hook(int domain, int type, int protocol, void* user);
-  static int close_hook(ares_socket_t fd, void* user);
-  static int connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user);
-  static ares_ssize_t send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user);
+  // c-ares's socket functions (ares_set_socket_functions). Declared with the types c-ares's
+  // own are on Linux (ares_socket_t is int, ares_ssize_t ssize_t, ares_socklen_t socklen_t;
+  // upstream.cc checks it), so this header does not include <ares.h>.
+  static ssize_t recv_hook(int fd, void* buf, size_t len, int flags, sockaddr* from,
+                           socklen_t* from_len, void* user);
+  static int open_hook(int domain, int type, int protocol, void* user);
+  static int close_hook(int fd, void* user);
+  static int connect_hook(int fd, const sockaddr* addr, socklen_t len, void* user);
+  static ssize_t send_hook(int fd, const iovec* iov, int iovcnt, void* user);
 
   EventLoop& loop_;
   UpstreamOptions options_;

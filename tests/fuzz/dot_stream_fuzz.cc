@@ -1,5 +1,5 @@
-// Fuzz target: what a DoT server sends us (resolver/upstream/dot.h). The bytes after the first are a
-// TLS stream's plaintext, cut into chunks whose sizes the first byte picks, fed through
+// Fuzz target: what a DoT server sends us (resolver/upstream/dot.h). The bytes after the first are
+// a TLS stream's plaintext, cut into chunks whose sizes the first byte picks, fed through
 // dot::StreamReader: every message it yields must be at least a DNS header long and the
 // messages, framed again, must be exactly the stream's start; a stream it calls broken must
 // hold a length under 12 right where it stopped. The same bytes as a query go through

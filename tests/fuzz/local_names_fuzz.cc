@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/query/local_names.h"
 #include "resolver/query/admission.h"
+#include "resolver/query/local_names.h"
 #include "wire/message.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// DNS over TLS pieces (resolver/upstream/dot.h) without a TLS server: the tls:// and pin syntax, the
-// configuration keys, the stream framing, the EDNS padding, the pending table (ID matching,
+// DNS over TLS pieces (resolver/upstream/dot.h) without a TLS server: the tls:// and pin syntax,
+// the configuration keys, the stream framing, the EDNS padding, the pending table (ID matching,
 // deadlines, a lost connection), and a DotChannel's timers on an injected clock.
 #include "resolver/upstream/dot.h"
 

@@ -17,8 +17,8 @@
 #include "resolver/config.h"
 #include "resolver/ops/control.h"
 #include "resolver/ops/metrics.h"
-#include "resolver/query/query_engine.h"
 #include "resolver/ops/shadow_control.h"
+#include "resolver/query/query_engine.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

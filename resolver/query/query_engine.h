@@ -23,6 +23,8 @@
 #include "cache/cache.h"
 #include "resolver/fleet/fleet_cache.h"
 #include "resolver/net/event_loop.h"
+#include "resolver/net/tcp_listener.h"
+#include "resolver/net/udp_listener.h"
 #include "resolver/query/admission.h"
 #include "resolver/query/local_names.h"
 #include "resolver/query/responder.h"

@@ -24,8 +24,7 @@
 #include "resolver/net/conn_admission.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/net/tcp_listener.h"
-#include "resolver/net/udp_listener.h"
+#include "resolver/net/outbox.h"
 #include "resolver/query/admission.h"
 #include "resolver/query/inflight.h"
 #include "resolver/query/local_names.h"
@@ -34,6 +33,8 @@
 #include "resolver/upstream/upstream_board.h"
 
 namespace hg::resolver {
+
+class TcpConnection;  // resolver/net/tcp_listener.h
 
 /// Where an answer goes: a UDP client (its socket and address), a TCP connection, or (tests
 /// and fuzzing) a callback.

@@ -150,6 +150,8 @@ constexpr std::size_t kMaxDatagram = 4097;
 // Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
 // flood of forgeries at one port cannot keep the loop on it.
 constexpr int kReadsPerWake = 8;
+// Disconnected attempt sockets a worker keeps per address family for later attempts.
+constexpr std::size_t kMaxIdlePorts = 256;
 
 // Attempt sockets open in the process (every worker's Upstream), against the budget.
 std::atomic<int> g_attempt_sockets{0};
@@ -196,6 +198,15 @@ struct Upstream::Server {
   std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
 };
 
+// A UDP socket for attempts (see send_datagram). Connected to a server, it belongs to one
+// attempt; disconnected, it has no port and waits on idle_ports_.
+struct Upstream::PortSocket {
+  int fd;
+  int family;
+  std::size_t index;  // in ports_
+  Attempt* attempt;   // nullptr while idle
+};
+
 // One ares_send of a query, to one server, with its own ID (and letter case). No default
 // member initialisers, so a Query's array of them costs nothing to create: launch() sets each
 // one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
@@ -204,7 +215,7 @@ struct Upstream::Attempt {
   Server* server;
   Micros sent;
   upstream_wire::CaseBits case_bits;
-  int fd;  // its own UDP socket, so its own source port; -1: none (launch() sets it)
+  PortSocket* port;  // its own UDP socket, so its own source port; nullptr: none
   uint16_t id;
   bool outstanding;    // c-ares has not reported it yet
   bool edns;           // sent with the OPT record
@@ -320,6 +331,8 @@ Upstream::~Upstream() {
   }
   for (Query* q : spare_queries_)
     ::operator delete(q);  // already destroyed by drop_query
+  while (!ports_.empty())
+    close_port(ports_.back().get());
 }
 
 Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
@@ -625,7 +638,7 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
   a.server = &s;
   a.id = *id;
   a.edns = q.has_opt && !edns_retry && s.health.edns_ok(now);
-  a.fd = -1;
+  a.port = nullptr;
   a.edns_retry = edns_retry;
   a.probe = probe;
   // A retransmission in the sense of the path estimator: another copy to a server that
@@ -1132,8 +1145,8 @@ void Upstream::read_attempt(Attempt& a) {
   Query& q = *a.query;
   Server& s = *a.server;
   ++q.busy;
-  for (int i = 0; i < kReadsPerWake && a.fd >= 0; ++i) {
-    const ssize_t n = recv(a.fd, rxbuf_.data(), rxbuf_.size(), 0);
+  for (int i = 0; i < kReadsPerWake && a.port != nullptr; ++i) {
+    const ssize_t n = recv(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
@@ -1162,17 +1175,24 @@ void Upstream::read_attempt(Attempt& a) {
 }
 
 bool Upstream::socket_live(const OpenSocket& o) const noexcept {
-  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt whose
-  // socket is still open (whichever Query it belongs to now).
+  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt that still
+  // holds the socket (whichever Query it belongs to now).
   const Attempt* a = by_id_[o.id];
-  return a == o.attempt && a->fd == o.fd;
+  return a == o.attempt && a->port == o.port;
 }
 
-bool Upstream::make_socket_room(Server& s) {
+bool Upstream::make_socket_room(Server& s, int family) {
+  auto& mine = idle_ports_[family == AF_INET6 ? 1 : 0];
+  auto& other = idle_ports_[family == AF_INET6 ? 0 : 1];
+  if (!mine.empty()) return true;
   const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
   while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
     open_sockets_.pop_front();
   if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
+  if (!other.empty()) {  // an idle socket of the other family makes way for a new one
+    close_port(other.back());
+    return true;
+  }
   // At the budget (a flood of names that never get an answer, each holding its copies'
   // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
   // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
@@ -1180,19 +1200,79 @@ bool Upstream::make_socket_room(Server& s) {
     const OpenSocket o = open_sockets_.front();
     open_sockets_.pop_front();
     if (!socket_live(o)) continue;
-    close_attempt_socket(*o.attempt);
+    close_attempt_socket(*o.attempt);  // idle now, on its family's list
     bump(s.stats->sockets_reclaimed);
+    if (mine.empty()) close_port(other.back());
     return true;
   }
   return false;  // the other workers hold them all
 }
 
-void Upstream::close_attempt_socket(Attempt& a) {
-  if (a.fd < 0) return;
+Upstream::PortSocket* Upstream::take_port(int family) {
+  auto& idle = idle_ports_[family == AF_INET6 ? 1 : 0];
+  if (!idle.empty()) {
+    PortSocket* p = idle.back();
+    idle.pop_back();
+    return p;
+  }
+  const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  auto owned = std::make_unique<PortSocket>(PortSocket{fd, family, ports_.size(), nullptr});
+  PortSocket* p = owned.get();
+  if (!loop_.add_fd(fd, Interest::Read, [this, p](FdEvents) { on_port_readable(*p); })) {
+    close(fd);
+    return nullptr;
+  }
+  ports_.push_back(std::move(owned));
+  ++sockets_opened_;
+  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void Upstream::close_port(PortSocket* p) {
+  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  if (auto it = std::find(idle.rbegin(), idle.rend(), p); it != idle.rend())
+    idle.erase(std::next(it).base());
   g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
-  loop_.forget_fd(a.fd);  // close() takes it out of epoll: one system call fewer per query
-  close(a.fd);
-  a.fd = -1;
+  loop_.forget_fd(p->fd);  // close() takes it out of epoll: one system call fewer
+  close(p->fd);
+  const std::size_t i = p->index;
+  if (i + 1 != ports_.size()) {
+    ports_[i] = std::move(ports_.back());
+    ports_[i]->index = i;
+  }
+  ports_.pop_back();  // destroys *p
+}
+
+void Upstream::on_port_readable(PortSocket& p) {
+  if (p.attempt != nullptr) {
+    read_attempt(*p.attempt);
+    return;
+  }
+  // Idle: a datagram that came in before its attempt gave the port up (a late duplicate).
+  // Nothing can arrive once it is disconnected, so this ends; but never spin on it.
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) return;
+  }
+  close_port(&p);
+}
+
+void Upstream::close_attempt_socket(Attempt& a) {
+  PortSocket* p = a.port;
+  if (p == nullptr) return;
+  a.port = nullptr;
+  p->attempt = nullptr;
+  // Disconnecting a socket whose port the kernel chose also unbinds that port: a datagram to
+  // it is refused from now on, as after close(), and the next connect() picks a new random
+  // one. One cheap system call in place of close(), socket() and an epoll registration.
+  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  if (idle.size() < kMaxIdlePorts && connect(p->fd, &unspec, sizeof unspec) == 0) {
+    idle.push_back(p);
+    return;
+  }
+  close_port(p);
 }
 
 ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
@@ -1219,10 +1299,9 @@ ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
   }
   // c-ares sends an attempt again only after an error on its socket: a new socket then too.
   close_attempt_socket(*a);
-  const int fd = make_socket_room(s)
-                     ? socket(s.endpoint.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
-                     : -1;
-  if (fd < 0) {
+  const int family = s.endpoint.family();
+  PortSocket* p = make_socket_room(s, family) ? take_port(family) : nullptr;
+  if (p == nullptr) {
     // Out of descriptors or memory here, not a fault of the server: the attempt counts as
     // sent and its retransmission timer covers it, as for a datagram lost on the way.
     bump(s.stats->socket_errors);
@@ -1232,23 +1311,17 @@ ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
   // connect() binds a kernel-chosen ephemeral port (random since Linux 4.x, RFC 6056) and
   // makes the kernel drop datagrams from any other address or port; ICMP errors for this
   // datagram come back on this socket only.
-  if (connect(fd, s.endpoint.sockaddr_ptr(), s.endpoint.sockaddr_len()) != 0 ||
-      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+  if (connect(p->fd, s.endpoint.sockaddr_ptr(), s.endpoint.sockaddr_len()) != 0 ||
+      ::send(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(bytes.size())) {
     const int err = errno;
-    close(fd);
+    close_port(p);
     errno = err;
     return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
   }
-  Attempt* ap = a;
-  if (!loop_.add_fd(fd, Interest::Read, [this, ap](FdEvents) { read_attempt(*ap); })) {
-    close(fd);
-    bump(s.stats->socket_errors);
-    a->local_error = true;
-    return static_cast<ares_ssize_t>(bytes.size());
-  }
-  a->fd = fd;
-  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
-  open_sockets_.push_back({a, fd, a->id});
+  p->attempt = a;
+  a->port = p;
+  open_sockets_.push_back({a, p, a->id});
   return static_cast<ares_ssize_t>(bytes.size());
 }
 

@@ -148,6 +148,9 @@ class Upstream {
 
   /// Queries sent and not yet reported.
   std::size_t in_flight() const noexcept { return in_flight_; }
+  /// UDP sockets this Upstream has opened for attempts so far (each is reused, with a new
+  /// port, once its attempt is over).
+  uint64_t sockets_opened() const noexcept { return sockets_opened_; }
   const std::vector<Endpoint>& servers() const noexcept { return options_.servers; }
   /// Whether there are servers and every one is reached over TLS (for dnstap's protocol).
   bool all_servers_tls() const noexcept;
@@ -155,6 +158,7 @@ class Upstream {
  private:
   struct Server;
   struct Attempt;
+  struct PortSocket;
   struct Query;
 
   Upstream(EventLoop& loop, UpstreamOptions options);
@@ -236,13 +240,23 @@ class Upstream {
   // socket budget is reached; entries whose attempt has closed its socket are skipped.
   struct OpenSocket {
     Attempt* attempt;
-    int fd;
+    const PortSocket* port;
     uint16_t id;
   };
   std::deque<OpenSocket> open_sockets_;
   bool socket_live(const OpenSocket& o) const noexcept;
-  /// Makes room under the socket budget; false if none could be made.
-  bool make_socket_room(Server& s);
+  /// Makes room under the socket budget for a socket of `family`: an idle one of that family,
+  /// or a new one; false if none could be made.
+  bool make_socket_room(Server& s, int family);
+  // The attempts' UDP sockets (send_datagram): each is watched by the loop once, connected
+  // to a server for one attempt (the kernel picks a fresh random port) and disconnected
+  // after it (which gives the port up), then kept idle for a later attempt.
+  std::vector<std::unique_ptr<PortSocket>> ports_;
+  std::vector<PortSocket*> idle_ports_[2];  // per family: [0] IPv4, [1] IPv6
+  uint64_t sockets_opened_ = 0;
+  PortSocket* take_port(int family);
+  void close_port(PortSocket* p);
+  void on_port_readable(PortSocket& p);
   std::size_t in_flight_ = 0;
   bool in_send_ = false;
   std::shared_ptr<void> tls_ctx_;  // SSL_CTX of the DoT servers (made with the first one)

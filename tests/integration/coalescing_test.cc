@@ -6,13 +6,16 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/edns.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -138,8 +141,9 @@ TEST(FailureCache, FiveQuickQueriesForSilentNameMakeOneResolution) {
   FakeUpstream upstream;
   const std::string name = random_label() + ".silent.test";
   upstream.on(name, FakeReply::dropped());
-  auto d = Daemon::start(
-      {"--upstream", upstream.address(), "--upstream-timeout", "800", "--client-timeout", "500"});
+  const std::string control = "/tmp/hg-coalesce-" + random_label(8) + ".sock";
+  auto d = Daemon::start({"--upstream", upstream.address(), "--upstream-timeout", "800",
+                          "--client-timeout", "500", "--control", control});
   ASSERT_TRUE(d->ready()) << d->output();
   auto first = udp_query(d->port(), build_query({.name = name}));
   ASSERT_TRUE(first);
@@ -159,9 +163,10 @@ TEST(FailureCache, FiveQuickQueriesForSilentNameMakeOneResolution) {
     ASSERT_TRUE(a);
     EXPECT_EQ(a->rcode(), RCode::ServFail);
   }
-  // c-ares may still retransmit the first query once (its second try, at 1.2 s); the later
-  // four queries join it or meet the failure cache and add nothing of their own.
-  std::this_thread::sleep_for(Millis{1500});
+  // The resolution may still retransmit the first query until it ends; the later four
+  // queries join it or meet the failure cache and add nothing of their own. Once nothing is
+  // in flight, nothing more can be sent for the name.
+  EXPECT_TRUE(eventually([&] { return ctl_stat(control, "inflight.queries") == 0; }));
   EXPECT_EQ(after_first, 1u);
   EXPECT_LE(upstream.queries(name), 2u);
 }

@@ -8,12 +8,29 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 namespace hg::integration {
 
 CommandResult ctl(const std::string& socket, const std::string& args) {
   return run_command(std::string(HOURGLASS_CTL) + " --timeout 10 --socket '" + socket + "' " + args,
                      20);
+}
+
+int64_t ctl_stat(const std::string& socket, const std::string& name) {
+  const std::string out = ctl(socket, "stats").output;
+  const std::string needle = name + " ";
+  for (std::size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) {
+    if (at != 0 && out[at - 1] != '\n') continue;  // a longer name ending in this one
+    const std::size_t end = out.find('\n', at);
+    const std::string value =
+        out.substr(at + needle.size(),
+                   end == std::string::npos ? std::string::npos : end - at - needle.size());
+    char* stop = nullptr;
+    const long long v = std::strtoll(value.c_str(), &stop, 10);
+    return stop == value.c_str() ? -1 : static_cast<int64_t>(v);
+  }
+  return -1;
 }
 
 std::string http_get(uint16_t port, const std::string& path) {

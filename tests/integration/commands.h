@@ -17,6 +17,10 @@ using test::run_command;
 /// `hourglass-ctl --timeout 10 --socket SOCKET ARGS` (ARGS as a shell would split them).
 CommandResult ctl(const std::string& socket, const std::string& args);
 
+/// The value of the line "NAME VALUE" in `hourglass-ctl stats` (e.g. `fleet.l2_hits`,
+/// `inflight.queries`); -1 when the line is absent or the socket does not answer.
+int64_t ctl_stat(const std::string& socket, const std::string& name);
+
 /// GET `path` from 127.0.0.1:port over a plain socket: the whole response, or what came within
 /// 5 s.
 std::string http_get(uint16_t port, const std::string& path);

@@ -43,13 +43,6 @@ constexpr int64_t kYear2100Ms = 4102444800000;
 const std::string kSecret = "0123456789abcdef0123456789abcdef-fleet-test-secret";
 const std::string kOtherSecret = "fedcba9876543210fedcba9876543210-another-secret!!";
 
-int64_t stat(const std::string& socket, const std::string& name) {
-  const std::string out = ctl(socket, "stats").output;
-  const auto at = out.find(name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stoll(out.substr(at + name.size() + 1));
-}
-
 /// A file with `text` and `mode`, removed on destruction.
 struct ModeFile {
   std::string path;
@@ -215,7 +208,7 @@ class FleetSecurityTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     m.d = Daemon::start(args);
     EXPECT_TRUE(m.d->ready()) << m.d->output();
-    EXPECT_TRUE(eventually([&] { return stat(m.socket, "fleet.connected_workers") >= 1; }))
+    EXPECT_TRUE(eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= 1; }))
         << m.d->output();
     return m;
   }
@@ -268,17 +261,17 @@ TEST_F(FleetSecurityTest, ForgedValuesAreNeitherServedNorTrustedAndEachIsCounted
   int64_t auth_failed = 0;
   for (const Case& c : cases) {
     ASSERT_EQ(r.call({"SET", value_key(c.name), c.value}), std::vector<std::string>{"OK"});
-    const int64_t before = stat(k.socket, c.counter);
+    const int64_t before = ctl_stat(k.socket, c.counter);
     auto a = ask(k, c.name);
     ASSERT_TRUE(a) << c.what;
     EXPECT_EQ(a->rcode(), RCode::NoError) << c.what;
     EXPECT_EQ(first_address(*a), "192.0.2.20") << c.what << "\n" << a->text();
     EXPECT_EQ(upstream_.queries(c.name + "."), 1u) << c.what;
-    EXPECT_EQ(stat(k.socket, c.counter), before + 1) << c.what;
+    EXPECT_EQ(ctl_stat(k.socket, c.counter), before + 1) << c.what;
     if (std::string(c.counter) == "fleet.auth_failed_values") ++auth_failed;
   }
-  EXPECT_EQ(stat(k.socket, "fleet.auth_failed_values"), auth_failed);
-  EXPECT_EQ(stat(k.socket, "fleet.l2_hits"), 0);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.auth_failed_values"), auth_failed);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.l2_hits"), 0);
   EXPECT_NE(k.d->output().find("does not verify with --fleet-key-file"), std::string::npos);
 
   // The control: the same shape signed properly, inserted a second ago, is served from Redis.
@@ -290,7 +283,7 @@ TEST_F(FleetSecurityTest, ForgedValuesAreNeitherServedNorTrustedAndEachIsCounted
   ASSERT_TRUE(a);
   EXPECT_EQ(first_address(*a), "203.0.113.66");
   EXPECT_EQ(upstream_.queries(ok + "."), 0u);
-  EXPECT_EQ(stat(k.socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.l2_hits"), 1);
   // Its TTL counts from the signed insert time: never above the record's.
   ASSERT_EQ(a->ttls().size(), 1u);
   EXPECT_LE(a->ttls()[0], 86399u);
@@ -317,9 +310,9 @@ TEST_F(FleetSecurityTest, AForgedLockHandOverIsNotTaken) {
   auto a = parse_answer(*bytes);
   ASSERT_TRUE(a);
   EXPECT_EQ(first_address(*a), "192.0.2.20") << a->text();
-  EXPECT_EQ(stat(k.socket, "fleet.auth_failed_values"), 1);
-  EXPECT_EQ(stat(k.socket, "fleet.lock_fallbacks"), 1);
-  EXPECT_EQ(stat(k.socket, "fleet.lock_answered"), 0);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.auth_failed_values"), 1);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.lock_fallbacks"), 1);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.lock_answered"), 0);
   EXPECT_EQ(upstream_.queries(name + "."), 1u);
 }
 
@@ -334,7 +327,7 @@ TEST_F(FleetSecurityTest, ForgedReplayedAndStaleFleetMessagesAreNotObeyed) {
   ASSERT_TRUE(cached_on_b());
   Resp pub(redis_.port());
   auto wait_counter = [&](const char* counter, int64_t want) {
-    return eventually([&] { return stat(b.socket, counter) == want; });
+    return eventually([&] { return ctl_stat(b.socket, counter) == want; });
   };
 
   // 1. The unauthenticated form anyone can PUBLISH.
@@ -356,7 +349,7 @@ TEST_F(FleetSecurityTest, ForgedReplayedAndStaleFleetMessagesAreNotObeyed) {
        fleet::seal_fleet_message(*ours, "hg:fleet", now_ms - 60000, 1, "v1 late flush-all")}));
   EXPECT_TRUE(wait_counter("fleet.replayed_messages", 1));
   EXPECT_TRUE(cached_on_b());
-  EXPECT_EQ(stat(b.socket, "fleet.fleet_received"), 0);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.fleet_received"), 0);
 
   // 4. A genuine flush from A, captured on the way, is obeyed once; replayed, it is refused.
   Resp sub(redis_.port());
@@ -373,8 +366,8 @@ TEST_F(FleetSecurityTest, ForgedReplayedAndStaleFleetMessagesAreNotObeyed) {
   ASSERT_TRUE(pub.call({"PUBLISH", "hg:fleet", captured}));
   EXPECT_TRUE(wait_counter("fleet.replayed_messages", 2));
   EXPECT_TRUE(cached_on_b());
-  EXPECT_EQ(stat(b.socket, "fleet.fleet_received"), 1);
-  EXPECT_EQ(stat(b.socket, "fleet.auth_failed_messages"), 2);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.fleet_received"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.auth_failed_messages"), 2);
 }
 
 TEST_F(FleetSecurityTest, AForgedPersistedTtlCapIsNotApplied) {
@@ -395,7 +388,7 @@ TEST_F(FleetSecurityTest, AForgedPersistedTtlCapIsNotApplied) {
   ASSERT_TRUE(eventually([&] {
     return ctl(c.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos;
   })) << ctl(c.socket, "ttl-caps").output;
-  EXPECT_TRUE(eventually([&] { return stat(c.socket, "fleet.auth_failed_caps") == 2; }));
+  EXPECT_TRUE(eventually([&] { return ctl_stat(c.socket, "fleet.auth_failed_caps") == 2; }));
   const std::string caps = ctl(c.socket, "ttl-caps").output;
   EXPECT_EQ(caps.find("evil.test."), std::string::npos) << caps;
   EXPECT_EQ(caps.find("\n. 0"), std::string::npos) << caps;
@@ -504,7 +497,7 @@ TEST_F(FleetSecurityTest, AnAclUserNameIsSentWithItsPassword) {
   Member m = start({"--redis-user", "hourglass", "--redis-password-file", password.path});
   const std::string name = random_label() + ".acl.test";
   ASSERT_TRUE(ask(m, name));
-  EXPECT_TRUE(eventually([&] { return stat(m.socket, "fleet.l2_stores") == 1; }))
+  EXPECT_TRUE(eventually([&] { return ctl_stat(m.socket, "fleet.l2_stores") == 1; }))
       << ctl(m.socket, "stats").output;
   auto as_user = [&](std::vector<std::string> args) {
     args.insert(args.begin(),
@@ -535,17 +528,17 @@ TEST_F(FleetSecurityTest, AFleetOnAUnixSocketWithMode0660SharesAuthenticatedValu
     m.d = Daemon::start({"--upstream", upstream_.address(), "--redis", "unix:" + path, "--control",
                          m.socket, "--fleet-key-file", key_.path});
     ASSERT_TRUE(m.d->ready()) << m.d->output();
-    ASSERT_TRUE(eventually([&] { return stat(m.socket, "fleet.connected_workers") >= 1; }))
+    ASSERT_TRUE(eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= 1; }))
         << m.d->output();
     members.push_back(std::move(m));
   }
   const std::string name = random_label() + ".unix.test";
   ASSERT_TRUE(ask(members[0], name));
-  ASSERT_TRUE(eventually([&] { return stat(members[0].socket, "fleet.l2_stores") == 1; }));
+  ASSERT_TRUE(eventually([&] { return ctl_stat(members[0].socket, "fleet.l2_stores") == 1; }));
   auto b = ask(members[1], name);
   ASSERT_TRUE(b);
   EXPECT_EQ(first_address(*b), "192.0.2.20");
-  EXPECT_EQ(stat(members[1].socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(ctl_stat(members[1].socket, "fleet.l2_hits"), 1);
   EXPECT_EQ(upstream_.queries(name), 1u);
 }
 
@@ -560,8 +553,8 @@ TEST_F(FleetSecurityTest, ALockWithoutExpiryIsNotWaitedOn) {
   auto a = ask(k, name, Millis{2000});
   ASSERT_TRUE(a);
   EXPECT_EQ(a->rcode(), RCode::NoError);
-  EXPECT_EQ(stat(k.socket, "fleet.lock_unbounded"), 1);
-  EXPECT_EQ(stat(k.socket, "fleet.lock_waits"), 0);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.lock_unbounded"), 1);
+  EXPECT_EQ(ctl_stat(k.socket, "fleet.lock_waits"), 0);
   EXPECT_EQ(upstream_.queries(name + "."), 1u);
   // The planted lock got our lock's expiry, so it goes away by itself.
   const std::string pttl = redis_.cli({"PTTL", lock});

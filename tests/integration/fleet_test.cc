@@ -28,15 +28,6 @@ using test::RedisServer;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
-/// One "fleet.NAME VALUE" counter from `hourglass-ctl stats`; -1 when absent.
-int64_t stat(const std::string& socket, const std::string& name) {
-  const std::string out = ctl(socket, "stats").output;
-  const std::string needle = name + " ";
-  const auto at = out.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(out.substr(at + needle.size()));
-}
-
 /// A fleet member: hourglassd with --redis and its own control socket.
 struct Member {
   std::unique_ptr<Daemon> d;
@@ -61,15 +52,15 @@ class FleetTest : public ::testing::Test {
     m.d = Daemon::start(args);
     EXPECT_TRUE(m.d->ready()) << m.d->output();
     // Connected to Redis before the test starts asking.
-    for (int i = 0; i < 100 && stat(m.socket, "fleet.connected_workers") < 1; ++i)
+    for (int i = 0; i < 100 && ctl_stat(m.socket, "fleet.connected_workers") < 1; ++i)
       std::this_thread::sleep_for(Millis{50});
-    EXPECT_GE(stat(m.socket, "fleet.connected_workers"), 1) << m.d->output();
+    EXPECT_GE(ctl_stat(m.socket, "fleet.connected_workers"), 1) << m.d->output();
     return m;
   }
 
   bool wait_connected(const Member& m, int64_t workers = 1) {
     for (int i = 0; i < 200; ++i) {
-      if (stat(m.socket, "fleet.connected_workers") >= workers) return true;
+      if (ctl_stat(m.socket, "fleet.connected_workers") >= workers) return true;
       std::this_thread::sleep_for(Millis{50});
     }
     return false;
@@ -129,13 +120,13 @@ TEST_F(FleetTest, MissOnOneInstanceIsAHitOnAnotherWithTheTtlCountedFromTheFirstI
   EXPECT_LE(second->ttls()[0], 58u);
   EXPECT_GE(second->ttls()[0], 40u);
   EXPECT_EQ(upstream_.queries(name), 1u);
-  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.l2_hits"), 1);
   EXPECT_TRUE(b.d->wait_for_output(" A NOERROR l2 ", Millis{2000})) << b.d->output();
   // And B now has it locally: a plain hit, Redis not asked again.
   auto third = ask(b, name);
   ASSERT_TRUE(third);
-  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
-  EXPECT_EQ(stat(b.socket, "server.hits"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "server.hits"), 1);
 }
 
 TEST_F(FleetTest, HundredConcurrentMissesOverThreeInstancesMakeOneUpstreamQuery) {
@@ -168,8 +159,9 @@ TEST_F(FleetTest, HundredConcurrentMissesOverThreeInstancesMakeOneUpstreamQuery)
   int64_t wins = 0;
   int64_t answered_by_lock = 0;
   for (const auto& m : members) {
-    wins += stat(m.socket, "fleet.lock_wins");
-    answered_by_lock += stat(m.socket, "fleet.lock_answered") + stat(m.socket, "fleet.l2_hits");
+    wins += ctl_stat(m.socket, "fleet.lock_wins");
+    answered_by_lock +=
+        ctl_stat(m.socket, "fleet.lock_answered") + ctl_stat(m.socket, "fleet.l2_hits");
   }
   EXPECT_EQ(wins, 1);
   EXPECT_EQ(answered_by_lock, 2);
@@ -203,7 +195,7 @@ TEST_F(FleetTest, ADeadLockHolderStallsOthersForAtMostOneClientTimeout) {
   // well before the SERVFAIL deadline (4000) it would get if it waited on the lock.
   EXPECT_GE(took.count(), 900);
   EXPECT_LT(took.count(), 3500);
-  EXPECT_EQ(stat(b.socket, "fleet.lock_timeouts"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.lock_timeouts"), 1);
   EXPECT_EQ(upstream_.queries(name), 2u);
 }
 
@@ -234,7 +226,7 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
   for (int i = 0; i < 10; ++i)
     miss_ok(a, "redis stopped");
   EXPECT_LT(hit_ms(a), 1000);
-  EXPECT_EQ(stat(a.socket, "fleet.connected_workers"), 0);
+  EXPECT_EQ(ctl_stat(a.socket, "fleet.connected_workers"), 0);
 
   // Restarted on the same port: the instances reconnect and share again.
   ASSERT_TRUE(redis_.start());
@@ -248,32 +240,37 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
   auto from_l2 = ask(b, shared);
   ASSERT_TRUE(from_l2);
   EXPECT_EQ(upstream_.total_queries(), before);
-  EXPECT_EQ(stat(b.socket, "fleet.l2_hits"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.l2_hits"), 1);
 
   // Slow: Redis sleeps 2 s. Misses wait at most the Redis timeout (20 ms; asserted loosely),
   // then go upstream; hits never touch Redis.
   ASSERT_TRUE(redis_.send_async("DEBUG SLEEP 2"));
-  std::this_thread::sleep_for(Millis{100});
+  ASSERT_TRUE(eventually([&] { return redis_.sleeping(); }));
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
     miss_ok(a, "redis slow");
     EXPECT_LT(std::chrono::duration_cast<Millis>(Clock::now() - t0).count(), 1000);
   }
   EXPECT_LT(hit_ms(a), 1000);
-  EXPECT_GE(stat(a.socket, "fleet.timeouts") + stat(a.socket, "fleet.l2_skipped"), 5);
-  std::this_thread::sleep_for(Millis{2200});
+  EXPECT_GE(ctl_stat(a.socket, "fleet.timeouts") + ctl_stat(a.socket, "fleet.l2_skipped"), 5);
+  ASSERT_TRUE(eventually([&] { return !redis_.sleeping(); }));
 
   // Full: noeviction at a tiny maxmemory. Lookups work, stores fail, every miss is answered.
   ASSERT_TRUE(wait_connected(a));
   ASSERT_EQ(redis_.cli({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
   ASSERT_EQ(redis_.cli({"CONFIG", "SET", "maxmemory", "1"}), "OK");
-  // Past the breaker's cool-down from the slow phase, Redis is asked again.
-  std::this_thread::sleep_for(Millis{1500});
+  // Past the breaker's cool-down from the slow phase (1 s, on the daemon's clock), Redis is
+  // asked again: misses, answered every one, until a store has failed.
+  const auto failed = [&] {
+    return ctl_stat(a.socket, "fleet.l2_store_errors") + ctl_stat(a.socket, "fleet.l2_errors") >= 1;
+  };
+  EXPECT_TRUE(eventually([&] {
+    miss_ok(a, "redis full");
+    return failed();
+  })) << ctl(a.socket, "stats").output;
   for (int i = 0; i < 10; ++i)
     miss_ok(a, "redis full");
   EXPECT_LT(hit_ms(a), 1000);
-  EXPECT_GE(stat(a.socket, "fleet.l2_store_errors") + stat(a.socket, "fleet.l2_errors"), 1)
-      << ctl(a.socket, "stats").output;
   redis_.cli({"CONFIG", "SET", "maxmemory", "0"});
 }
 
@@ -287,7 +284,7 @@ TEST_F(FleetTest, AGarbageValueIsIgnoredCountedAndReplacedFromUpstream) {
   EXPECT_EQ(r->rcode(), RCode::NoError) << r->text();
   ASSERT_EQ(r->msg.answer.size(), 1u);
   EXPECT_EQ(upstream_.queries(name), 1u);
-  EXPECT_EQ(stat(a.socket, "fleet.l2_corrupt"), 1);
+  EXPECT_EQ(ctl_stat(a.socket, "fleet.l2_corrupt"), 1);
   // The upstream's answer replaced the garbage.
   for (int i = 0; i < 50 && redis_.cli({"GETRANGE", redis_key(name), "0", "3"}) != "HGL2"; ++i)
     std::this_thread::sleep_for(Millis{20});
@@ -316,7 +313,7 @@ TEST_F(FleetTest, FleetFlushEmptiesRedisAndEveryInstance) {
   }
   EXPECT_TRUE(gone) << ctl(b.socket, "dump").output;
   EXPECT_EQ(redis_.cli({"EXISTS", redis_key("other.test")}), "1");  // outside the zone
-  EXPECT_EQ(stat(b.socket, "fleet.fleet_received"), 1);
+  EXPECT_EQ(ctl_stat(b.socket, "fleet.fleet_received"), 1);
 
   // A fleet ttl-cap reaches B and is kept in Redis for instances that start later.
   EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").output.find("fleet: sent"),

@@ -4,9 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -707,6 +714,63 @@ TEST_F(UpstreamTest, EveryQueryAndEveryRetransmissionLeavesFromItsOwnPort) {
   EXPECT_GE(udp, 42u);
   // Kernel-chosen random ports over ~28,000: a repeat among ~43 is rare, two are rarer.
   EXPECT_GE(ports.size() + 2, udp);
+}
+
+// Descriptors this process has open.
+std::size_t open_fds() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
+  return n;
+}
+
+// The other side of a socket per attempt: the cost. A socket whose attempt is over is
+// disconnected (which gives its port up) and kept for the next attempt, so a stream of
+// answered queries costs no socket(), close() or epoll registration each, and still gets a
+// new random port per query.
+TEST_F(UpstreamTest, AnsweredQueriesReuseOneSocketEachWithANewPort) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.16")}));
+  auto up = make(UpstreamOptions{.lifetime = 1000ms});
+  ASSERT_EQ(resolve(*up, make_query("warm.example", 1)).status, UpstreamStatus::Ok);
+  const std::size_t fds_before = open_fds();
+  EXPECT_EQ(up->sockets_opened(), 1u);
+  constexpr int kNames = 100;
+  for (int i = 0; i < kNames; ++i)
+    ASSERT_EQ(resolve(*up, make_query("r" + std::to_string(i) + ".example", 1)).status,
+              UpstreamStatus::Ok);
+  EXPECT_EQ(up->sockets_opened(), 1u);  // the one socket, reused
+  EXPECT_EQ(open_fds(), fds_before);
+  std::set<uint16_t> ports;
+  for (const auto& q : fake.received())
+    ports.insert(q.source_port);
+  ASSERT_EQ(fake.received().size(), static_cast<std::size_t>(kNames + 1));
+  // Kernel-chosen random ports over ~28,000: a repeat among 101 is rare, three are rarer.
+  EXPECT_GE(ports.size() + 2, fake.received().size());
+}
+
+TEST_F(UpstreamTest, APortGivenUpAfterItsAnswerRefusesLaterDatagrams) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.17")}));
+  auto up = make(UpstreamOptions{.lifetime = 1000ms});
+  ASSERT_EQ(resolve(*up, make_query("given-up.example", 1)).status, UpstreamStatus::Ok);
+  ASSERT_EQ(fake.received().size(), 1u);
+  const uint16_t port = fake.received()[0].source_port;
+  // A late (or forged) datagram to that port now meets no socket: the kernel refuses it
+  // with ICMP port unreachable, which a connected sender reads as ECONNREFUSED.
+  const int probe = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(probe, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(probe, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+  const uint8_t junk[12] = {};
+  ASSERT_EQ(send(probe, junk, sizeof junk, 0), static_cast<ssize_t>(sizeof junk));
+  pollfd pfd{probe, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 5000), 1);  // bounded; the ICMP error comes back at once
+  uint8_t buf[16];
+  EXPECT_LT(recv(probe, buf, sizeof buf, MSG_DONTWAIT), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(probe);
 }
 
 TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {

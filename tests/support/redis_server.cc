@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/support/command.h"
@@ -141,6 +142,14 @@ std::string RedisServer::cli(const std::vector<std::string>& args) const {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
     out.pop_back();
   return out;
+}
+
+bool RedisServer::sleeping() const {
+  if (pid_ <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/wchan");
+  std::string where;
+  std::getline(in, where);
+  return where.find("nanosleep") != std::string::npos;
 }
 
 bool RedisServer::send_async(const std::string& inline_command) {

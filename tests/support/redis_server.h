@@ -42,6 +42,9 @@ class RedisServer {
   /// Sends an inline command on a new connection and leaves the reply unread; the
   /// connection is closed by the destructor (or the next send_async).
   bool send_async(const std::string& inline_command);
+  /// Whether the server's main thread is asleep in the kernel's nanosleep (as inside DEBUG
+  /// SLEEP, which blocks every client), read from /proc/PID/wchan.
+  bool sleeping() const;
 
  private:
   std::string dir_;

@@ -1,0 +1,154 @@
+"""What the subcommands share: the tree's paths, argument checks, the work directory, the
+upstream knotd (started, answering, pinned), and small readings of the machine."""
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from . import confs, probe, procs
+from .procs import BenchError
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+os.environ["PATH"] = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+
+
+def release(path):
+    """A file in build-release/ (where `run` and `flag-cost` build)."""
+    return os.path.join(ROOT, "build-release", path)
+
+
+def hgd(default=None):
+    """$HGD, else the given default, else build-release/resolver/hourglassd."""
+    return os.environ.get("HGD") or default or release("resolver/hourglassd")
+
+
+def need(*tools):
+    for t in tools:
+        if shutil.which(t) is None:
+            raise BenchError(f"needs {t}")
+
+
+def need_binary(path, hint="cmake --build build-release --target hourglassd"):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise BenchError(f"{path} not built ({hint})")
+
+
+def need_cpus(what):
+    if (os.cpu_count() or 1) < 2:
+        raise BenchError(f"needs 2 CPUs ({what})")
+
+
+def int_range(lo, hi, name):
+    """An argparse type: an integer lo..hi, or the error the scripts gave."""
+    def parse(text):
+        if not text.isdigit() or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(f"{name} must be {lo}..{hi}")
+        return int(text)
+    return parse
+
+
+def env_int(name, default):
+    v = os.environ.get(name, "")
+    if v == "":
+        return default
+    if not v.isdigit():
+        raise BenchError(f"{name} must be a number, got '{v}'")
+    return int(v)
+
+
+def ms_value(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1
+    if v < 0 or not text.replace(".", "", 1).isdigit():
+        raise argparse.ArgumentTypeError("must be a number of milliseconds")
+    return v
+
+
+def work_dir(name):
+    return tempfile.mkdtemp(prefix=f"hg-{name}.", dir="/tmp")
+
+
+def loadavg3():
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def first_line(argv):
+    return (procs.output(argv).splitlines() or ["?"])[0]
+
+
+def wait_answering(ps, pid, port, name="n0.bench.test.", tries=40, interval=0.25,
+                   prefix="198.", timeout=1.0):
+    """Polls 127.0.0.1:port for an A answer to name (a callable i -> name gives a new
+    name each try, so a cache cannot answer for it) until it comes, the process exits or
+    tries run out (at most tries * (interval + timeout) seconds)."""
+    def check(i):
+        n = name(i) if callable(name) else name
+        return probe.answers(port, n, prefix, timeout)
+    return procs.wait_until(check, tries, interval, alive=lambda: ps.alive(pid))
+
+
+def wildcard_probe(i):
+    return f"probe{i}.w.bench.test."
+
+
+def pin_cpu1(pid):
+    """knotd pins each UDP worker to a CPU of its own choosing when it starts (worker 0 to
+    CPU 0), whatever taskset it was started under; that would put the upstream on the
+    server's CPU. Pins every thread of PID back to CPU 1 and fails, naming the thread, if
+    one is elsewhere after that."""
+    r = subprocess.run(["taskset", "-a", "-p", "-c", "1", str(pid)], capture_output=True)
+    if r.returncode != 0:
+        raise BenchError("could not keep knotd on CPU 1")
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        status = f"/proc/{pid}/task/{tid}/status"
+        with open(status, encoding="ascii", errors="replace") as f:
+            allowed = [ln.split()[1] for ln in f if ln.startswith("Cpus_allowed_list:")]
+        if allowed != ["1"]:
+            raise BenchError(f"could not keep knotd on CPU 1 (thread {status} on {allowed})")
+
+
+def start_knot(ps, work, port, names=0, wildcard=None, cpu1=True, probe_name=None):
+    """knotd serving bench.test. (names numbered A records, optionally the wildcard) on
+    127.0.0.1:port from WORK/knot, pinned to CPU 1 when cpu1; waits until it answers.
+    Returns its PID."""
+    conf = confs.write_knot(os.path.join(work, "knot"), port, names, wildcard)
+    log = os.path.join(work, "knotd.log")
+    pid = ps.start("knotd", ["knotd", "-c", conf], log=log, cpu=1 if cpu1 else None)
+    if probe_name is None:
+        probe_name = "n0.bench.test." if names else wildcard_probe
+    if not wait_answering(ps, pid, port, probe_name, tries=120, interval=0.25):
+        raise BenchError(f"knotd did not answer (see {log})")
+    if cpu1:
+        pin_cpu1(pid)
+    return pid
+
+
+def tail(path, n=20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def sleep(seconds):
+    """A pause that is part of a measurement's method (e.g. to let timers fire), not a
+    wait for readiness."""
+    time.sleep(seconds)

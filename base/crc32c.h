@@ -1,7 +1,7 @@
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), byte at a time from a table built at
 // compile time. It guards what the daemon reads back from outside the process against
 // corruption: the cache file (cache/persist.h) and the fleet's Redis values
-// (resolver/redis_value.h). A checksum, not a MAC: forged data passes it.
+// (resolver/fleet/redis_value.h). A checksum, not a MAC: forged data passes it.
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // ClientQuery: what one client asked, with everything its answer must echo. One type from
-// admission (resolver/query.h fills it in) through the cache renderer (cache/entry.h) to a
-// client waiting for the upstream (resolver/query_engine.h Waiter keeps one).
+// admission (resolver/query/admission.h fills it in) through the cache renderer (cache/entry.h) to
+// a client waiting for the upstream (resolver/query/shared.h: a Waiter keeps one).
 //
 // It holds no bytes of its own: `question` and `qname` point into the packet the client sent,
 // so a ClientQuery is valid while that packet is. Whatever keeps one longer (a waiter) keeps

@@ -1,7 +1,7 @@
 // Clock: where the cache's notion of "now" comes from.
 //
 // The cache never reads a clock itself (docs/architecture.md §4): every call that depends on
-// time takes a `Time now`. Only the event loop (resolver/event_loop.h: steady_clock, read once
+// time takes a `Time now`. Only the event loop (resolver/net/event_loop.h: steady_clock, read once
 // per loop iteration) or a test (ManualClock) produces one. Time is monotonic milliseconds:
 // TTLs count in whole seconds, but the failure holdoff and the prefetch ramp want finer steps,
 // and wall-clock jumps must never age or rejuvenate entries.

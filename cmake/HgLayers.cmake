@@ -1,12 +1,29 @@
-# hg_check_layers(): fails the configure step when a source file includes a header from a
-# folder above its own in the dependency order
+# hg_check_layers(): fails the configure step when a source file breaks the layering rules of
+# docs/architecture.md §1. Three checks, each over every #include line of the product folders
+# (tests may include anything):
 #
-#   base  <-  wire, dnstap  <-  cache  <-  resolver  <-  tools
+# 1. Folders. A folder includes its own headers and those of folders to its left:
 #
-# (a folder may include its own headers and those of folders to its left). Tests may include
-# anything. The check reads every #include "folder/..." line, so a new upward arrow fails the
-# build on the machine that adds it, not in a later review.
-function(hg_check_layers)
+#      base  <-  wire, dnstap  <-  cache  <-  resolver  <-  tools
+#
+# 2. The rooms of resolver/. A room includes its own headers and those of rooms of a lower
+#    rank, never a sibling's of the same rank:
+#
+#      net  <-  upstream, tap, fleet  <-  query  <-  ops  <-  the top of resolver/
+#
+#    net/ (event loop, sockets) knows no DNS: it includes nothing of wire/, cache/ or dnstap/.
+#    Of the files at the top of resolver/ a room may include only the kit (checked.h, text.h,
+#    log.h, cli_doc.h) and, from fleet/, query/ and ops/, the settings record config.h; never
+#    server.h. The top (config, server, main) may include any room.
+#
+# 3. c-ares. Only the upstream's .cc files (resolver/upstream/*.cc) include <ares.h> (or any
+#    <ares_*.h>); no header does, so nothing else compiles against c-ares.
+#
+# The check reads every #include line, so a new upward arrow fails the build on the machine
+# that adds it, not in a later review. tests/layers/ shows each rule failing on a small tree.
+
+# The checks over the tree at `root` (a source tree's top: base/, wire/, ... resolver/).
+function(hg_check_layers_in root)
   set(order base wire dnstap cache resolver tools)
   set(rank_base 0)
   set(rank_wire 1)
@@ -14,21 +31,91 @@ function(hg_check_layers)
   set(rank_cache 2)
   set(rank_resolver 3)
   set(rank_tools 4)
+  # The rooms of resolver/ (resolver/ROOM/...).
+  set(room_rank_net 0)
+  set(room_rank_upstream 1)
+  set(room_rank_tap 1)
+  set(room_rank_fleet 1)
+  set(room_rank_query 2)
+  set(room_rank_ops 3)
+  set(kit checked.h text.h log.h cli_doc.h)
+  set(config_readers fleet query ops)
+  set(no_dns_rooms net)
   set(problems "")
   foreach(folder ${order})
-    file(GLOB_RECURSE files ${PROJECT_SOURCE_DIR}/${folder}/*.h ${PROJECT_SOURCE_DIR}/${folder}/*.cc)
+    file(GLOB_RECURSE files ${root}/${folder}/*.h ${root}/${folder}/*.cc)
     foreach(f ${files})
-      file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[a-z_]+/")
+      file(RELATIVE_PATH rel ${root} ${f})
+      # This file's room: resolver/ROOM/name, or "" for the top of resolver/ and other folders.
+      set(room "")
+      if(rel MATCHES "^resolver/([a-z_]+)/")
+        set(room ${CMAKE_MATCH_1})
+        if(NOT DEFINED room_rank_${room})
+          string(APPEND problems "\n  ${rel}: resolver/${room}/ is not a room of the order"
+                 " (add it to cmake/HgLayers.cmake and docs/architecture.md §1)")
+          continue()
+        endif()
+      endif()
+      file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
       foreach(line ${includes})
-        string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([a-z_]+)/.*" "\\1" target "${line}")
+        # Rule 3: <ares.h> only in resolver/upstream/*.cc.
+        if(line MATCHES "^[ \t]*#[ \t]*include[ \t]*<ares(_[a-z_]+)?\\.h>")
+          if(NOT rel MATCHES "^resolver/upstream/[^/]+\\.cc$")
+            string(APPEND problems "\n  ${rel}: ${line}  (only resolver/upstream/*.cc include"
+                   " c-ares's headers)")
+          endif()
+          continue()
+        endif()
+        if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]+\"([a-z_]+)/([^\"]*)\"")
+          continue()
+        endif()
+        set(target ${CMAKE_MATCH_1})
+        set(target_rest ${CMAKE_MATCH_2})
+        # Rule 1: folders.
         if(DEFINED rank_${target} AND rank_${target} GREATER rank_${folder})
-          file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${f})
           string(APPEND problems "\n  ${rel}: ${line}  (${folder}/ must not include ${target}/)")
+        endif()
+        if(room STREQUAL "")
+          continue()
+        endif()
+        # Rule 2: the rooms of resolver/.
+        if(room IN_LIST no_dns_rooms AND target MATCHES "^(wire|cache|dnstap)$")
+          string(APPEND problems "\n  ${rel}: ${line}  (resolver/${room}/ knows no DNS: it"
+                 " must not include ${target}/)")
+        endif()
+        if(NOT target STREQUAL "resolver")
+          continue()
+        endif()
+        if(target_rest MATCHES "^([a-z_]+)/")
+          set(to ${CMAKE_MATCH_1})
+          if(to STREQUAL room)
+            continue()
+          endif()
+          if(NOT DEFINED room_rank_${to})
+            string(APPEND problems "\n  ${rel}: ${line}  (resolver/${to}/ is not a room of the"
+                   " order)")
+          elseif(NOT room_rank_${to} LESS room_rank_${room})
+            string(APPEND problems "\n  ${rel}: ${line}  (resolver/${room}/ must not include"
+                   " resolver/${to}/: net <- upstream, tap, fleet <- query <- ops <- top)")
+          endif()
+        elseif(target_rest IN_LIST kit)
+          # the kit: every room may include it
+        elseif(target_rest STREQUAL "config.h" AND room IN_LIST config_readers)
+          # the settings record, read from fleet/, query/ and ops/
+        else()
+          string(APPEND problems "\n  ${rel}: ${line}  (resolver/${room}/ must not include the"
+                 " top of resolver/ but the kit (checked.h, text.h, log.h, cli_doc.h) and, from fleet/,"
+                 " query/ and ops/, config.h)")
         endif()
       endforeach()
     endforeach()
   endforeach()
   if(problems)
-    message(FATAL_ERROR "dependency arrows point up (base <- wire <- cache <- resolver <- tools):${problems}")
+    message(FATAL_ERROR "dependency arrows point up (docs/architecture.md §1):${problems}")
   endif()
+endfunction()
+
+# The checks over this project's sources.
+function(hg_check_layers)
+  hg_check_layers_in(${PROJECT_SOURCE_DIR})
 endfunction()

@@ -27,9 +27,9 @@
 
 #include "base/duration.h"
 #include "cache/shadow.h"
-#include "resolver/dnstap_writer.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/secret_file.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/fleet/secret_file.h"
+#include "resolver/tap/dnstap_writer.h"
 #include "resolver/text.h"
 
 #ifndef HG_VERSION
@@ -200,7 +200,7 @@ const std::vector<Key>& keys() {
        "Upstream resolver to forward to, port 53 by default; repeatable (default: the "
        "nameservers of --upstream-file)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
-         if (is_tls_spec(v)) {  // DNS over TLS (resolver/dot.h)
+         if (is_tls_spec(v)) {  // DNS over TLS (resolver/upstream/dot.h)
            auto t = parse_tls_upstream(v);
            if (!t) return t.error();
            c.upstreams.push_back(t->endpoint);
@@ -329,7 +329,7 @@ const std::vector<Key>& keys() {
          return add_shadow_ttl(c, v, o);
        },
        [](Config& c) { c.shadow_ttls.clear(); }},
-      // Routing (resolver/local_names.h, docs/local-names.md).
+      // Routing (resolver/query/local_names.h, docs/local-names.md).
       {"forward", Kind::List, "ZONE=ADDR[:PORT][,...]",
        "Send names at or below ZONE to these servers instead of the upstreams (the longest "
        "matching zone wins); repeatable; re-read from --config on SIGHUP",
@@ -431,7 +431,7 @@ const std::vector<Key>& keys() {
          c.metrics = *e;
          return std::nullopt;
        }},
-      // Connection admission (resolver/conn_admission.h).
+      // Connection admission (resolver/net/conn_admission.h).
       {"tcp-max-per-source", Kind::Scalar, "N",
        "TCP connections one client address (IPv6: one /64) may hold per listener; a new one "
        "beyond closes that source's oldest idle connection (default 64)",
@@ -475,7 +475,7 @@ const std::vector<Key>& keys() {
          c.cache_save_interval = *s;
          return std::nullopt;
        }},
-      // The fleet's shared cache (resolver/redis_l2.h).
+      // The fleet's shared cache (resolver/fleet/fleet_cache.h).
       {"redis", Kind::Scalar, "ADDR:PORT|unix:PATH",
        "Share the cache and single-flight misses with other instances through this Redis "
        "(default: none)",

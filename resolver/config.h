@@ -2,9 +2,9 @@
 // (CLI11) and an optional TOML file with the same keys (toml++); the command line wins.
 //
 // Also the forwarding-loop check. The value types configuration needs have their own files:
-// Endpoint and Cidr in resolver/endpoint.h, the resolv.conf reader behind `upstream-file` in
-// resolver/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and on
-// SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
+// Endpoint and Cidr in resolver/net/endpoint.h, the resolv.conf reader behind `upstream-file` in
+// resolver/upstream/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and
+// on SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
 // human-readable line that names the flag or key, the value given, and what is allowed
 // (docs/architecture.md §7), never thrown.
 //
@@ -25,9 +25,9 @@
 
 #include "resolver/checked.h"
 #include "resolver/cli_doc.h"
-#include "resolver/endpoint.h"
-#include "resolver/local_names.h"
-#include "resolver/resolv_conf.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/query/local_names.h"
+#include "resolver/upstream/resolv_conf.h"
 
 namespace hg::resolver {
 
@@ -38,7 +38,8 @@ struct TtlCap {
   friend bool operator==(const TtlCap&, const TtlCap&) = default;
 };
 
-/// --redis and friends: the fleet's shared cache (resolver/redis_l2.h). Off unless --redis.
+/// --redis and friends: the fleet's shared cache (resolver/fleet/fleet_cache.h). Off unless
+/// --redis.
 struct RedisConfig {
   bool unix_socket = false;
   std::string host{};  ///< numeric IP when !unix_socket
@@ -81,20 +82,20 @@ struct Config {
   uint64_t shadow_size = uint64_t{8} << 20;  ///< bytes of the shadow table
   unsigned threads = 1;
   bool log_queries = false;
-  /// --log-queries=json: the query log as JSON lines (resolver/query_engine.cc).
+  /// --log-queries=json: the query log as JSON lines (resolver/query/query_engine.cc).
   bool log_queries_json = false;
   /// 0x20: random letter case in upstream query names, checked in the answers.
   bool use_0x20 = true;
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};
-  /// Connection admission (resolver/conn_admission.h): TCP connections one source (an IPv4
+  /// Connection admission (resolver/net/conn_admission.h): TCP connections one source (an IPv4
   /// address, an IPv6 /64) may hold per listener; who may reach --metrics (empty: `allow`).
   unsigned tcp_max_per_source = 64;
   std::vector<Cidr> metrics_allow{};
   RedisConfig redis{};
   std::string cache_file{};  ///< warm-restart cache file; empty: none
-  /// Also save cache_file this often while running (resolver/warm_restart.h); 0: only at
+  /// Also save cache_file this often while running (resolver/ops/warm_restart.h); 0: only at
   /// stop and on `hourglass-ctl save`.
   std::chrono::milliseconds cache_save_interval{std::chrono::minutes{5}};
   std::string config_file{};      ///< the --config given, empty if none
@@ -102,14 +103,14 @@ struct Config {
   std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name
   /// Given on the command line, so SIGHUP keeps them rather than re-reading the file's.
   bool dnstap_from_cli = false, dnstap_identity_from_cli = false;
-  /// --forward ZONE=ADDR,... and --hosts-file PATH (resolver/local_names.h); re-read from
+  /// --forward ZONE=ADDR,... and --hosts-file PATH (resolver/query/local_names.h); re-read from
   /// config_file on SIGHUP unless given on the command line.
   std::vector<ForwardZone> forward_zones{};
   std::vector<std::string> hosts_files{};
   /// --local-record 'NAME TTL TYPE DATA', as given (checked by parse_local_record).
   std::vector<std::string> local_records{};
   bool forward_from_cli = false, hosts_files_from_cli = false;
-  /// DNS over TLS (resolver/dot.h, docs/dot.md): the tls:// upstreams (their addresses are
+  /// DNS over TLS (resolver/upstream/dot.h, docs/dot.md): the tls:// upstreams (their addresses are
   /// in `upstreams` too), --tls-ca-file and the --tls-pin SPKI pins as given.
   std::vector<TlsTarget> tls_upstreams{};
   std::string tls_ca_file{};

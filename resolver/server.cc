@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "resolver/control.h"
-#include "resolver/fleet_auth.h"
+#include "resolver/fleet/fleet_auth.h"
 #include "resolver/log.h"
-#include "resolver/metrics.h"
-#include "resolver/warm_restart.h"
+#include "resolver/ops/control.h"
+#include "resolver/ops/metrics.h"
+#include "resolver/ops/warm_restart.h"
 
 namespace hg::resolver {
 
@@ -270,7 +270,7 @@ Server::~Server() {
   }
   if (signal_fd_ >= 0) ::close(signal_fd_);
   for (const int fd : reply_fds_) {
-    UdpListener::send_held_now(fd);  // this thread's held answers; the workers have stopped
+    outbox::send_held_now(fd);  // this thread's held answers; the workers have stopped
     ::close(fd);
   }
 }

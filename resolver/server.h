@@ -1,4 +1,4 @@
-// Server: the process around the query engines (resolver/query_engine.h) — N worker threads
+// Server: the process around the query engines (resolver/query/query_engine.h) — N worker threads
 // that share one cache and one in-flight table, their sockets, signals, SIGHUP reload,
 // graceful shutdown, systemd notifications and the warm-restart save.
 //
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "resolver/config.h"
-#include "resolver/dnstap_writer.h"
-#include "resolver/file_watch.h"
-#include "resolver/query_engine.h"
-#include "resolver/systemd.h"
+#include "resolver/net/file_watch.h"
+#include "resolver/ops/systemd.h"
+#include "resolver/query/query_engine.h"
+#include "resolver/tap/dnstap_writer.h"
 
 namespace hg::resolver {
 
@@ -49,7 +49,7 @@ class Server {
   /// Re-reads the upstream file; `why` starts the log lines ("SIGHUP", or the file watch's
   /// "upstream-file changed", which says each complaint only once).
   void reload_upstreams(const char* why = "SIGHUP");
-  // Routing (resolver/local_names.h): forward zones, hosts files, special-use names.
+  // Routing (resolver/query/local_names.h): forward zones, hosts files, special-use names.
   /// Reads the hosts files (each malformed line reported once; an unreadable file keeps
   /// what was read from it before) and builds the routing.
   Checked<std::shared_ptr<const Routing>> build_routing(const char* why);
@@ -72,8 +72,8 @@ class Server {
   void begin_shutdown();
   /// Polls until no client waits (or `give_up`), then cancels upstreams and stops the loops.
   void finish_shutdown(MonoTime give_up);
-  // systemd notifications and the watchdog (resolver/systemd.h), and the warm-restart save
-  // at stop (resolver/warm_restart.h).
+  // systemd notifications and the watchdog (resolver/ops/systemd.h), and the warm-restart save
+  // at stop (resolver/ops/warm_restart.h).
   void start_systemd();
   void status_tick();
   void open_reply_sockets();
@@ -98,7 +98,7 @@ class Server {
   bool stopping_ = false;
   SystemdNotifier notifier_;
   std::size_t loaded_from_file_ = 0;
-  /// --cache-save-interval (resolver/warm_restart.h): runs from run() until the loops stop.
+  /// --cache-save-interval (resolver/ops/warm_restart.h): runs from run() until the loops stop.
   std::unique_ptr<PeriodicSaver> saver_;
   bool watchdog_withheld_ = false;
   // Routing (worker 0's loop only).

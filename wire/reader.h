@@ -1,6 +1,6 @@
 // WireReader: the bounds-checked cursor that reads untrusted packets (docs/architecture.md
 // §7), and the other untrusted bytes the daemon reads back: the cache file (cache/persist.cc)
-// and the fleet's Redis values (resolver/redis_value.cc).
+// and the fleet's Redis values (resolver/fleet/redis_value.cc).
 //
 // A cursor over a std::span<const uint8_t>. Every read checks the bytes remaining first and
 // returns a Result; nothing here throws or reads out of bounds. Multi-byte fields are

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cache/key.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/fleet/redis_value.h"
 #include "wire/message.h"
 #include "wire/name.h"
 

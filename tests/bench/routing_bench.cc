@@ -1,7 +1,8 @@
-// The cost of routing (resolver/local_names.h) on the daemon's hit path: QueryEngine::on_query
-// for a cached name with no routing at all, with the default routing (the special-use zones
-// only), and with 50 forward zones and a 5000-line hosts file loaded; and Routing::route()
-// alone for a name whose TLD no rule uses, one under a forward zone, and a hosts name.
+// The cost of routing (resolver/query/local_names.h) on the daemon's hit path:
+// QueryEngine::on_query for a cached name with no routing at all, with the default routing (the
+// special-use zones only), and with 50 forward zones and a 5000-line hosts file loaded; and
+// Routing::route() alone for a name whose TLD no rule uses, one under a forward zone, and a hosts
+// name.
 //
 //   cmake -S . -B build -DHG_BENCH=ON && cmake --build build --target hg_routing_bench
 //   ./build/tests/bench/hg_routing_bench --benchmark_repetitions=5
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "tests/bench/bench_answers.h"
 #include "wire/owned.h"
 

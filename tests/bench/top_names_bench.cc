@@ -1,4 +1,4 @@
-// The cost of the top-names sketch (resolver/top_names.h) that `hourglass-ctl top` reads: one
+// The cost of the top-names sketch (resolver/query/top_names.h) that `hourglass-ctl top` reads: one
 // sampled update (lock + space-saving add), for a name already counted and for a flood of
 // distinct names (every counter scanned, the smallest replaced). A query pays this once in 16
 // on average, and an increment and a branch otherwise.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/top_names.h"
+#include "resolver/query/top_names.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the control socket's request lines (resolver/control.h): each input is
+// libFuzzer target for the control socket's request lines (resolver/ops/control.h): each input is
 // one or more lines run through Control::execute_all against a daemon state with a few cached
 // CNAME chains — stats, dump, flush, ttl-cap, shadow set/clear/list, drain with --old and
 // --flush-old. Property: every request gets a reply of complete lines, and a reply that
@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/control.h"
-#include "resolver/query_engine.h"
+#include "resolver/ops/control.h"
+#include "resolver/query/query_engine.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 

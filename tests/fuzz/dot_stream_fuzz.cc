@@ -1,5 +1,5 @@
-// Fuzz target: what a DoT server sends us (resolver/dot.h). The bytes after the first are a
-// TLS stream's plaintext, cut into chunks whose sizes the first byte picks, fed through
+// Fuzz target: what a DoT server sends us (resolver/upstream/dot.h). The bytes after the first are
+// a TLS stream's plaintext, cut into chunks whose sizes the first byte picks, fed through
 // dot::StreamReader: every message it yields must be at least a DNS header long and the
 // messages, framed again, must be exactly the stream's start; a stream it calls broken must
 // hold a length under 12 right where it stopped. The same bytes as a query go through
@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "resolver/dot.h"
+#include "resolver/upstream/dot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hg::resolver;

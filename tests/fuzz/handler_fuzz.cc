@@ -26,7 +26,7 @@
 #include <span>
 #include <vector>
 
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "wire/header.h"
 #include "wire/message.h"
 

@@ -1,4 +1,4 @@
-// Fuzz target: the routing parsers (resolver/local_names.h) — a --forward spec and a hosts
+// Fuzz target: the routing parsers (resolver/query/local_names.h) — a --forward spec and a hosts
 // file, both untrusted text — and the answers built from what they accept. The first byte
 // picks the parser; the rest is its input. Any input must give a value or a one-line error,
 // never a crash; every name a hosts file yields must be routed and answered with a message
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/local_names.h"
-#include "resolver/query.h"
+#include "resolver/query/admission.h"
+#include "resolver/query/local_names.h"
 #include "wire/message.h"
 
 namespace {

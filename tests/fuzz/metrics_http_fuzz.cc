@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "resolver/metrics.h"
-#include "resolver/query_engine.h"
+#include "resolver/ops/metrics.h"
+#include "resolver/query/query_engine.h"
 
 namespace {
 

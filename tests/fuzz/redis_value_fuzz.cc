@@ -1,4 +1,4 @@
-// libFuzzer target for what the fleet reads back from Redis (resolver/redis_value.h): values
+// libFuzzer target for what the fleet reads back from Redis (resolver/fleet/redis_value.h): values
 // (decode_value), fleet control messages (decode_fleet_message) and cache-key names
 // (name_of_cache_key). Redis is shared: anything in it may have been written by another
 // program or by hand.
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "cache/key.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/fleet/redis_value.h"
 #include "wire/message.h"
 #include "wire/name.h"
 

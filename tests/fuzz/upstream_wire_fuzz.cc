@@ -23,7 +23,7 @@
 #include <span>
 #include <vector>
 
-#include "resolver/upstream_wire.h"
+#include "resolver/upstream/upstream_wire.h"
 
 namespace {
 

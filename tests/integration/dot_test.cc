@@ -1,4 +1,4 @@
-// DNS over TLS to the upstream (resolver/dot.h, docs/dot.md) against a real DoT server:
+// DNS over TLS to the upstream (resolver/upstream/dot.h, docs/dot.md) against a real DoT server:
 // Unbound from Debian with tls-service-key/tls-service-pem on loopback, its certificates
 // made by the test with the openssl command (a CA, and server certificates for the right
 // name, the wrong name, expired, and from a CA the daemon does not know).

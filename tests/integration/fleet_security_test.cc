@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "cache/key.h"
-#include "resolver/fleet_auth.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/fleet_auth.h"
+#include "resolver/fleet/redis_value.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"

@@ -2,7 +2,7 @@
 // random-subdomain attack on a dead upstream). The daemon's memory must stay bounded, and a
 // name cached before the flood must still be answered, fresh from the cache, during it.
 //
-// The bound, from the daemon's fixed limits (resolver/query_engine.cc, cache/cache.h):
+// The bound, from the daemon's fixed limits (resolver/query/query_engine.cc, cache/cache.h):
 //   - nothing the flood asks is ever cached (no answers), so the 64 MiB cache stays empty;
 //   - in-flight table: at most 4096 keys (then SERVFAIL "overload" at once), each a key
 //     (~280 B), one waiter (~330 B), a c-ares query (~1 KiB with its buffers): ≲ 8 MiB;

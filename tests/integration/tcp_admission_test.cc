@@ -1,4 +1,4 @@
-// Connection admission against the real hourglassd (resolver/conn_admission.h): one host that
+// Connection admission against the real hourglassd (resolver/net/conn_admission.h): one host that
 // opens thousands of idle TCP connections, allowed or not, cannot keep an ordinary client
 // (real dig and queries from code) from its answers; the metrics endpoint answers only its
 // allow list, and 16 idle connections do not block a scrape; and the daemon survives running

@@ -1,4 +1,4 @@
-#include "resolver/ares_memory.h"
+#include "resolver/upstream/ares_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// Connection admission (resolver/conn_admission.h): what counts as one source, and the
+// Connection admission (resolver/net/conn_admission.h): what counts as one source, and the
 // StreamServer's side of it (the metrics endpoint's server) against real loopback sockets on
 // a test clock: the allow list at accept, a source's share, the oldest idle connection making
 // room, the request timeout, and running out of descriptors without spinning.
-#include "resolver/conn_admission.h"
+#include "resolver/net/conn_admission.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/stream_server.h"
+#include "resolver/net/stream_server.h"
 
 namespace hg::resolver {
 namespace {

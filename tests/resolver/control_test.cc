@@ -1,6 +1,6 @@
 // Control: the control socket driven over a real unix socket in a temporary directory, with
 // the event loop run from the test (run_once) on a test clock — no daemon, no sleeping.
-#include "resolver/control.h"
+#include "resolver/ops/control.h"
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "resolver/config.h"
-#include "resolver/dnstap_writer.h"
+#include "resolver/tap/dnstap_writer.h"
 
 namespace hg::resolver {
 namespace {

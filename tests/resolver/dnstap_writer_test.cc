@@ -15,7 +15,7 @@
 
 #include "base/bytes.h"
 #include "dnstap/codec.h"
-#include "resolver/dnstap_writer.h"
+#include "resolver/tap/dnstap_writer.h"
 
 namespace hg::resolver {
 namespace {

@@ -1,7 +1,7 @@
-// DNS over TLS pieces (resolver/dot.h) without a TLS server: the tls:// and pin syntax, the
-// configuration keys, the stream framing, the EDNS padding, the pending table (ID matching,
+// DNS over TLS pieces (resolver/upstream/dot.h) without a TLS server: the tls:// and pin syntax,
+// the configuration keys, the stream framing, the EDNS padding, the pending table (ID matching,
 // deadlines, a lost connection), and a DotChannel's timers on an injected clock.
-#include "resolver/dot.h"
+#include "resolver/upstream/dot.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "resolver/config.h"
-#include "resolver/event_loop.h"
-#include "resolver/upstream_board.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/upstream/upstream_board.h"
 #include "wire/message.h"
 
 namespace hg::resolver {

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "resolver/upstream.h"
+#include "resolver/upstream/upstream.h"
 
 namespace hg::resolver {
 namespace {

@@ -1,6 +1,6 @@
 // EventLoop tests. Timer logic runs on a manual clock driven with run_once(0ms), so nothing
 // here sleeps; fd tests use pipes, cross-thread tests a second thread.
-#include "resolver/event_loop.h"
+#include "resolver/net/event_loop.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

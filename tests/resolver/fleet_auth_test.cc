@@ -1,12 +1,12 @@
-// The authenticated fleet's pure parts (resolver/fleet_auth.h): HMAC-SHA256 against RFC 4231,
+// The authenticated fleet's pure parts (resolver/fleet/fleet_auth.h): HMAC-SHA256 against RFC 4231,
 // values, fleet messages and ttl caps sealed and opened, every alteration refused, purposes
 // kept apart, and the replay guard on an injected clock.
-#include "resolver/fleet_auth.h"
+#include "resolver/fleet/fleet_auth.h"
 
 #include <gtest/gtest.h>
 
 #include "cache/key.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/redis_value.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

@@ -1,5 +1,5 @@
 // InflightTable: joining, bounds, completion and deadlines.
-#include "resolver/inflight.h"
+#include "resolver/query/inflight.h"
 
 #include <gtest/gtest.h>
 

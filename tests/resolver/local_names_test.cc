@@ -1,6 +1,6 @@
-// Routing (resolver/local_names.h): the parsers, which rule a name takes, the answers given
+// Routing (resolver/query/local_names.h): the parsers, which rule a name takes, the answers given
 // here, and the query engine sending a forward zone's misses to that zone's servers only.
-#include "resolver/local_names.h"
+#include "resolver/query/local_names.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

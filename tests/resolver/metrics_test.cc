@@ -1,6 +1,6 @@
 // Metrics: the Prometheus endpoint over a real TCP socket on 127.0.0.1 (kernel port), with the
 // event loop run from the test; the exposition text is parsed line by line.
-#include "resolver/metrics.h"
+#include "resolver/ops/metrics.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

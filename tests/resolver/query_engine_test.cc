@@ -5,7 +5,7 @@
 #include <deque>
 #include <string>
 
-#include "resolver/query_engine.h"
+#include "resolver/query/query_engine.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

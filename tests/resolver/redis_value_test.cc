@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "cache/key.h"
-#include "resolver/redis_breaker.h"
-#include "resolver/redis_value.h"
+#include "resolver/fleet/redis_breaker.h"
+#include "resolver/fleet/redis_value.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 

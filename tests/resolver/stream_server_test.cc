@@ -1,7 +1,7 @@
 // StreamServer against real loopback sockets, driven by run_once on a test clock: a client
 // that resets while a long reply (a cache dump) is still being produced must cost the loop
 // nothing further.
-#include "resolver/stream_server.h"
+#include "resolver/net/stream_server.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 // SystemdNotifier: which environments enable it and its watchdog, datagrams on a socket the
 // test owns; and the watchdog's heartbeat check.
-#include "resolver/systemd.h"
+#include "resolver/ops/systemd.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

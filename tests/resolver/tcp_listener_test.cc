@@ -2,7 +2,7 @@
 // that keep one client from costing others (a reset with queries outstanding, a reader that
 // never reads, a message trickled byte by byte), and admission at accept (an address outside
 // the allow list, one source's share, a full table, the process out of descriptors).
-#include "resolver/tcp_listener.h"
+#include "resolver/net/tcp_listener.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -172,7 +172,7 @@ TEST_F(TcpListenerTest, AnIdleConnectionWithNothingPendingIsClosed) {
   EXPECT_EQ(listener_->connections(), 0u);
 }
 
-// --- admission at accept (resolver/conn_admission.h) --------------------------------------
+// --- admission at accept (resolver/net/conn_admission.h) --------------------------------------
 
 TEST_F(TcpListenerTest, AnAddressOutsideTheAllowListIsResetAtAcceptAndHoldsNoSlot) {
   ConnCounters counters;

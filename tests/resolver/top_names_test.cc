@@ -1,5 +1,5 @@
-// resolver/top_names.h: the space-saving sketch behind `hourglass-ctl top`.
-#include "resolver/top_names.h"
+// resolver/query/top_names.h: the space-saving sketch behind `hourglass-ctl top`.
+#include "resolver/query/top_names.h"
 
 #include <gtest/gtest.h>
 

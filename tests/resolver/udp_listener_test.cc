@@ -1,6 +1,7 @@
-// UdpListener::send_later: answers produced during a loop iteration (after upstream queries)
+// outbox::send_later: answers produced during a loop iteration (after upstream queries)
 // leave together at the iteration's end; outside of an iteration they leave at once.
-#include "resolver/udp_listener.h"
+#include "resolver/net/udp_listener.h"
+#include "resolver/net/outbox.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 namespace {
@@ -67,9 +68,9 @@ TEST(UdpSendLater, AnswersOfOneIterationLeaveTogetherAtItsEnd) {
   const std::vector<std::string> answers = {"one", "two", "three"};
   std::size_t waiting_inside = 99;
   loop.add_timer(0ms, [&] {
-    EXPECT_TRUE(UdpListener::send_later(peer_of(server, client_a), bytes(answers[0])));
-    EXPECT_TRUE(UdpListener::send_later(peer_of(server, client_b), bytes(answers[1])));
-    EXPECT_TRUE(UdpListener::send_later(peer_of(server, client_a), bytes(answers[2])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), bytes(answers[0])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_b), bytes(answers[1])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), bytes(answers[2])));
     // Still in the iteration: nothing has left yet.
     waiting_inside = client_a.drain().size() + client_b.drain().size();
   });
@@ -84,7 +85,7 @@ TEST(UdpSendLater, MoreAnswersThanOneBatchAllArriveInOrder) {
   Socket server, client;
   loop.add_timer(0ms, [&] {
     for (int i = 0; i < 150; ++i)
-      UdpListener::send_later(peer_of(server, client), bytes(std::to_string(i)));
+      outbox::send_later(peer_of(server, client), bytes(std::to_string(i)));
   });
   loop.run_once(0ms);
   const auto got = client.drain();
@@ -95,7 +96,7 @@ TEST(UdpSendLater, MoreAnswersThanOneBatchAllArriveInOrder) {
 
 TEST(UdpSendLater, OutsideOfALoopIterationTheAnswerLeavesAtOnce) {
   Socket server, client;
-  EXPECT_TRUE(UdpListener::send_later(peer_of(server, client), bytes("now")));
+  EXPECT_TRUE(outbox::send_later(peer_of(server, client), bytes("now")));
   EXPECT_EQ(client.drain(), (std::vector<std::string>{"now"}));
 }
 
@@ -107,9 +108,9 @@ TEST(UdpSendLater, AConnectedSocketSendsToItsPeerWithoutAnAddress) {
   ASSERT_EQ(::connect(from.fd, reinterpret_cast<const sockaddr*>(&to.addr), sizeof to.addr), 0);
   UdpPeer connected;
   connected.fd = from.fd;  // addr_len 0
-  loop.add_timer(0ms, [&] { EXPECT_TRUE(UdpListener::send_later(connected, bytes("held"))); });
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, bytes("held"))); });
   loop.run_once(0ms);
-  EXPECT_TRUE(UdpListener::send_later(connected, bytes("now")));
+  EXPECT_TRUE(outbox::send_later(connected, bytes("now")));
   EXPECT_EQ(to.drain(), (std::vector<std::string>{"held", "now"}));
 }
 
@@ -145,12 +146,12 @@ TEST(UdpSendLater, ARefusalReportedBySendingDoesNotLoseTheDatagram) {
   };
   // At the end of an iteration (sendmmsg).
   refuse_first();
-  loop.add_timer(0ms, [&] { EXPECT_TRUE(UdpListener::send_later(connected, bytes("held"))); });
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, bytes("held"))); });
   loop.run_once(0ms);
   EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);  // drawn by "held": it was sent
   // Outside of one (sendto).
   refuse_first();
-  EXPECT_TRUE(UdpListener::send_later(connected, bytes("now")));
+  EXPECT_TRUE(outbox::send_later(connected, bytes("now")));
   EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);
 }
 

@@ -1,6 +1,6 @@
 // RTT estimator and server selection: pure logic, driven with explicit times (no clock).
-#include "resolver/upstream_health.h"
-#include "resolver/upstream_wire.h"
+#include "resolver/upstream/upstream_health.h"
+#include "resolver/upstream/upstream_wire.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Upstream tests: real c-ares 1.18 talking to FakeUpstream over loopback. Timeouts are
 // shortened through UpstreamOptions so the failure cases take ~100-200 ms each.
-#include "resolver/upstream.h"
+#include "resolver/upstream/upstream.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // runs with an hour's interval here, so only the test calls save_if_changed(): a save only
 // when something was inserted or removed since the last one, the file 0600 and complete,
 // and a failure that writes nothing and is retried at the next tick.
-#include "resolver/warm_restart.h"
+#include "resolver/ops/warm_restart.h"
 #include "base/bytes.h"
 
 #include <gtest/gtest.h>

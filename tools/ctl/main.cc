@@ -1,5 +1,5 @@
 // hourglass-ctl: sends one command to a running hourglassd over its control socket and prints
-// the reply (the protocol is described in resolver/control.h).
+// the reply (the protocol is described in resolver/ops/control.h).
 //
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | upstreams | route NAME | dump [NAME] | flush [NAME] | flush-zone ZONE
@@ -41,7 +41,7 @@
 namespace {
 
 // The commands, for --help, the man page and the completion (hg::clidoc). All but the last
-// two are sent to hourglassd (resolver/control.h); top and use-as-system-resolver run here.
+// two are sent to hourglassd (resolver/ops/control.h); top and use-as-system-resolver run here.
 const std::vector<hg::clidoc::Command>& commands() {
   static const std::vector<hg::clidoc::Command> c = {
       {"stats", "", "cache and server counters, queries in flight"},

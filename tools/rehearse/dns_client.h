@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "resolver/endpoint.h"
-#include "resolver/event_loop.h"
-#include "resolver/upstream.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/upstream/upstream.h"
 #include "wire/name.h"
 #include "wire/owned.h"
 #include "wire/types.h"

@@ -272,7 +272,7 @@ Ir
 Ir                 file:function
 --------------------------------------------------------------------------------
 1,000,000 (100.0%)  ???:main [/build/hourglassd]
-  600,000 (60.00%)  resolver/query_engine.cc:hg::QueryEngine::handle(int) [/build/hourglassd]
+  600,000 (60.00%)  resolver/query/query_engine.cc:hg::QueryEngine::handle(int) [/build/hourglassd]
   200,000 (20.00%)  ???:on_query_tapped [/build/hourglassd]
    50,000 ( 5.00%)  ???:memcpy [/usr/lib/libc.so.6]
 """
@@ -280,7 +280,7 @@ Ir                 file:function
     def test_top_functions_leave_out_the_frames_of_everything(self):
         lines = cmd_callgrind.top_functions(self.ANNOTATE, 1000, 1000000, 2)
         self.assertEqual(lines, [
-            "     600  resolver/query_engine.cc:hg::QueryEngine::handle(int)",
+            "     600  resolver/query/query_engine.cc:hg::QueryEngine::handle(int)",
             "     200  ???:on_query_tapped"])
 
     def test_inclusive_of(self):

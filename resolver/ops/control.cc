@@ -1,0 +1,440 @@
+#include "resolver/ops/control.h"
+
+#include <fmt/core.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "base/duration.h"
+#include "resolver/ops/shadow_control.h"
+#include "resolver/ops/warm_restart.h"
+#include "resolver/text.h"
+#include "wire/message.h"
+#include "wire/owned.h"
+#include "wire/print.h"
+
+namespace hg::resolver {
+
+namespace {
+
+constexpr std::size_t kDumpEntriesPerChunk = 64;
+constexpr int64_t kMaxCapSeconds = 2147483647;  // RFC 2181 §8: TTLs are 31-bit
+
+constexpr std::string_view kHelp =
+    "help                    this list\n"
+    "stats                   cache and server counters, queries in flight\n"
+    "upstreams               per upstream server: RTT, RTO, EDNS and 0x20 state, counters\n"
+    "top-names [N]           the busiest names, and those causing the most upstream queries\n"
+    "dump [NAME]             cached answers (all, or NAME's) with the TTLs left now\n"
+    "flush                   remove every cached answer\n"
+    "flush NAME              remove every cached answer for NAME\n"
+    "flush-zone ZONE         remove cached answers for ZONE and every name below it\n"
+    "ttl-cap ZONE SECONDS    cap TTLs at or below ZONE, cached answers included (0: not cached)\n"
+    "ttl-cap-clear ZONE      remove ZONE's cap (cached answers keep their shortened TTLs)\n"
+    "ttl-caps                the caps in force\n"
+    "shadow [list]           shadow-ttl zones: real vs projected upstream queries\n"
+    "shadow set ZONE SECONDS start a shadow-ttl zone; shadow clear ZONE stops it\n"
+    "drain NAME [--old RDATA]... [--flush-old]\n"
+    "                        cached answers leading to NAME, when the old ones are gone\n"
+    "save                    write the cache to the --cache-file now\n"
+    "route NAME              which rule answers NAME: local zone, hosts file, forward zone\n"
+    "                        and its servers, or the default upstreams\n"
+    "  (flush, flush-zone, ttl-cap, ttl-cap-clear take --fleet: Redis and every instance too)\n";
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+Control::Output error(const std::string& message) {
+  return {"error: " + message + "\n"};
+}
+
+/// Parses a NAME or ZONE argument; on failure `why` gets the error text.
+std::optional<wire::Name> parse_name(std::string_view text, std::string& why) {
+  auto n = wire::Name::from_text(text);
+  if (n) return n.value();
+  why = fmt::format("'{}' is not a domain name ({} at offset {})", text,
+                    wire::to_string(n.error().code), n.error().offset);
+  return std::nullopt;
+}
+
+Control::Output usage(std::string_view command, std::string_view args) {
+  return error(fmt::format("usage: {} {}", command, args));
+}
+
+Control::Output stats_text(Shared& shared) {
+  const cache::CacheStats c = shared.cache.stats();
+  const Stats& s = shared.stats;
+  std::string out;
+  auto line = [&out](std::string_view key, uint64_t value) {
+    out += fmt::format("{} {}\n", key, value);
+  };
+  line("cache.entries", c.entries);
+  line("cache.bytes", c.bytes);
+  line("cache.capacity_bytes", c.capacity_bytes);
+  line("cache.hits", c.hits);
+  line("cache.stale_hits", c.stale_hits);
+  line("cache.misses", c.misses);
+  line("cache.inserts", c.inserts);
+  line("cache.evictions", c.evictions);
+  line("cache.expired", c.expired);
+  line("cache.failure_entries", c.failure_entries);
+  line("cache.ttl_caps", shared.cache.ttl_caps().size());
+  const auto r = [](const auto& a) { return a.load(std::memory_order_relaxed); };
+  line("server.queries_udp", r(s.queries_udp));
+  line("server.queries_tcp", r(s.queries_tcp));
+  line("server.hits", r(s.hits));
+  line("server.stale_answers", r(s.stale_answers));
+  line("server.misses", r(s.misses));
+  line("server.coalesced", r(s.coalesced));
+  line("server.prefetches", r(s.prefetches));
+  line("server.upstream_queries", r(s.upstream_queries));
+  line("server.upstream_answers", r(s.upstream_answers));
+  line("server.upstream_failures", r(s.upstream_failures));
+  line("server.servfail", r(s.servfail));
+  line("server.deadline_answers", r(s.deadline_answers));
+  line("server.failure_cached_answers", r(s.failure_cached_answers));
+  line("server.refused", r(s.refused));
+  line("server.formerr", r(s.formerr));
+  line("server.notimp", r(s.notimp));
+  line("server.dropped", r(s.dropped));
+  line("server.overload", r(s.overload));
+  line("server.truncated", r(s.truncated));
+  line("server.local_answers", r(s.local_answers));
+  line("server.hosts_answers", r(s.hosts_answers));
+  line("server.forwarded_queries", r(s.forwarded));
+  line("dnstap.written", r(shared.dnstap.written));
+  line("dnstap.dropped", r(shared.dnstap.dropped));
+  line("inflight.queries", shared.inflight.size());
+  line("inflight.waiters", shared.inflight.waiters());
+  out += conn_stats_lines(shared.tcp_conns, "tcp.");
+  if (shared.config.metrics) out += conn_stats_lines(shared.metrics_conns, "metrics.");
+  out += shadow_stats_lines(shared);
+  if (shared.config.redis.enabled()) out += fleet_stats_text(shared);
+  return {std::move(out)};
+}
+
+/// One entry: a comment line saying what it answers and how long it has left, then its
+/// records as dig prints them, with each record's TTL as at `now`.
+void dump_entry(const cache::Entry& e, MonoTime now, std::chrono::seconds stale_max,
+                std::string& out) {
+  out += fmt::format("; {} {} {}", e.qname().to_text(),
+                     wire::to_string(static_cast<wire::RRClass>(e.qclass())),
+                     wire::to_string(e.qtype()));
+  if (e.dnssec_ok()) out += " do";
+  if (e.checking_disabled()) out += " cd";
+  out += ' ';
+  out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
+  if (e.kind() == cache::AnswerKind::NoData) out += " nodata";
+  if (now < e.expires_at()) {
+    out += fmt::format(" fresh, expires in {}s\n", base::whole_seconds(e.expires_at() - now));
+  } else {
+    const Millis left = e.expires_at() + stale_max - now;
+    out += fmt::format(" stale, expired {}s ago, servable stale for {}s more\n",
+                       base::whole_seconds(now - e.expires_at()),
+                       base::whole_seconds(std::max(left, Millis{0})));
+  }
+  const std::vector<uint8_t> bytes = e.to_wire(now);
+  wire::Message m;
+  std::optional<wire::OwnedMessage> owned;
+  if (m.parse(bytes, wire::ParseMode::Strict)) {
+    if (auto o = wire::to_owned(m)) owned = std::move(o.value());
+  }
+  if (!owned) {
+    out += "; (records cannot be decoded)\n";  // cannot happen: entries hold our writer's bytes
+    return;
+  }
+  for (auto section : {wire::Section::Answer, wire::Section::Authority, wire::Section::Additional})
+    for (const auto& rr : owned->section(section))
+      out += wire::record_to_text(rr) + "\n";
+}
+
+Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime now) {
+  auto entries =
+      std::make_shared<std::vector<std::shared_ptr<const cache::Entry>>>(shared.cache.snapshot());
+  if (only) {
+    std::erase_if(*entries, [&](const auto& e) { return !(e->qname() == *only); });
+  }
+  const std::chrono::seconds stale_max = shared.cache.settings().stale_max;
+  Control::Output o;
+  o.more = [entries, next = std::size_t{0}, now, stale_max, only](std::string& out) mutable {
+    const std::size_t end = std::min(entries->size(), next + kDumpEntriesPerChunk);
+    for (; next < end; ++next) {
+      dump_entry(*(*entries)[next], now, stale_max, out);
+      (*entries)[next].reset();  // let an evicted entry go as soon as it is printed
+    }
+    if (next < entries->size()) return true;
+    out += fmt::format("; {} {}{}\n", entries->size(), entries->size() == 1 ? "entry" : "entries",
+                       only ? " for " + only->lowercased().to_text() : std::string());
+    return false;
+  };
+  return o;
+}
+
+}  // namespace
+
+Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime now) {
+  auto words = split_words(line);
+  // `--fleet` (anywhere after the command): flush and ttl-cap also go to Redis and to every
+  // instance of the fleet (resolver/fleet/fleet_cache.h).
+  const auto fleet_flag = std::find(words.begin(), words.end(), std::string_view("--fleet"));
+  const bool fleet = fleet_flag != words.end() && fleet_flag != words.begin();
+  if (fleet) words.erase(fleet_flag);
+  if (words.empty()) return error("empty request; try 'help'");
+  const std::string_view cmd = words[0];
+  const std::size_t nargs = words.size() - 1;
+  std::string why;
+  auto& cache = shared.cache;
+
+  if (cmd == "help") {
+    if (nargs != 0) return usage(cmd, "");
+    return {std::string(kHelp)};
+  }
+  if (cmd == "stats") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    return stats_text(shared);
+  }
+  if (cmd == "top-names") {
+    std::size_t n = 10;
+    if (words.size() > 2) return usage("top-names", "[N]");
+    if (words.size() == 2) {
+      const auto v = text::parse_digits(words[1]);
+      if (!v || *v < 1 || *v > SpaceSaving::kCounters)
+        return usage("top-names", "[N] with N from 1 to 64");
+      n = static_cast<std::size_t>(*v);
+    }
+    return {shared.top_names.text(n)};
+  }
+  if (cmd == "upstreams") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    return {upstreams_text(shared.upstream_board)};
+  }
+  if (cmd == "route") {
+    if (nargs != 1) return usage(cmd, "NAME");
+    auto name = parse_name(words[1], why);
+    if (!name) return error(why);
+    const auto [routing, upstreams] = shared.routing();
+    if (!routing) return {fmt::format("{} default upstreams\n", name->to_text())};
+    return {routing->describe(*name, upstreams)};
+  }
+  if (cmd == "dump") {
+    if (nargs > 1) return usage(cmd, "[NAME]");
+    std::optional<wire::Name> only;
+    if (nargs == 1) {
+      only = parse_name(words[1], why);
+      if (!only) return error(why);
+    }
+    return dump(shared, only, now);
+  }
+  const bool fleet_command =
+      cmd == "flush" || cmd == "flush-zone" || cmd == "ttl-cap" || cmd == "ttl-cap-clear";
+  if (fleet && !fleet_command)
+    return error("--fleet goes only with flush, flush-zone, ttl-cap and ttl-cap-clear");
+  if (fleet && shared.fleet_control == nullptr)
+    return error("--fleet: this hourglassd runs without --redis; nothing was changed");
+  fleet::FleetMessage fm;
+  // The local change is made first; with --fleet, Redis and the other instances follow.
+  auto with_fleet = [&](Output local) -> Output {
+    if (!fleet || local.text.starts_with("error:")) return local;
+    if (auto err = shared.fleet_control->broadcast(fm)) return error(*err);
+    local.text += "fleet: sent to Redis and every instance\n";
+    return local;
+  };
+  if (cmd == "flush") {
+    if (nargs > 1) return usage(cmd, "[NAME]  (flush-zone ZONE for a whole zone)");
+    if (nargs == 0) {
+      fm.op = fleet::FleetOp::FlushAll;
+      return with_fleet({fmt::format("flushed {}\n", cache.flush_all())});
+    }
+    auto name = parse_name(words[1], why);
+    if (!name) return error(why);
+    fm.op = fleet::FleetOp::FlushName;
+    fm.name = name->lowercased();
+    return with_fleet({fmt::format("flushed {}\n", cache.flush_name(*name))});
+  }
+  if (cmd == "flush-zone") {
+    if (nargs != 1) return usage(cmd, "ZONE");
+    auto zone = parse_name(words[1], why);
+    if (!zone) return error(why);
+    fm.op = fleet::FleetOp::FlushZone;
+    fm.name = zone->lowercased();
+    return with_fleet({fmt::format("flushed {}\n", cache.flush_zone(*zone))});
+  }
+  if (cmd == "ttl-cap") {
+    if (nargs != 2) return usage(cmd, "ZONE SECONDS");
+    auto zone = parse_name(words[1], why);
+    if (!zone) return error(why);
+    const auto secs = parse_ttl_arg(words[2], kMaxCapSeconds, why);
+    if (!secs) return error(why);
+    cache.set_ttl_cap(*zone, *secs, now);
+    fm.op = fleet::FleetOp::TtlCap;
+    fm.name = zone->lowercased();
+    fm.seconds = *secs;
+    return with_fleet({fmt::format("ok: ttl-cap {} {}\n", zone->lowercased().to_text(), *secs)});
+  }
+  if (cmd == "ttl-cap-clear") {
+    if (nargs != 1) return usage(cmd, "ZONE");
+    auto zone = parse_name(words[1], why);
+    if (!zone) return error(why);
+    fm.op = fleet::FleetOp::TtlCapClear;
+    fm.name = zone->lowercased();
+    // With --fleet the cap goes fleet-wide even when this instance had none.
+    if (!cache.clear_ttl_cap(*zone) && !fleet)
+      return error(fmt::format("no ttl-cap for {}; see ttl-caps", zone->lowercased().to_text()));
+    return with_fleet({fmt::format("ok: ttl-cap-clear {}\n", zone->lowercased().to_text())});
+  }
+  if (cmd == "ttl-caps") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    std::string out;
+    for (const auto& [zone, cap] : cache.ttl_caps())
+      out += fmt::format("{} {}\n", zone.to_text(), cap);
+    if (out.empty()) out = "; no ttl caps\n";
+    return {std::move(out)};
+  }
+  if (cmd == "save") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    if (shared.config.cache_file.empty())
+      return error("no cache file: start hourglassd with --cache-file PATH");
+    const auto r = save_cache_file(shared, now);
+    if (!r.ok) return error(r.error);
+    return {fmt::format("saved {} answers to {}{} ({} bytes)\n", r.entries, r.path,
+                        r.diverted.empty() ? std::string() : " (" + r.diverted + ")", r.bytes)};
+  }
+  if (auto r = rehearsal_command(shared, words, now)) return std::move(*r);
+  const std::string shown(cmd.substr(0, 64));
+  return error(fmt::format("unknown command '{}'; try 'help'", shown));
+}
+
+std::string Control::execute_all(Shared& shared, std::string_view line, MonoTime now) {
+  Output o = execute(shared, line, now);
+  if (o.more)
+    while (o.more(o.text)) {
+    }
+  return std::move(o.text);
+}
+
+Checked<std::unique_ptr<Control>> Control::open(EventLoop& loop, Shared& shared,
+                                                const std::string& path) {
+  using R = Checked<std::unique_ptr<Control>>;
+  const std::string what = "--control " + path;
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sun.sun_path)
+    return R::failure(what + ": expected a path of 1 to 107 bytes");
+  std::memcpy(sun.sun_path, path.data(), path.size());
+  const auto sa = reinterpret_cast<const sockaddr*>(&sun);
+
+  // Something already there: a stale socket from a daemon that did not exit cleanly is
+  // replaced; a live one, or a file that is not a socket, is never touched.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return R::failure(what +
+                        ": the path exists and is not a socket; remove it or choose "
+                        "another --control path");
+    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (probe < 0)
+      return R::failure(what + ": cannot create a unix socket: " + std::strerror(errno));
+    const int rc = ::connect(probe, sa, sizeof sun);
+    const int err = errno;
+    ::close(probe);
+    if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+      return R::failure(what +
+                        ": another process (another hourglassd?) is listening on it; "
+                        "stop that one or choose another --control path");
+    if (err != ECONNREFUSED)
+      return R::failure(what + ": cannot check the existing socket: " + std::strerror(err));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return R::failure(what + ": cannot remove the stale socket: " + std::strerror(errno));
+  } else if (errno != ENOENT) {
+    return R::failure(what + ": " + std::strerror(errno));
+  }
+
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return R::failure(what + ": cannot create a unix socket: " + std::strerror(errno));
+  // bind() creates the file with 0777 & ~umask: narrow the umask for that call so the socket
+  // is never reachable by others, even for an instant (start-up: no other thread makes files).
+  const mode_t old_mask = ::umask(0117);
+  const int bound = ::bind(fd, sa, sizeof sun);
+  const int bind_err = errno;
+  ::umask(old_mask);
+  if (bound != 0) {
+    ::close(fd);
+    const std::string hint = bind_err == ENOENT   ? " (does its directory exist?)"
+                             : bind_err == EACCES ? " (no permission to create files there)"
+                                                  : "";
+    return R::failure(what + ": cannot create the socket: " + std::strerror(bind_err) + hint);
+  }
+  auto fail_after_bind = [&](const std::string& message) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return R::failure(message);
+  };
+  if (::chmod(path.c_str(), 0660) != 0 || ::lstat(path.c_str(), &st) != 0)
+    return fail_after_bind(what + ": cannot set the socket's mode: " + std::strerror(errno));
+  if (::listen(fd, 16) != 0)
+    return fail_after_bind(what + ": cannot listen: " + std::strerror(errno));
+
+  std::unique_ptr<Control> c(new Control(path, st.st_dev, st.st_ino));
+  Shared* sh = &shared;
+  EventLoop* lp = &loop;
+  c->server_ = StreamServer::start(
+      loop, fd, StreamServerSettings{.max_request = kMaxLine},
+      [sh, lp](std::string_view in, bool full, std::string& out) {
+        StreamServer::Reply reply;
+        const std::size_t nl = in.find('\n');
+        if (nl == std::string_view::npos) {
+          if (full) {
+            out += fmt::format("error: request line longer than {} bytes\n\n", kMaxLine - 1);
+            reply.consumed = in.size();
+            reply.close = true;
+          }
+          return reply;
+        }
+        std::string_view line = in.substr(0, nl);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        Output o = execute(*sh, line, lp->now());
+        out += o.text;
+        if (o.more) {
+          reply.more = [more = std::move(o.more)](std::string& text) {
+            if (more(text)) return true;
+            text += '\n';
+            return false;
+          };
+        } else {
+          out += '\n';
+        }
+        reply.consumed = nl + 1;
+        return reply;
+      });
+  if (!c->server_)
+    return fail_after_bind(what + ": cannot watch the socket: " + std::strerror(errno));
+  return c;
+}
+
+Control::~Control() {
+  server_.reset();
+  // Remove the file only if it is still ours: an operator may have started another daemon
+  // on the same path after moving ours away.
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
+    ::unlink(path_.c_str());
+}
+
+}  // namespace hg::resolver

@@ -1,0 +1,212 @@
+// Local names and routing (docs/local-names.md): which rule answers a query name before the
+// cache and the default upstreams are consulted.
+//
+//   1. a name from a hosts file (--hosts-file), or the built-in PTR records of 127.0.0.1
+//      and ::1: answered here (A, AAAA, PTR; other types NODATA);
+//   2. the longest matching zone among the forward zones (--forward) and the special-use
+//      and locally served zones (RFC 6761, 6303, 7793, 7686, 8375); a special-use zone at
+//      or below a forward zone is switched off (the operator claimed that subtree);
+//   3. a single-label name asked for A, AAAA or ANY: NODATA here (never sent upstream);
+//   4. everything else: the default upstreams.
+//
+// A Routing is built once (start-up, SIGHUP, a hosts file change) and then only read: each
+// worker holds a shared_ptr to the current one and swaps it in a task posted to its loop.
+// The query path calls claims() first: one hash lookup of the name's last label, false for
+// every name whose top-level label no rule mentions.
+//
+// The parsers here (parse_forward_spec, parse_hosts) take untrusted text: they return
+// errors, never throw, and bound what they keep (tests/fuzz/local_names_fuzz.cc).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "resolver/checked.h"
+#include "resolver/net/endpoint.h"
+#include "resolver/query/admission.h"
+#include "resolver/upstream/dot.h"
+#include "wire/name.h"
+#include "wire/types.h"
+
+namespace hg::resolver {
+
+/// One --forward ZONE=ADDR[:PORT][,ADDR[:PORT]...].
+struct ForwardZone {
+  std::string zone{};  ///< as given (syntax-checked by parse_forward_spec)
+  std::vector<Endpoint> servers{};
+  /// The servers given as tls://ADDR[:PORT][#NAME] (also in `servers`), resolver/upstream/dot.h.
+  std::vector<TlsTarget> tls{};
+  friend bool operator==(const ForwardZone&, const ForwardZone&) = default;
+};
+
+/// Parses "ZONE=ADDR[:PORT][,ADDR[:PORT]...]" (port 53 by default, at most 8 servers, IPv6
+/// as [ADDR]:PORT). The root zone is refused: that is what --upstream is for. On failure,
+/// the reason and what is allowed.
+Checked<ForwardZone> parse_forward_spec(std::string_view text);
+
+/// One address line of a hosts file.
+struct HostsLine {
+  int family = 0;                  ///< AF_INET or AF_INET6
+  std::array<uint8_t, 16> addr{};  ///< 4 bytes used for AF_INET
+  /// Canonical name first, then aliases; each in wire form (letter case as written).
+  std::vector<std::string> names{};
+  uint32_t line = 0;  ///< 1-based line number
+};
+
+struct HostsParse {
+  std::vector<HostsLine> lines;
+  std::vector<std::string> errors;  ///< "N: what is wrong" (N the line), one per malformed line
+};
+
+/// Parses hosts(5) text: "ADDRESS NAME [ALIAS...]", '#' starts a comment. A malformed line
+/// (bad address, scoped IPv6, no name, a name that is not a domain name) is skipped and
+/// reported. At most kMaxHostsNames names are kept (the rest reported once).
+HostsParse parse_hosts(std::string_view text);
+inline constexpr std::size_t kMaxHostsNames = 1'000'000;
+/// Files larger than this are refused (the previous contents stay in force).
+inline constexpr std::size_t kMaxHostsFileBytes = 16u << 20;
+/// Reads and parses a hosts file; the error names the path and the reason.
+Checked<HostsParse> read_hosts_file(const std::string& path);
+
+/// One --local-record 'NAME TTL TYPE DATA' (like a zone file line, class IN implied):
+///   A 192.0.2.1 | AAAA 2001:db8::1 | CNAME target | PTR target | TXT "text" ["more"...]
+///   | MX PREFERENCE exchange | SRV PRIORITY WEIGHT PORT target
+struct LocalRecord {
+  wire::Name name{};
+  uint32_t ttl = 0;
+  wire::RRType type = wire::RRType::A;
+  std::vector<uint8_t> rdata{};  ///< wire form, names uncompressed
+  std::string text{};            ///< as given, for describe()
+};
+/// Parses one record; the error says what is wrong and what is allowed.
+Checked<LocalRecord> parse_local_record(std::string_view text);
+
+/// A hosts file as read: its path and its lines.
+struct HostsFile {
+  std::string path;
+  std::vector<HostsLine> lines;
+};
+
+/// TTL of answers from hosts files: short, since the file may change at any time (and is
+/// re-read within a second when it does).
+inline constexpr uint32_t kHostsTtl = 5;
+/// TTL (and SOA MINIMUM) of the special-use zones' answers: RFC 6303 §3's zone uses 10800.
+inline constexpr uint32_t kLocalZoneTtl = 10800;
+
+enum class RouteKind : uint8_t {
+  Upstream,     ///< the default upstreams
+  Forward,      ///< a forward zone's servers
+  LocalZone,    ///< a special-use or locally served zone, answered here
+  Hosts,        ///< a hosts-file (or built-in) name, answered here
+  SingleLabel,  ///< a single-label name asked for an address: NODATA here
+};
+
+/// How a special-use zone answers.
+enum class LocalZoneKind : uint8_t {
+  Localhost,  ///< RFC 6761 §6.3: every name at or below it is 127.0.0.1 / ::1
+  Empty,      ///< RFC 6303 §3: the apex has SOA and NS, every name below it NXDOMAIN
+  Nxdomain,   ///< RFC 6761 §6.4, RFC 7686: every name, the apex too, NXDOMAIN
+};
+
+class Routing {
+ public:
+  struct Input {
+    std::vector<ForwardZone> forward{};
+    std::vector<HostsFile> hosts{};
+    std::vector<LocalRecord> records{};
+    bool special_use = true;  ///< serve the special-use zones (tests may turn them off)
+  };
+  /// Builds the table; fails (naming the zone) if a forward zone is not a domain name.
+  static Checked<std::shared_ptr<const Routing>> build(const Input& input);
+
+  struct Match {
+    RouteKind kind = RouteKind::Upstream;
+    uint32_t index = 0;          ///< Forward: the zone's server set; LocalZone: the zone
+    const void* host = nullptr;  ///< Hosts: the name's data
+  };
+
+  /// The rule for `qname` asked with `qtype`. For a name whose last label no rule
+  /// mentions (the common case) this is one hash lookup of that label.
+  Match route(const wire::Name& qname, wire::RRType qtype) const noexcept;
+
+  /// Writes the answer of a LocalZone, Hosts or SingleLabel match for `q` into out (at
+  /// most `limit` bytes; TC=1 at a record boundary when the records do not fit). Returns
+  /// the size, and the rcode in `rcode`.
+  std::size_t answer(const Match& m, const ClientQuery& q, std::span<uint8_t> out,
+                     std::size_t limit, wire::RCode& rcode) const noexcept;
+
+  /// The server sets of the forward zones (one per distinct list of servers, in order).
+  const std::vector<std::vector<Endpoint>>& server_sets() const noexcept { return sets_; }
+  /// The forward zones, lowercased, with their server set index.
+  struct ForwardRule {
+    wire::Name zone;
+    uint32_t set;
+  };
+  const std::vector<ForwardRule>& forward_rules() const noexcept { return forward_; }
+  /// The forward zones' servers reached over TLS.
+  const std::vector<TlsTarget>& tls_targets() const noexcept { return tls_; }
+
+  /// `hourglass-ctl route NAME`: one line saying which rule answers `qname` and how.
+  /// `upstreams` are the default upstreams now in force.
+  std::string describe(const wire::Name& qname, std::span<const Endpoint> upstreams) const;
+
+  std::size_t hosts_names() const noexcept { return hosts_.size(); }
+  /// A Hosts match from a hosts file (not one of the built-in loopback PTR records).
+  bool from_hosts_file(const Match& m) const noexcept {
+    return m.kind == RouteKind::Hosts && !host_data_[m.index].builtin;
+  }
+
+ private:
+  struct Zone {
+    wire::Name name;
+    LocalZoneKind kind = LocalZoneKind::Empty;
+    bool forward = false;
+    uint32_t set = 0;
+    const char* why = "";  ///< the RFC, for describe()
+  };
+  struct Host {
+    std::vector<std::array<uint8_t, 4>> a;
+    std::vector<std::array<uint8_t, 16>> aaaa;
+    std::optional<wire::Name> ptr;
+    std::string source;  ///< "PATH:LINE" or "built-in"
+    uint32_t ttl = kHostsTtl;
+    bool builtin = false;
+    std::vector<const LocalRecord*> records;  ///< --local-record data at this name
+  };
+  std::vector<LocalRecord> records_;
+  struct SvHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept;
+  };
+  using NameMap = std::unordered_map<std::string, uint32_t, SvHash, std::equal_to<>>;
+
+  void add_tld(std::string_view lowered_wire);
+  Host& host_at(const wire::Name& name);
+
+  std::vector<Zone> zones_;
+  NameMap zone_index_;  // lowercased wire name -> zones_ index
+  std::vector<Host> host_data_;
+  NameMap hosts_;  // lowercased wire name -> host_data_ index
+  /// The last labels (lowercased, with their length byte) some rule ends in, as FNV-1a
+  /// hashes in an open-addressing table (0 = empty): the one probe every query pays. A
+  /// false positive only sends a name down the exact lookups.
+  std::vector<uint64_t> tld_hashes_ = std::vector<uint64_t>(16, 0);
+  std::size_t tld_count_ = 0;
+  bool tld_maybe(uint64_t h) const noexcept;
+  std::vector<std::vector<Endpoint>> sets_;
+  std::vector<ForwardRule> forward_;
+  std::vector<TlsTarget> tls_;
+};
+
+/// The reverse-lookup name of an address: d.c.b.a.in-addr.arpa or the 32 nibbles of
+/// ip6.arpa (RFC 1035 §3.5, RFC 3596 §2.5).
+wire::Name reverse_name(int family, std::span<const uint8_t> addr);
+
+}  // namespace hg::resolver

@@ -1,0 +1,546 @@
+#include "resolver/query/query_engine.h"
+#include "base/bytes.h"
+#include "resolver/cli_doc.h"
+#include "resolver/log.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "wire/edns.h"
+#include "wire/header.h"
+#include "wire/owned.h"
+#include "wire/reader.h"
+#include "wire/reencode.h"
+#include "wire/writer.h"
+
+namespace hg::resolver {
+
+using wire::RCode;
+
+namespace {
+
+constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;
+
+cache::CacheSettings cache_settings(const Config& c) {
+  cache::CacheSettings s;
+  s.max_bytes = static_cast<std::size_t>(c.cache_size);
+  // Small caches get fewer shards, so that one shard's budget still holds a few entries.
+  s.shards = c.cache_size < (std::size_t{1} << 20) ? 1 : 16;
+  s.ttl.min_ttl = static_cast<uint32_t>(c.cache_min_ttl.count());
+  s.ttl.max_ttl = static_cast<uint32_t>(c.cache_max_ttl.count());
+  s.ttl.negative_max_ttl = static_cast<uint32_t>(c.negative_max_ttl.count());
+  s.stale_max = c.stale_max;
+  s.stale_ttl = static_cast<uint32_t>(c.stale_ttl.count());
+  return s;
+}
+
+std::size_t udp_limit(uint16_t client_udp_size, std::size_t room) {
+  // Never more than 1232 over UDP, whatever the client offers: larger datagrams fragment, and
+  // fragments are lost or spoofed (DNS flag day 2020). Larger answers go TC=1, then TCP.
+  return std::min<std::size_t>({client_udp_size, kMaxUdpAnswer, room});
+}
+
+// ttl-cap applies to an answer passed through uncached too: the cap bounds every TTL a client
+// is given for the zone, so a cap of 0 (nothing cached) reaches clients as TTL 0 rather than
+// the upstream's. `out` holds `size` bytes that render_passthrough() wrote: the upstream's
+// records in order, at the upstream's offsets (same header and question length), then our
+// OPT when the client sent one. A negative answer is about the qname, as in the cache.
+void cap_passthrough_ttls(std::span<uint8_t> out, std::size_t size, bool client_edns,
+                          const wire::Message& up, const cache::Cache& cache,
+                          const wire::Name& qname) {
+  if (size < wire::kHeaderSize) return;
+  std::size_t copied = std::size_t{base::load_u16(out.data() + 6)} +
+                       base::load_u16(out.data() + 8) + base::load_u16(out.data() + 10);
+  if (client_edns && copied > 0) --copied;  // our OPT record
+  const bool negative = up.rcode() == RCode::NXDomain || up.section(wire::Section::Answer).empty();
+  const std::optional<uint32_t> qname_cap =
+      negative ? cache.ttl_cap_for(qname) : std::optional<uint32_t>{};
+  const auto records = up.records();
+  for (std::size_t i = 0; i < records.size() && i < copied; ++i) {
+    const wire::RecordView& rr = records[i];
+    if (std::size_t{rr.ttl_offset} + 4 > size) break;
+    std::optional<uint32_t> cap = cache.ttl_cap_for(up.owner(rr));
+    if (qname_cap && (!cap || *qname_cap < *cap)) cap = qname_cap;
+    if (cap && base::load_u32(out.data() + rr.ttl_offset) > *cap)
+      base::store_u32(out.data() + rr.ttl_offset, *cap);
+  }
+}
+
+}  // namespace
+
+void Waiter::hold(const ClientQuery& q) noexcept {
+  query = q;
+  query.question = {};
+  query.qname = nullptr;
+  question_len = static_cast<uint16_t>(q.question.size());
+  std::copy(q.question.begin(), q.question.end(), question.begin());
+}
+
+ClientQuery Waiter::client() const noexcept {
+  ClientQuery q = query;
+  q.question = std::span<const uint8_t>(question.data(), question_len);
+  return q;
+}
+
+Shared::Shared(const Config& c)
+    : config(c),
+      cache(cache_settings(c)),
+      shadow(cache::ShadowSettings{.max_bytes = static_cast<std::size_t>(c.shadow_size)}),
+      inflight(InflightSettings{.max_entries = 4096, .max_waiters = 256}) {}
+
+QueryEngine::QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker)
+    : shared_(shared),
+      loop_(loop),
+      sender_(std::move(sender)),
+      worker_(worker),
+      buf_(kMaxTcpAnswer),
+      norm_buf_(kMaxTcpAnswer) {}
+
+bool QueryEngine::allowed(const sockaddr* peer) const noexcept {
+  if (peer == nullptr) return true;  // tests and fuzzing: no address
+  return std::any_of(shared_.config.allow.begin(), shared_.config.allow.end(),
+                     [&](const Cidr& c) { return c.contains(peer); });
+}
+
+std::size_t QueryEngine::answer_hit(const cache::Hit& hit, const ClientQuery& q,
+                                    std::span<uint8_t> out, std::size_t limit,
+                                    std::optional<EdeSpec> ede) {
+  return answer_entry(*hit.entry,
+                      hit.stale() ? std::optional<uint32_t>(hit.stale_ttl) : std::nullopt, q, out,
+                      limit, ede);
+}
+
+std::size_t QueryEngine::answer_entry(const cache::Entry& entry, std::optional<uint32_t> stale_ttl,
+                                      const ClientQuery& q, std::span<uint8_t> out,
+                                      std::size_t limit, std::optional<EdeSpec> ede) {
+  wire::WireWriter w(out, limit);
+  const auto opt = response_opt(q.dnssec_ok, static_cast<RCode>(entry.rcode()), ede);
+  const std::size_t reserve = q.has_edns ? wire::opt_size(opt) : 0;
+  const auto r = cache::render_entry(entry, q, loop_.now(), stale_ttl, w, reserve);
+  if (!r.ok) {
+    // Cannot happen for a question of the key's length; answer rather than stay silent.
+    return write_error(out.first(limit), q, RCode::ServFail, EdeSpec{wire::ede::Other, {}});
+  }
+  if (q.has_edns && !wire::append_opt(w, opt)) return 0;
+  if (r.truncated) shared_.stats.truncated.fetch_add(1, std::memory_order_relaxed);
+  return w.size();
+}
+
+std::size_t QueryEngine::answer_stale(const cache::Hit& hit, const ClientQuery& q,
+                                      std::span<uint8_t> out, std::size_t limit) {
+  shared_.stats.stale_answers.fetch_add(1, std::memory_order_relaxed);
+  // RFC 8914 §4.4 / §4.20: Stale Answer, or Stale NXDOMAIN Answer.
+  const uint16_t code =
+      hit.stale_nxdomain() ? wire::ede::StaleNxdomainAnswer : wire::ede::StaleAnswer;
+  return answer_hit(hit, q, out, limit, EdeSpec{code, {}});
+}
+
+std::size_t QueryEngine::answer_stale_now(const cache::Hit& hit, const ClientQuery& q,
+                                          std::span<uint8_t> out, std::size_t limit) {
+  if (shared_.config.log_queries)
+    log_query(*q.qname, q.qtype, static_cast<RCode>(hit.entry->rcode()), "stale", loop_.now());
+  return answer_stale(hit, q, out, limit);
+}
+
+QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const sockaddr* peer,
+                                         const Route& route, std::span<uint8_t> out) {
+  auto& st = shared_.stats;
+  (route.is_tcp ? st.queries_tcp : st.queries_udp).fetch_add(1, std::memory_order_relaxed);
+  const MonoTime now = loop_.now();
+  ClientQuery q;
+  const auto adm = admit_query(packet, allowed(peer), scratch_, q, out);
+  switch (adm.action) {
+    case Admission::Drop:
+      st.dropped.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    case Admission::Respond: {
+      switch (adm.why) {
+        case Rejection::NotAllowed:
+        case Rejection::BadClass:
+        case Rejection::ZoneTransfer:
+          st.refused.fetch_add(1, std::memory_order_relaxed);
+          break;
+        case Rejection::NotQuery:
+          st.notimp.fetch_add(1, std::memory_order_relaxed);
+          break;
+        default:
+          st.formerr.fetch_add(1, std::memory_order_relaxed);
+          break;
+      }
+      if (shared_.config.log_queries) {
+        if (shared_.config.log_queries_json) {
+          log::print(log::Level::Info, "{{\"rejected\":{}}}",
+                     clidoc::json_string(to_string(adm.why)));
+        } else {
+          log::print(log::Level::Info, "query rejected: {}", to_string(adm.why));
+        }
+      }
+      return {adm.response_size, false};
+    }
+    case Admission::Resolve:
+      break;
+  }
+
+  const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
+  if (routing_ != nullptr) {
+    const Routing::Match m = routing_->route(*q.qname, q.qtype);
+    if (m.kind >= RouteKind::LocalZone) [[unlikely]]
+      return {answer_local(m, q, out, limit, now), false};
+  }
+  auto& cache = shared_.cache;
+  const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
+  if (++top_tick_ >= top_gap_) [[unlikely]] {
+    top_tick_ = 0;
+    top_rng_ ^= top_rng_ << 13;
+    top_rng_ ^= top_rng_ >> 17;
+    top_rng_ ^= top_rng_ << 5;
+    top_gap_ = 1 + (top_rng_ & (2 * TopNames::kSampleEvery - 2));
+    shared_.top_names.on_query(key.qname);
+  }
+  // A fresh hit is rendered inside the lookup, under the shard's read lock: no reference to
+  // the entry is taken. shadow-ttl (off unless a shadow zone is set) needs the entry after
+  // the lookup, so it takes the reference.
+  std::size_t fresh_size = 0;
+  uint8_t fresh_rcode = 0;
+  cache::Hit hit;
+  if (!shared_.shadow.active()) [[likely]] {
+    hit = cache.lookup_fresh(key, now, [&](const cache::Entry& e, bool) {
+      fresh_size = answer_entry(e, std::nullopt, q, out, limit, std::nullopt);
+      fresh_rcode = e.rcode();
+    });
+  } else {
+    hit = cache.lookup(key, now);
+    const bool fresh = hit.freshness == cache::Freshness::Fresh;
+    shared_.shadow.on_query(key, fresh ? hit.entry.get() : nullptr, now);
+    if (fresh) {
+      fresh_size = answer_hit(hit, q, out, limit, std::nullopt);
+      fresh_rcode = hit.entry->rcode();
+    }
+  }
+
+  if (hit.freshness == cache::Freshness::Fresh) {
+    st.hits.fetch_add(1, std::memory_order_relaxed);
+    if (hit.prefetch && shared_.inflight.start_background(key, now, worker_)) {
+      st.prefetches.fetch_add(1, std::memory_order_relaxed);
+      start_upstream(key);
+    }
+    if (shared_.config.log_queries)
+      log_query(*q.qname, q.qtype, static_cast<RCode>(fresh_rcode), "hit", now);
+    return {fresh_size, false};
+  }
+
+  // RFC 9520 / RFC 8767 failure recheck: a key that failed recently is not asked again yet.
+  if (cache.failure_holdoff(key, now) > Millis{0}) {
+    if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
+    st.failure_cached_answers.fetch_add(1, std::memory_order_relaxed);
+    st.servfail.fetch_add(1, std::memory_order_relaxed);
+    if (shared_.config.log_queries) log_query(*q.qname, q.qtype, RCode::ServFail, "failed", now);
+    // RFC 8914 §4.14 Cached Error: the SERVFAIL comes from the failure cache.
+    return {write_error(
+                out.first(limit), q, RCode::ServFail,
+                EdeSpec{wire::ede::CachedError, "upstream failed recently; not asked again yet"}),
+            false};
+  }
+
+  // RFC 8767 §5 client-response timer: a refresh already running longer than the timer will
+  // not save this client either, so it gets the stale answer now instead of waiting again.
+  if (hit.stale()) {
+    const auto started = shared_.inflight.started_at(key);
+    if (started && now - *started >= shared_.config.client_timeout)
+      return {answer_stale_now(hit, q, out, limit), false};
+  }
+
+  Waiter w;
+  w.received = now;
+  w.tap_ns = tap_query_ns_;
+  w.deadline =
+      now + (hit.stale() ? shared_.config.client_timeout : shared_.config.upstream_timeout);
+  w.route = route;
+  w.hold(q);
+  if (hit.stale()) w.stale = hit.entry;
+  // Each waiter's deadline runs on the loop of the worker that received it; whichever worker
+  // owns the upstream query, the waiter is answered on time. The timer is cancelled when the
+  // waiter is answered earlier (release_timer), so timers never outnumber waiters.
+  w.engine = this;
+  w.key_slot = keys_.hold(key);
+  const uint32_t slot = w.key_slot;
+  w.timer = loop_.add_timer_at(w.deadline, [this, slot] {
+    on_deadline(keys_[slot]);
+    keys_.drop(slot);
+  });
+  const TimerId timer = w.timer;
+
+  switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
+    case JoinOutcome::Created:
+      st.misses.fetch_add(1, std::memory_order_relaxed);
+      begin_miss(key);
+      break;
+    case JoinOutcome::Joined:
+      st.coalesced.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case JoinOutcome::TableFull:
+    case JoinOutcome::WaitersFull: {
+      cancel_deadline(timer, slot);
+      st.overload.fetch_add(1, std::memory_order_relaxed);
+      if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
+      st.servfail.fetch_add(1, std::memory_order_relaxed);
+      if (shared_.config.log_queries)
+        log_query(*q.qname, q.qtype, RCode::ServFail, "overload", now);
+      return {write_error(out.first(limit), q, RCode::ServFail,
+                          EdeSpec{wire::ede::Other, "too many queries in flight"}),
+              false};
+    }
+  }
+  return {0, true};
+}
+
+void QueryEngine::start_upstream(const cache::CacheKey& key) {
+  // Our own query: RD=1, CD as the client asked, the lowercased name, and one bare OPT record
+  // at the end (Upstream removes exactly that for a server without EDNS) with DO when asked.
+  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q;  // the writer fills what is sent
+  wire::WireWriter w(q);
+  wire::Header h;
+  // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even
+  // without DO; wire::answer_flags() passes AD on only to clients that asked.
+  h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
+                                  (key.checking_disabled ? wire::flag::CD : 0));
+  h.qdcount = 1;
+  h.arcount = 1;
+  h.write_unchecked(q.data());
+  wire::OptSpec opt;
+  opt.flags = key.dnssec_ok ? wire::kEdnsDoBit : 0;
+  const bool ok = w.bytes(std::span<const uint8_t>(q.data(), wire::kHeaderSize)) &&
+                  w.name(key.qname, false) && w.u16(static_cast<uint16_t>(key.qtype)) &&
+                  w.u16(key.qclass) && wire::write_opt(w, opt);
+  shared_.stats.upstream_queries.fetch_add(1, std::memory_order_relaxed);
+  shared_.top_names.on_upstream(key.qname);
+  if (shared_.shadow.active()) shared_.shadow.on_upstream(key);
+  if (!ok) {  // cannot happen: the buffer fits the largest name
+    on_upstream(key, UpstreamStatus::BadQuery, {});
+    return;
+  }
+  const uint32_t slot = keys_.hold(key);
+  auto done = [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
+    on_upstream(keys_[slot], status, answer);
+    keys_.drop(slot);
+  };
+  if (routing_ != nullptr && forward_) {
+    const Routing::Match m = routing_->route(key.qname, key.qtype);
+    if (m.kind == RouteKind::Forward) {
+      shared_.stats.forwarded.fetch_add(1, std::memory_order_relaxed);
+      forward_(m.index, w.written(), std::move(done));
+      return;
+    }
+  }
+  sender_(w.written(), std::move(done));
+}
+
+std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery& q,
+                                      std::span<uint8_t> out, std::size_t limit, MonoTime now) {
+  RCode rcode = RCode::NoError;
+  const std::size_t size = routing_->answer(m, q, out, limit, rcode);
+  const bool hosts = routing_->from_hosts_file(m);
+  (hosts ? shared_.stats.hosts_answers : shared_.stats.local_answers)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (shared_.config.log_queries)
+    log_query(*q.qname, q.qtype, rcode, hosts ? "hosts" : "local", now);
+  return size;
+}
+
+void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
+                              std::span<const uint8_t> answer) {
+  const MonoTime now = loop_.now();
+  auto& st = shared_.stats;
+  // The insert below meets cold memory (a cache bigger than the CPU's); start loading it now
+  // and parse the answer meanwhile.
+  if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
+  if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
+    cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
+    const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
+    using O = cache::InsertOutcome;
+    if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
+        outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
+      st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
+      if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
+      fleet_after_upstream(key, hit);
+      const auto rcode = upstream_msg_.rcode();
+      std::vector<Waiter> done = shared_.inflight.complete(key);
+      for (const Waiter& w : done) {
+        release_timer(w);
+        const ClientQuery q = w.client();
+        const std::size_t limit =
+            w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.query.udp_size, kMaxTcpAnswer);
+        std::size_t size = 0;
+        if (hit.freshness == cache::Freshness::Fresh) {
+          size = answer_hit(hit, q, buf_, limit, std::nullopt);
+        } else {
+          // Not cached (TTL 0, negative without SOA, too large): pass the answer through.
+          size = render_passthrough(buf_, limit, q, upstream_msg_, std::nullopt);
+          if (shared_.cache.has_ttl_caps())
+            cap_passthrough_ttls(buf_, size, q.has_edns, upstream_msg_, shared_.cache, key.qname);
+        }
+        deliver(w, std::span<const uint8_t>(buf_.data(), size), "miss", rcode);
+      }
+      shared_.inflight.recycle(std::move(done));
+      return;
+    }
+    // A response we must not use (wrong question, SERVFAIL-like rcode, not a response):
+    // discarded, and the query counts as failed.
+    status = UpstreamStatus::BadResponse;
+  } else if (status == UpstreamStatus::Ok) {
+    status = UpstreamStatus::BadResponse;  // unparseable
+  }
+
+  st.upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  // Not when the deadline already recorded this failure (on_deadline): one failed resolution
+  // is one step of the holdoff, however late c-ares gives up.
+  if (status != UpstreamStatus::Cancelled && shared_.cache.failure_holdoff(key, now) == Millis{0})
+    shared_.cache.note_failure(key, now);
+  log_upstream_failure(key, status);
+  fleet_after_upstream(key, cache::Hit{});
+  const std::string text = fmt::format("upstream: {}", to_string(status));
+  const uint16_t code = status == UpstreamStatus::NetworkError ? wire::ede::NetworkError
+                                                               : wire::ede::NoReachableAuthority;
+  for (Waiter& w : shared_.inflight.complete(key)) {
+    release_timer(w);
+    adopt_fleet_stale(key, w);
+    answer_failed(w, code, text, "failed");
+  }
+}
+
+bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
+  // The upstream's bytes are re-encoded by our own writer before they are cached or passed
+  // on. Cached sections are copied to clients with rewritten headers and TTLs, so every
+  // compression pointer in them must lead to name bytes that never change; an upstream may
+  // point anywhere a parser accepts (into its RDATA lengths, its TTL fields...). Our writer
+  // only points at names it wrote itself. It also drops the upstream's OPT record and any
+  // bytes after the last record. This costs a few microseconds per upstream answer, never
+  // anything on the cache-hit path.
+  if (!raw_msg_.parse(answer, wire::ParseMode::Lenient)) return false;
+  wire::WireWriter w(norm_buf_);
+  // upstream_msg_ becomes the view of what is written, as parsing it again would give.
+  const auto out = wire::rewrite_without_opt(w, raw_msg_, &upstream_msg_);
+  return out.ok && !out.truncated;
+}
+
+void QueryEngine::on_deadline(const cache::CacheKey& key) {
+  const MonoTime now = loop_.now();
+  auto due = shared_.inflight.take_due(key, now);
+  // A client with nothing stale ran out of time: the resolution has failed (RFC 9520), even
+  // if c-ares is still retrying. Clients asking meanwhile get SERVFAIL at once instead of
+  // each waiting the full timeout; a late answer still lands in the cache and clears this.
+  const bool failed = std::any_of(due.begin(), due.end(), [](const Waiter& w) { return !w.stale; });
+  if (failed && shared_.cache.failure_holdoff(key, now) == Millis{0})
+    shared_.cache.note_failure(key, now);
+  for (Waiter& w : due) {
+    release_timer(w);
+    adopt_fleet_stale(key, w);
+    shared_.stats.deadline_answers.fetch_add(1, std::memory_order_relaxed);
+    answer_failed(w, wire::ede::NoReachableAuthority, "upstream did not answer in time",
+                  "deadline");
+  }
+}
+
+uint32_t QueryEngine::KeySlots::hold(const cache::CacheKey& key) {
+  if (free_.empty()) {
+    keys_.push_back(key);
+    return static_cast<uint32_t>(keys_.size() - 1);
+  }
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  keys_[slot] = key;
+  return slot;
+}
+
+void QueryEngine::cancel_deadline(TimerId timer, uint32_t slot) {
+  // A timer that already ran has freed its slot itself.
+  if (loop_.cancel_timer(timer)) keys_.drop(slot);
+}
+
+void QueryEngine::release_timer(const Waiter& w) {
+  if (w.engine == this) {
+    cancel_deadline(w.timer, w.key_slot);
+  } else if (w.engine != nullptr) {
+    w.engine->loop_.post([engine = w.engine, timer = w.timer, slot = w.key_slot] {
+      engine->cancel_deadline(timer, slot);
+    });
+  }
+}
+
+void QueryEngine::answer_failed(const Waiter& w, uint16_t ede, std::string_view text,
+                                const char* what) {
+  const ClientQuery q = w.client();
+  const std::size_t limit =
+      w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.query.udp_size, kMaxTcpAnswer);
+  if (w.stale) {
+    cache::Hit hit;
+    hit.entry = w.stale;
+    hit.freshness = cache::Freshness::Stale;
+    hit.stale_ttl = shared_.cache.settings().stale_ttl;
+    const std::size_t size = answer_stale(hit, q, buf_, limit);
+    deliver(w, std::span<const uint8_t>(buf_.data(), size), "stale",
+            static_cast<RCode>(w.stale->rcode()));
+    return;
+  }
+  shared_.stats.servfail.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t size =
+      write_error(std::span<uint8_t>(buf_).first(limit), q, RCode::ServFail, EdeSpec{ede, text});
+  deliver(w, std::span<const uint8_t>(buf_.data(), size), what, RCode::ServFail);
+}
+
+void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
+                          RCode rcode) {
+  if (w.route.sink != nullptr) {
+    (*w.route.sink)(bytes);
+  } else if (w.route.is_tcp) {
+    if (auto c = w.route.tcp.lock()) {
+      if (bytes.empty()) {
+        c->no_answer();
+      } else {
+        c->answer(bytes);
+      }
+    }
+  } else if (!bytes.empty()) {
+    outbox::send_later(w.route.udp, bytes);
+  }
+  if (dnstap_ != nullptr) [[unlikely]]
+    tap_response(w, bytes);
+  if (shared_.config.log_queries) {
+    wire::WireReader r(std::span<const uint8_t>(w.question.data(), w.question_len));
+    auto name = wire::read_name(r);
+    auto type = r.u16();
+    if (name && type) log_query(*name, static_cast<wire::RRType>(*type), rcode, what, w.received);
+  }
+}
+
+void QueryEngine::log_query(const wire::Name& qname, wire::RRType qtype, RCode rcode,
+                            const char* what, MonoTime received) {
+  const auto ms = std::chrono::duration<double, std::milli>(loop_.update_now() - received).count();
+  if (shared_.config.log_queries_json) {
+    // The name is in presentation form (bytes outside printable ASCII as \DDD) and then
+    // JSON-escaped, so a hostile name cannot break the line or the JSON.
+    log::print(log::Level::Info,
+               "{{\"name\":{},\"type\":{},\"rcode\":{},\"answer\":{},\"ms\":{:.1f}}}",
+               clidoc::json_string(qname.to_text()), clidoc::json_string(wire::to_string(qtype)),
+               clidoc::json_string(wire::to_string(rcode)), clidoc::json_string(what), ms);
+    return;
+  }
+  log::print(log::Level::Info, "query {} {} {} {} {:.1f}ms", qname.to_text(),
+             wire::to_string(qtype), wire::to_string(rcode), what, ms);
+}
+
+void QueryEngine::log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status) {
+  // At most one line per second across all workers; the rest are counted and summarised.
+  const int64_t now_ms = ms_since_epoch(loop_.now());
+  int64_t last = shared_.last_upstream_log_ms.load(std::memory_order_relaxed);
+  if (now_ms - last < 1000 || !shared_.last_upstream_log_ms.compare_exchange_strong(last, now_ms)) {
+    shared_.log_suppressed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t suppressed = shared_.log_suppressed.exchange(0, std::memory_order_relaxed);
+  log::print(log::Level::Warning, "upstream failure: {} {}: {}{}", key.qname.to_text(),
+             wire::to_string(key.qtype), to_string(status),
+             suppressed ? fmt::format(" (and {} more failures not logged)", suppressed) : "");
+}
+}  // namespace hg::resolver

@@ -1,0 +1,188 @@
+// QueryEngine: the life of a query (docs/architecture.md §2) — receive, admit, look up the
+// cache, coalesce in the in-flight table, forward through c-ares, serve stale, answer on time.
+// What every worker's engine shares with the others (Shared, Stats) and what a waiting
+// client is (Waiter, Route) are in resolver/query/shared.h.
+//
+// QueryEngine is the per-worker part that decides what to answer. It does not own sockets:
+// it is handed packets and a Route to answer on, and an upstream "sender" function, so the
+// request-path fuzz target and unit tests drive it with a fake upstream and no network.
+// The process around it (threads, signals, reload, shutdown) is resolver/server.h.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "resolver/fleet/fleet_cache.h"
+#include "resolver/net/event_loop.h"
+#include "resolver/net/tcp_listener.h"
+#include "resolver/net/udp_listener.h"
+#include "resolver/query/admission.h"
+#include "resolver/query/local_names.h"
+#include "resolver/query/responder.h"
+#include "resolver/query/shared.h"
+#include "resolver/tap/dnstap_writer.h"
+#include "resolver/upstream/upstream.h"
+
+namespace hg::resolver {
+
+/// The largest answer over TCP (its two-byte length prefix, RFC 1035 §4.2.2).
+inline constexpr std::size_t kMaxTcpAnswer = 65535;
+
+class QueryEngine {
+ public:
+  /// Sends one upstream query; the callback runs later on this worker's loop thread.
+  using Sender = std::function<void(std::span<const uint8_t> query, Upstream::Callback done)>;
+
+  QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker);
+
+  /// Sends one upstream query to the servers of forward server set `set`.
+  using ForwardSender =
+      std::function<void(uint32_t set, std::span<const uint8_t> query, Upstream::Callback done)>;
+  /// The routing this engine applies (local answers before the cache, forward zones on a
+  /// miss); nullptr (the default): every name goes to `sender`. On the engine's thread.
+  void set_routing(std::shared_ptr<const Routing> routing, ForwardSender forward) {
+    routing_ = std::move(routing);
+    forward_ = std::move(forward);
+  }
+
+  /// Handles one query from `peer`. Returns the size of an answer written to `out` now
+  /// (cache hits, errors), or 0 when there is nothing to send now (dropped, or the answer
+  /// will go to `route` later). `out` holds at least 512 bytes; answers respect out.size().
+  struct Outcome {
+    std::size_t size = 0;   ///< bytes of `out` to send now
+    bool deferred = false;  ///< the answer will be sent to the route later
+  };
+  Outcome on_query(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                   std::span<uint8_t> out) {
+    if (dnstap_ != nullptr) [[unlikely]]
+      return on_query_tapped(packet, peer, route, out);
+    return handle(packet, peer, route, out);
+  }
+
+  /// dnstap (engine_dnstap.cc): the writer this worker logs to, or nullptr (the default: then
+  /// dnstap costs one branch per query). Set on the engine's own thread; what this worker
+  /// wrote to the previous writer is flushed to it first.
+  void set_dnstap(DnstapWriter* w) noexcept {
+    if (dnstap_ != nullptr) dnstap_->flush(static_cast<unsigned>(worker_));
+    dnstap_ = w;
+  }
+  DnstapWriter* dnstap() const noexcept { return dnstap_; }
+  /// Writes `m` to this worker's dnstap batch (dnstap() must be set). The batch goes to the
+  /// writer's I/O thread at the end of the loop iteration, or at once outside of one.
+  void tap_write(const dnstap::Message& m);
+  int worker() const noexcept { return worker_; }
+
+  // --- the fleet (--redis; resolver/query/engine_fleet.cc) ---
+  /// What this engine lets its worker's FleetCache do: answer waiters from a value, or ask
+  /// the upstream. The FleetCache must be destroyed before the engine.
+  FleetHooks fleet_hooks();
+  void set_fleet(FleetCache* fleet) noexcept { fleet_ = fleet; }
+  /// Inserts a Redis value for `key` into the local cache, its TTLs counted down from the
+  /// value's insert time, and answers the waiting clients; false (counted) when the value is
+  /// unusable or already stale — stale values stay in the local cache for serve-stale.
+  bool answer_from_l2(const cache::CacheKey& key, std::span<const uint8_t> value);
+
+ private:
+  Outcome handle(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                 std::span<uint8_t> out);
+  /// on_query with dnstap: CLIENT_QUERY, handle(), CLIENT_RESPONSE for an answer sent now.
+  Outcome on_query_tapped(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
+                          std::span<uint8_t> out);
+  /// CLIENT_RESPONSE for an answer delivered later to a waiter.
+  void tap_response(const Waiter& w, std::span<const uint8_t> bytes);
+  bool allowed(const sockaddr* peer) const noexcept;
+  /// A name answered here (resolver/query/local_names.h), counted and logged.
+  std::size_t answer_local(const Routing::Match& m, const ClientQuery& q, std::span<uint8_t> out,
+                           std::size_t limit, MonoTime now);
+  std::size_t answer_hit(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                         std::size_t limit, std::optional<EdeSpec> ede);
+  /// The same from the entry itself (a fresh hit rendered inside Cache::lookup_fresh);
+  /// `stale_ttl` set for a stale answer.
+  std::size_t answer_entry(const cache::Entry& entry, std::optional<uint32_t> stale_ttl,
+                           const ClientQuery& q, std::span<uint8_t> out, std::size_t limit,
+                           std::optional<EdeSpec> ede);
+  /// A stale hit with EDE 3 (or 19 for NXDOMAIN), counted; answer_stale_now() also logs.
+  std::size_t answer_stale(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                           std::size_t limit);
+  std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
+                               std::size_t limit);
+  void start_upstream(const cache::CacheKey& key);
+  /// A local miss: through the fleet when there is one, else straight upstream.
+  void begin_miss(const cache::CacheKey& key);
+  /// After an upstream answer or failure: share it with the fleet (no-op without one).
+  void fleet_after_upstream(const cache::CacheKey& key, const cache::Hit& cached);
+  /// A waiter with no stale entry of its own adopts one the fleet put in the local cache.
+  void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
+  void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
+                   std::span<const uint8_t> answer);
+  /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
+  bool normalize_upstream(std::span<const uint8_t> answer);
+  void on_deadline(const cache::CacheKey& key);
+  /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
+  void release_timer(const Waiter& w);
+  /// Answers a waiter whose query failed or ran out of time: stale if it has one, else
+  /// SERVFAIL with `ede`.
+  void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
+  void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
+               wire::RCode rcode);
+  void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
+                 MonoTime received);
+  void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
+
+  /// Keys that this engine's pending callbacks (an upstream answer, a waiter's deadline) will
+  /// need, each in a numbered slot: the callbacks capture [this, slot], which std::function
+  /// keeps inline, instead of a copy of the key (~270 bytes), which it would allocate for.
+  /// A deque, so a key stays put while slots are added. Loop thread only.
+  class KeySlots {
+   public:
+    uint32_t hold(const cache::CacheKey& key);
+    const cache::CacheKey& operator[](uint32_t slot) const noexcept { return keys_[slot]; }
+    void drop(uint32_t slot) { free_.push_back(slot); }
+
+   private:
+    std::deque<cache::CacheKey> keys_;
+    std::vector<uint32_t> free_;
+  };
+  /// Cancels a waiter's deadline timer on this engine's loop, freeing its key slot.
+  void cancel_deadline(TimerId timer, uint32_t slot);
+
+  KeySlots keys_;
+  Shared& shared_;
+  EventLoop& loop_;
+  Sender sender_;
+  int worker_;
+  wire::Message scratch_;
+  wire::Message raw_msg_;       // the upstream's answer as received
+  wire::Message upstream_msg_;  // the same, re-encoded into norm_buf_
+  std::vector<uint8_t> buf_;    // answers rendered for waiters
+  std::vector<uint8_t> norm_buf_;
+  DnstapWriter* dnstap_ = nullptr;
+  int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
+  bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration
+  FleetCache* fleet_ = nullptr;
+  // The top-names sample (resolver/query/top_names.h): queries since the last one sampled, and the
+  // gap to the next, drawn from [1, 31] (mean 16) by a xorshift so that periodic traffic
+  // cannot hide a name between samples.
+  uint32_t top_tick_ = 0;
+  uint32_t top_gap_ = TopNames::kSampleEvery;
+  uint32_t top_rng_ = 0x9e3779b9u;
+  wire::Message l2_msg_;
+  std::shared_ptr<const Routing> routing_;
+  ForwardSender forward_;
+};
+
+/// dnstap (engine_dnstap.cc): sends an upstream query through `upstream` and logs it as
+/// FORWARDER_QUERY, and its answer as FORWARDER_RESPONSE, to the engine's writer.
+void dnstap_forward(QueryEngine& engine, Upstream& upstream, std::span<const uint8_t> query,
+                    Upstream::Callback done);
+
+}  // namespace hg::resolver

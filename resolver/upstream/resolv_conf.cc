@@ -1,0 +1,113 @@
+#include "resolver/upstream/resolv_conf.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "resolver/text.h"
+
+namespace hg::resolver {
+
+using text::quote;
+using text::trim;
+
+// --- resolv.conf -----------------------------------------------------------------------------
+
+ResolvConf parse_resolv_conf(std::string_view text) {
+  ResolvConf rc;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    line = trim(line);
+    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+    auto sp = line.find_first_of(" \t");
+    if (line.substr(0, sp) != "nameserver") continue;
+    std::string_view rest =
+        sp == std::string_view::npos ? std::string_view{} : trim(line.substr(sp));
+    std::string_view addr = rest.substr(0, rest.find_first_of(" \t#;"));
+    auto e = parse_endpoint(addr, 53);
+    if (!e || e->port() == 0) {
+      rc.warnings.push_back("line " + std::to_string(line_no) + ": nameserver " + quote(addr) +
+                            " is not a numeric IPv4 or IPv6 address; ignored");
+      continue;
+    }
+    rc.nameservers.push_back(*e);
+  }
+  return rc;
+}
+
+Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes) {
+  using R = Checked<FileText>;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return R::failure("cannot open " + quote(path) + " (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return R::failure(quote(path) + " is not a regular file; not read");
+  }
+  const auto too_large = [&] {
+    return R::failure(quote(path) + " is larger than " + std::to_string(max_bytes) +
+                      " bytes; not read");
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return too_large();
+  }
+  std::string text;
+  std::array<char, 65536> buf;
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return R::failure("cannot read " + quote(path) + " (" + std::strerror(e) + ")");
+    }
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    if (text.size() > max_bytes) {  // grew while being read
+      ::close(fd);
+      return too_large();
+    }
+  }
+  ::close(fd);
+  return FileText{std::move(text)};
+}
+
+Checked<ResolvConf> read_resolv_conf(const std::string& path) {
+  // resolv.conf is a few lines; 1 MiB is far more than any real one.
+  auto text = read_small_file(path, std::size_t{1} << 20);
+  if (!text) return Checked<ResolvConf>::failure(text.error());
+  ResolvConf rc = parse_resolv_conf(text.value().text);
+  for (auto& w : rc.warnings)
+    w.insert(0, path + ": ");
+  return rc;
+}
+
+std::string no_nameserver_reason(const ResolvConf& rc, const std::string& path) {
+  if (rc.warnings.empty()) return "has no nameserver line";
+  constexpr std::size_t kShown = 3;
+  std::string out = "has no usable nameserver line: ";
+  const std::string prefix = path + ": ";
+  for (std::size_t i = 0; i < rc.warnings.size() && i < kShown; ++i) {
+    std::string_view w = rc.warnings[i];
+    if (w.starts_with(prefix)) w.remove_prefix(prefix.size());
+    if (w.ends_with("; ignored")) w.remove_suffix(9);
+    if (i != 0) out += "; ";
+    out += w;
+  }
+  if (rc.warnings.size() > kShown)
+    out += "; and " + std::to_string(rc.warnings.size() - kShown) + " more";
+  return out;
+}
+
+}  // namespace hg::resolver

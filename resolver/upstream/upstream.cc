@@ -1,0 +1,1548 @@
+// Upstream implementation: one c-ares 1.18 channel per server on an EventLoop, and the
+// retransmission, server choice, EDNS and 0x20 logic above them.
+//
+// A server removed by reload_servers() keeps its channel until its last query has ended; it
+// is then destroyed from a zero-delay loop timer, never from inside a c-ares callback, where
+// ares_destroy() is not allowed.
+#include "resolver/upstream/upstream.h"
+
+#include "resolver/upstream/ares_memory.h"
+
+#include <ares.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+// upstream.h declares c-ares's socket functions with these types so that it need not
+// include <ares.h>: they must be c-ares's own.
+static_assert(std::is_same_v<ares_socket_t, int>);
+static_assert(std::is_same_v<ares_ssize_t, ssize_t>);
+static_assert(std::is_same_v<ares_socklen_t, socklen_t>);
+
+namespace hg::resolver {
+
+namespace {
+
+constexpr std::size_t kHeaderSize = 12;
+constexpr std::size_t kRandomBatch = 256;
+
+void init_library_once() {
+  static std::once_flag once;
+  // ARES_LIB_INIT_ALL only matters on Windows; c-ares asks for it everywhere all the same.
+  std::call_once(once, [] {
+    ares_library_init_mem(ARES_LIB_INIT_ALL, ares_memory::allocate, ares_memory::release,
+                          ares_memory::reallocate);
+  });
+}
+
+UpstreamStatus map_status(int status) {
+  switch (status) {
+    case ARES_SUCCESS:
+      return UpstreamStatus::Ok;
+    case ARES_ETIMEOUT:
+      return UpstreamStatus::Timeout;
+    case ARES_ESERVFAIL:
+      return UpstreamStatus::ServFail;
+    case ARES_EREFUSED:
+      return UpstreamStatus::Refused;
+    case ARES_ENOTIMP:
+      return UpstreamStatus::NotImp;
+    case ARES_ECONNREFUSED:
+      return UpstreamStatus::NetworkError;
+    case ARES_EBADRESP:
+    case ARES_EFORMERR:
+      return UpstreamStatus::BadResponse;
+    case ARES_EBADQUERY:
+      return UpstreamStatus::BadQuery;
+    case ARES_ECANCELLED:
+    case ARES_EDESTRUCTION:
+      return UpstreamStatus::Cancelled;
+    default:  // ARES_ENOMEM and anything a newer c-ares may add
+      return UpstreamStatus::Internal;
+  }
+}
+
+// c-ares 1.18 has no field for an IPv6 scope, so a link-local server would be unreachable.
+std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
+  for (const Endpoint& s : servers) {
+    if (s.family() == AF_INET6 && s.v6().sin6_scope_id != 0) {
+      return "upstream " + s.to_string() +
+             ": link-local IPv6 servers with a %scope are not supported by c-ares 1.18; use a "
+             "global or IPv4 address";
+    }
+    if (s.port() == 0) return "upstream " + s.to_string() + ": port 0 is not a server port";
+  }
+  return std::nullopt;
+}
+
+int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
+  std::vector<ares_addr_port_node> nodes(servers.size());
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const Endpoint& s = servers[i];
+    ares_addr_port_node& n = nodes[i];
+    std::memset(&n, 0, sizeof n);
+    n.next = i + 1 < servers.size() ? &nodes[i + 1] : nullptr;
+    n.family = s.family();
+    if (s.family() == AF_INET) {
+      n.addr.addr4 = s.v4().sin_addr;
+    } else {
+      std::memcpy(&n.addr.addr6, &s.v6().sin6_addr, sizeof n.addr.addr6);
+    }
+    n.udp_port = s.port();
+    n.tcp_port = s.port();
+  }
+  return ares_set_servers_ports(ch, nodes.empty() ? nullptr : nodes.data());
+}
+
+}  // namespace
+
+std::string_view to_string(UpstreamStatus s) noexcept {
+  switch (s) {
+    case UpstreamStatus::Ok:
+      return "ok";
+    case UpstreamStatus::Timeout:
+      return "timeout";
+    case UpstreamStatus::ServFail:
+      return "servfail";
+    case UpstreamStatus::Refused:
+      return "refused";
+    case UpstreamStatus::NotImp:
+      return "notimp";
+    case UpstreamStatus::NetworkError:
+      return "network-error";
+    case UpstreamStatus::BadResponse:
+      return "bad-response";
+    case UpstreamStatus::BadQuery:
+      return "bad-query";
+    case UpstreamStatus::NoServers:
+      return "no-servers";
+    case UpstreamStatus::Cancelled:
+      return "cancelled";
+    case UpstreamStatus::Internal:
+      return "internal";
+    case UpstreamStatus::TlsAuthFailed:
+      return "tls-auth-failed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr std::size_t kMaxQuery = 512;
+constexpr std::size_t kMaxAttempts = 16;
+constexpr std::size_t kOptSize = 11;
+// What one read of an attempt's socket takes: c-ares reads UDP into a buffer of 4097 bytes,
+// and treats anything over the EDNS payload (1232) as truncated anyway.
+constexpr std::size_t kMaxDatagram = 4097;
+// Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
+// flood of forgeries at one port cannot keep the loop on it.
+constexpr int kReadsPerWake = 8;
+// Disconnected attempt sockets a worker keeps per address family for later attempts.
+constexpr std::size_t kMaxIdlePorts = 256;
+
+// Attempt sockets open in the process (every worker's Upstream), against the budget.
+std::atomic<int> g_attempt_sockets{0};
+
+int process_socket_budget() {
+  static const int budget = [] {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 32768;
+    return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur / 2, 64, rlim_t{1} << 20));
+  }();
+  return budget;
+}
+constexpr std::size_t kMaxServers = 64;
+
+Millis ceil_ms(Micros us) {
+  return std::chrono::ceil<Millis>(us);
+}
+
+uint16_t get16(const uint8_t* p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+// Whether a datagram read from an attempt's (unconnected) socket came from the server's
+// address and port.
+bool from_server(const Endpoint& server, const sockaddr_storage& from, socklen_t len) {
+  if (server.family() == AF_INET) {
+    if (from.ss_family != AF_INET || len < static_cast<socklen_t>(sizeof(sockaddr_in)))
+      return false;
+    const auto& f = reinterpret_cast<const sockaddr_in&>(from);
+    return f.sin_port == server.v4().sin_port && f.sin_addr.s_addr == server.v4().sin_addr.s_addr;
+  }
+  if (from.ss_family != AF_INET6 || len < static_cast<socklen_t>(sizeof(sockaddr_in6)))
+    return false;
+  const auto& f = reinterpret_cast<const sockaddr_in6&>(from);
+  return f.sin6_port == server.v6().sin6_port &&
+         std::memcmp(&f.sin6_addr, &server.v6().sin6_addr, sizeof(in6_addr)) == 0;
+}
+
+// Empties a socket's error queue (IP_RECVERR): what is queued there keeps the socket
+// reporting EPOLLERR. Bounded, like every read of an attempt's socket.
+void drain_error_queue(int fd) {
+  uint8_t data[64];
+  uint8_t control[512];
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    iovec iov{data, sizeof data};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0 && errno != EINTR) return;
+  }
+}
+
+}  // namespace
+
+struct Upstream::Server {
+  Upstream* owner = nullptr;
+  Endpoint endpoint;
+  ares_channel ares = nullptr;
+  std::size_t pending = 0;  // attempts c-ares has not reported yet
+  bool retired = false;     // removed by a reload: destroy when pending reaches 0
+  bool destroy_scheduled = false;
+  TimerId destroy_timer;
+  TimerId timer;
+  MonoTime timer_at{};
+  std::vector<int> fds;  // sockets c-ares asked us to watch (TCP)
+  // The UDP socket c-ares believes it talks through: never bound, connected or watched, so
+  // nothing ever arrives on it. Its sends go out on a socket of their own per attempt
+  // (send_datagram); its reads hand over the one answer read_attempt() accepted (`rx`).
+  int udp_fd = -1;
+  std::span<const uint8_t> rx{};
+  ServerHealth health;
+  std::shared_ptr<UpstreamServerStats> stats;
+  Micros last_answer{-1};           // when the server last answered anything (options_.clock_us)
+  std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
+};
+
+// A UDP socket for attempts (see send_datagram). Connected to a server, it belongs to one
+// attempt; disconnected, it has no port and waits on idle_ports_.
+struct Upstream::PortSocket {
+  int fd;
+  int family;
+  std::size_t index;  // in ports_
+  Attempt* attempt;   // nullptr while idle
+};
+
+// One ares_send of a query, to one server, with its own ID (and letter case). No default
+// member initialisers, so a Query's array of them costs nothing to create: launch() sets each
+// one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
+struct Upstream::Attempt {
+  Query* query;
+  Server* server;
+  Micros sent;
+  upstream_wire::CaseBits case_bits;
+  PortSocket* port;  // its own UDP socket, so its own source port; nullptr: none
+  uint16_t id;
+  bool outstanding;    // c-ares has not reported it yet
+  bool edns;           // sent with the OPT record
+  bool edns_retry;     // the retry without OPT after an EDNS rejection
+  bool use_0x20;       // sent with a random letter case
+  bool probe;          // hedged to a suspect server
+  bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
+  bool case_mismatch;  // a reply with the wrong letter case was dropped
+  bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
+  // The datagram hook found the reply's question byte for byte as sent (0x20 on, no TC): the
+  // only kind of reply c-ares can then complete it with, so handle_result need not compare.
+  bool question_exact;
+  bool retransmit;   // sent because an earlier attempt of the query to this server timed out
+  bool replied;      // the server answered it (any RCODE)
+  bool judged_lost;  // unanswered when a later copy to the same server was answered
+  bool classified;   // (retransmit) counted as spurious or needed
+  bool local_error;  // no socket could be had for it: not the server's fault
+  bool refused;      // ICMP unreachable on its socket: handled, c-ares still holds it
+  bool tls_auth;     // DoT: failed because the certificate or pin did not verify
+};
+
+// One send(): the caller's query, its attempts, its retransmission timer.
+struct Upstream::Query {
+  Query* prev = nullptr;
+  Query* next = nullptr;
+  Callback done;
+  std::array<uint8_t, kMaxQuery> base;  // the first `len` bytes are set by send()
+  uint16_t len = 0;
+  uint16_t qend = 0;  // end of the question
+  bool has_opt = false;
+  bool finished = false;  // the callback has run (or is running)
+  int busy = 0;           // being processed: not to be freed yet
+  MonoTime give_up{};
+  TimerId timer{};
+  MonoTime timer_at{};
+  uint64_t failed = 0;  // bit i: servers_[i] failed this query (SERVFAIL, unreachable, ...)
+  UpstreamStatus failure = UpstreamStatus::Timeout;
+  uint8_t n_attempts = 0;
+  uint8_t outstanding = 0;
+  int timeouts = 0;                            // times the retransmission timer fired
+  bool retransmitted = false;                  // some attempt has `retransmit` set
+  std::array<Attempt, kMaxAttempts> attempts;  // the first n_attempts are set by launch()
+};
+
+namespace {
+// Spare Query objects kept for reuse: a Query is ~1.8 KiB, past the allocator's per-thread
+// cache, so allocating one per upstream query costs far more than keeping it. This many cover
+// the queries in flight at full speed on a fast upstream; a burst beyond returns to the heap.
+constexpr std::size_t kSpareQueries = 256;
+}  // namespace
+
+Upstream::Query* Upstream::make_query() {
+  if (spare_queries_.empty()) return new Query;
+  Query* q = spare_queries_.back();
+  spare_queries_.pop_back();
+  return ::new (static_cast<void*>(q)) Query;  // default-initialised, as `new Query` is
+}
+
+void Upstream::drop_query(Query* q) {
+  if (spare_queries_.size() >= kSpareQueries) {
+    delete q;
+    return;
+  }
+  q->~Query();
+  spare_queries_.push_back(q);
+}
+
+Upstream::Upstream(EventLoop& loop, UpstreamOptions options)
+    : loop_(loop),
+      options_(std::move(options)),
+      table_(std::make_shared<UpstreamTable>()),
+      by_id_(65536, nullptr),
+      scratch_(2 * kMaxQuery),  // room for the EDNS padding of a DoT query
+      rxbuf_(kMaxDatagram) {
+  if (!options_.clock_us) options_.clock_us = [this] { return loop_.now_us(); };
+  table_->worker = options_.worker;
+}
+
+Checked<std::unique_ptr<Upstream>> Upstream::create(EventLoop& loop, UpstreamOptions options) {
+  using R = Checked<std::unique_ptr<Upstream>>;
+  if (auto why = unusable_server(options.servers)) return R::failure(*why);
+  if (options.servers.size() > kMaxServers) return R::failure("at most 64 upstream servers");
+  if (options.lifetime.count() < 1) return R::failure("upstream query lifetime must be >= 1 ms");
+  init_library_once();
+  std::unique_ptr<Upstream> up(new Upstream(loop, std::move(options)));
+  for (const Endpoint& e : up->options_.servers) {
+    auto s = up->open_server(e, std::make_shared<UpstreamServerStats>(e));
+    if (!s) return R::failure(s.error());
+    up->servers_.push_back(std::move(s.value()));
+  }
+  up->publish_table();
+  return R(std::move(up));
+}
+
+Upstream::~Upstream() {
+  for (TimerId t : deferred_)
+    loop_.cancel_timer(t);
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    if (q->timer) loop_.cancel_timer(q->timer);
+    q->finished = true;  // callbacks are dropped, as documented
+    ++q->busy;
+  }
+  // ares_destroy reports ARES_EDESTRUCTION to each pending attempt (bookkeeping only) and
+  // closes the sockets via on_sock_state.
+  while (!retired_.empty())
+    destroy_server(retired_.back().get());
+  while (!servers_.empty())
+    destroy_server(servers_.back().get());
+  while (live_ != nullptr) {
+    Query* q = live_;
+    live_ = q->next;
+    delete q;
+  }
+  for (Query* q : spare_queries_)
+    ::operator delete(q);  // already destroyed by drop_query
+  while (!ports_.empty())
+    close_port(ports_.back().get());
+}
+
+Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
+    const Endpoint& endpoint, std::shared_ptr<UpstreamServerStats> stats) {
+  using R = Checked<std::unique_ptr<Server>>;
+  static const ares_socket_functions kSocketFunctions = {
+      &Upstream::open_hook, &Upstream::close_hook, &Upstream::connect_hook, &Upstream::recv_hook,
+      &Upstream::send_hook};
+  auto s = std::make_unique<Server>();
+  s->owner = this;
+  s->endpoint = endpoint;
+  s->health = ServerHealth(options_.rtt);
+  s->stats = std::move(stats);
+
+  if (const TlsTarget* t = options_.dot ? options_.dot->find(endpoint) : nullptr) {
+    if (!tls_ctx_) {
+      auto ctx = DotChannel::make_context(*options_.dot);
+      if (!ctx) return R::failure(ctx.error());
+      tls_ctx_ = std::move(ctx.value());
+    }
+    Server* sp = s.get();
+    s->dot = std::make_unique<DotChannel>(
+        loop_, tls_ctx_, *options_.dot, *t, s->stats, options_.lifetime,
+        [this, sp](uint16_t id, DotChannel::Event ev, std::span<uint8_t> m) {
+          dot_event(*sp, id, ev, m);
+        });
+    update_stats(*s);
+    return R(std::move(s));
+  }
+
+  ares_options opts{};
+  const int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
+                   ARES_OPT_EDNSPSZ | ARES_OPT_NOROTATE;
+  // EDNS: UDP answers up to edns_payload are taken as they are (without the flag, c-ares
+  // treats every answer over 512 bytes as truncated). c-ares's own EDNS fallback never
+  // fires: inspect_datagram() relabels the FORMERR that would trigger it. NOCHECKRESP:
+  // SERVFAIL/REFUSED/NOTIMP come to on_answer, which decides where the query goes next.
+  // STAYOPEN: c-ares's UDP socket is only a stand-in (the datagrams go out on a socket per
+  // attempt, send_datagram), so keeping it costs no port; closing it whenever the channel
+  // goes idle would cost four system calls per burst. It keeps a TCP connection open too.
+  opts.flags = ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP | ARES_FLAG_STAYOPEN;
+  // One try per ares_send, alive for the whole query lifetime: retransmissions are new
+  // ares_sends, and a late answer to an earlier one still counts.
+  opts.timeout = static_cast<int>(options_.lifetime.count());
+  opts.tries = 1;
+  opts.ednspsz = options_.edns_payload;
+  opts.sock_state_cb = &Upstream::on_sock_state;
+  opts.sock_state_cb_data = s.get();
+  int rc = ares_init_options(&s->ares, &opts, mask);
+  if (rc != ARES_SUCCESS)
+    return R::failure(std::string("c-ares initialisation failed: ") + ares_strerror(rc));
+  ares_set_socket_functions(s->ares, &kSocketFunctions, s.get());
+  rc = set_servers(s->ares, std::span<const Endpoint>(&endpoint, 1));
+  if (rc != ARES_SUCCESS) {
+    ares_destroy(s->ares);
+    s->ares = nullptr;
+    return R::failure(std::string("c-ares refused the server ") + endpoint.to_string() + ": " +
+                      ares_strerror(rc));
+  }
+  update_stats(*s);
+  return R(std::move(s));
+}
+
+void Upstream::publish_table() {
+  auto t = std::make_shared<UpstreamTable>();
+  t->worker = options_.worker;
+  for (const auto& s : servers_)
+    t->servers.push_back(s->stats);
+  table_ = t;
+  if (options_.board != nullptr) options_.board->publish(std::move(t));
+}
+
+void Upstream::update_stats(Server& s) {
+  UpstreamServerStats& st = *s.stats;
+  const MonoTime now = loop_.now();
+  const RttEstimator& r = s.health.rtt;
+  st.srtt_us.store(r.has_sample() ? r.srtt().count() : -1, std::memory_order_relaxed);
+  st.rttvar_us.store(r.rttvar().count(), std::memory_order_relaxed);
+  st.rto_us.store(r.rto().count(), std::memory_order_relaxed);
+  st.edns.store(s.health.edns_ok(now), std::memory_order_relaxed);
+  st.use_0x20.store(options_.use_0x20 && s.health.use_0x20(now) && !s.dot,
+                    std::memory_order_relaxed);
+  st.suspect.store(s.health.suspect(), std::memory_order_relaxed);
+  st.loss_ppm.store(static_cast<int64_t>(s.health.path.loss_rate() * 1e6),
+                    std::memory_order_relaxed);
+  st.patience_us.store(s.health.path.patience(r.rto()).count(), std::memory_order_relaxed);
+}
+
+void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
+  auto* s = static_cast<Server*>(data);
+  EventLoop& loop = s->owner->loop_;
+  if (fd == s->udp_fd) return;  // the stand-in: nothing ever arrives on it
+  if (!readable && !writable) {
+    loop.remove_fd(fd);
+    std::erase(s->fds, fd);
+    return;
+  }
+  Interest interest = readable && writable ? Interest::ReadWrite
+                      : readable           ? Interest::Read
+                                           : Interest::Write;
+  if (std::find(s->fds.begin(), s->fds.end(), fd) != s->fds.end()) {
+    loop.modify_fd(fd, interest);
+    return;
+  }
+  bool added = loop.add_fd(fd, interest, [s, fd](FdEvents ev) {
+    // On an error or hang-up, let c-ares read (it will see the error).
+    bool rd = ev.readable || ev.error || ev.hangup;
+    s->owner->process(*s, rd ? fd : ARES_SOCKET_BAD, ev.writable ? fd : ARES_SOCKET_BAD);
+  });
+  // add_fd fails only if the kernel refuses the watch (ENOMEM/ENOSPC): the attempts on this
+  // socket then end by timeout, driven by the channel timer.
+  if (added) s->fds.push_back(fd);
+}
+
+void Upstream::process(Server& s, int read_fd, int write_fd) {
+  ares_process_fd(s.ares, read_fd, write_fd);
+  rearm_timer_if_needed(s);
+  retire_if_idle(s);
+}
+
+void Upstream::rearm_timer_if_needed(Server& s) {
+  // Every deadline c-ares sets is `lifetime` after an ares_send, and answers only remove
+  // deadlines. So a timer already due by now + lifetime still fires in time for every
+  // attempt — at worst early, which costs one recomputation. ares_timeout() walks every
+  // pending query in 1.18: calling it for each packet would make a busy channel quadratic.
+  if (s.timer && s.timer_at <= loop_.now() + options_.lifetime) return;
+  rearm_timer(s);
+}
+
+void Upstream::rearm_timer(Server& s) {
+  if (s.ares == nullptr) return;
+  timeval tv{};
+  timeval* next = ares_timeout(s.ares, nullptr, &tv);
+  if (next == nullptr) {
+    if (s.timer) loop_.cancel_timer(s.timer);
+    s.timer = {};
+    return;
+  }
+  auto ms = Millis{static_cast<int64_t>(next->tv_sec) * 1000 + (next->tv_usec + 999) / 1000};
+  MonoTime at = loop_.now() + std::max(ms, Millis{1});
+  if (s.timer && s.timer_at == at) return;
+  if (s.timer) loop_.cancel_timer(s.timer);
+  s.timer_at = at;
+  Server* sp = &s;
+  s.timer = loop_.add_timer_at(at, [this, sp] {
+    sp->timer = {};
+    process(*sp, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+  });
+}
+
+void Upstream::retire_if_idle(Server& s) {
+  if (!s.retired || s.pending != 0 || s.destroy_scheduled) return;
+  s.destroy_scheduled = true;
+  Server* sp = &s;
+  s.destroy_timer = loop_.add_timer(Millis{0}, [this, sp] {
+    sp->destroy_timer = {};
+    destroy_server(sp);
+  });
+}
+
+void Upstream::destroy_server(Server* s) {
+  if (s->timer) loop_.cancel_timer(s->timer);
+  if (s->destroy_timer) loop_.cancel_timer(s->destroy_timer);
+  s->timer = {};
+  if (s->dot) {  // as ares_destroy does: EDESTRUCTION to each attempt, bookkeeping only
+    for (uint16_t id : s->dot->abandon()) {
+      if (Attempt* a = by_id_[id]; a != nullptr && a->server == s && a->outstanding)
+        on_answer(a, ARES_EDESTRUCTION, 0, nullptr, 0);
+    }
+    s->dot.reset();
+  }
+  if (s->ares != nullptr) ares_destroy(s->ares);  // may call on_answer and on_sock_state
+  s->ares = nullptr;
+  for (int fd : s->fds)
+    loop_.remove_fd(fd);
+  auto same = [s](const std::unique_ptr<Server>& p) { return p.get() == s; };
+  std::erase_if(retired_, same);
+  std::erase_if(servers_, same);
+}
+
+std::optional<uint16_t> Upstream::next_id() {
+  if (ids_in_use_.all()) return std::nullopt;
+  // Rejection sampling keeps the ID uniform over the free ones; with fewer than half the
+  // IDs in use (the normal case by far) it takes under two draws on average.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    if (random_ids_.empty()) {
+      random_ids_.resize(kRandomBatch);
+      std::size_t bytes = random_ids_.size() * sizeof(uint16_t);
+      ssize_t got = getrandom(random_ids_.data(), bytes, 0);
+      if (got != static_cast<ssize_t>(bytes)) {
+        random_ids_.clear();
+        return std::nullopt;  // getrandom cannot fail on Linux >= 3.17 once seeded
+      }
+    }
+    uint16_t id = random_ids_.back();
+    random_ids_.pop_back();
+    if (!ids_in_use_.test(id)) return id;
+  }
+  for (std::size_t i = 0; i < ids_in_use_.size(); ++i) {
+    if (!ids_in_use_.test(i)) return static_cast<uint16_t>(i);
+  }
+  return std::nullopt;
+}
+
+void Upstream::random_case(upstream_wire::CaseBits& bits, std::size_t name_len) {
+  // Bit i is the case of the name's byte i: only the words that cover the name are drawn
+  // (one for a name under 64 bytes), and the rest are zero — no byte of the name reads them.
+  const std::size_t words = std::min(bits.size(), (name_len + 63) / 64);
+  std::fill(bits.begin() + static_cast<std::ptrdiff_t>(words), bits.end(), 0);
+  for (std::size_t w = 0; w < words; ++w) {
+    uint64_t& word = bits[w];
+    if (random_bits_.empty()) {
+      random_bits_.resize(kRandomBatch);
+      const std::size_t bytes = random_bits_.size() * sizeof(uint64_t);
+      if (getrandom(random_bits_.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
+        // Cannot happen (see next_id); fall back to lower case rather than predictable bits.
+        random_bits_.assign(kRandomBatch, 0);
+      }
+    }
+    word = random_bits_.back();
+    random_bits_.pop_back();
+  }
+}
+
+void Upstream::report_later(Callback done, UpstreamStatus status, std::vector<uint8_t> answer) {
+  ++in_flight_;
+  // The timer's id is known only after add_timer returns; the callback finds it by value.
+  auto slot = std::make_shared<TimerId>();
+  *slot = loop_.add_timer(Millis{0},
+                          [this, slot, done = std::move(done), status, answer = std::move(answer)] {
+                            std::erase(deferred_, *slot);
+                            --in_flight_;
+                            done(status, answer);
+                          });
+  deferred_.push_back(*slot);
+}
+
+std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback done) {
+  if (query.size() < kHeaderSize || query.size() > kMaxQuery) {
+    report_later(std::move(done), UpstreamStatus::BadQuery, {});
+    return std::nullopt;
+  }
+  const std::size_t qend = upstream_wire::question_end(query);
+  if (qend == 0) {
+    report_later(std::move(done), UpstreamStatus::BadQuery, {});
+    return std::nullopt;
+  }
+  if (servers_.empty()) {
+    report_later(std::move(done), UpstreamStatus::NoServers, {});
+    return std::nullopt;
+  }
+  Query* q = make_query();
+  q->done = std::move(done);
+  std::memcpy(q->base.data(), query.data(), query.size());
+  q->len = static_cast<uint16_t>(query.size());
+  q->qend = static_cast<uint16_t>(qend);
+  // Exactly one bare OPT record right after the question: the one thing we may remove.
+  q->has_opt = get16(query.data() + 10) == 1 && get16(query.data() + 6) == 0 &&
+               get16(query.data() + 8) == 0 && query.size() == qend + kOptSize &&
+               query[qend] == 0 && get16(query.data() + qend + 1) == 41;
+  q->give_up = loop_.now() + options_.lifetime;
+  q->next = live_;
+  if (live_ != nullptr) live_->prev = q;
+  live_ = q;
+  ++in_flight_;
+  ++q->busy;
+  const auto first = choose(*q);
+  Server& s = *servers_[first.value_or(0)];
+  if (!launch(*q, s, false, false)) {
+    // Out of query IDs: report at the next iteration, never inside send().
+    Callback cb = std::move(q->done);
+    q->finished = true;
+    --in_flight_;
+    --q->busy;
+    release_if_done(q);
+    report_later(std::move(cb), UpstreamStatus::Internal, {});
+    return std::nullopt;
+  }
+  const uint16_t id = q->attempts[0].id;
+  send_probes(*q, &s);
+  set_retry_timer(*q, loop_.now() + retry_interval(*q, s));
+  --q->busy;
+  release_if_done(q);
+  return id;
+}
+
+std::optional<std::size_t> Upstream::choose(const Query& q) const {
+  std::array<const ServerHealth*, kMaxServers> hs{};
+  const std::size_t n = std::min(servers_.size(), kMaxServers);
+  for (std::size_t i = 0; i < n; ++i)
+    hs[i] = &servers_[i]->health;
+  return choose_server(std::span<const ServerHealth* const>(hs.data(), n), q.failed);
+}
+
+bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit) {
+  if (q.n_attempts >= kMaxAttempts || (s.ares == nullptr && !s.dot)) return false;
+  const auto id = next_id();
+  if (!id) return false;
+  const MonoTime now = loop_.now();
+  Attempt& a = q.attempts[q.n_attempts++];
+  a = Attempt{};
+  a.query = &q;
+  a.server = &s;
+  a.id = *id;
+  a.edns = q.has_opt && !edns_retry && s.health.edns_ok(now);
+  a.port = nullptr;
+  a.edns_retry = edns_retry;
+  a.probe = probe;
+  // A retransmission in the sense of the path estimator: another copy to a server that
+  // already has one of this query outstanding, sent because the timer fired.
+  if (retransmit) {
+    for (std::size_t i = 0; i + 1 < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && e.outstanding && !e.edns_retry) a.retransmit = true;
+    }
+    q.retransmitted = q.retransmitted || a.retransmit;
+  }
+  a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now) && !s.dot;
+
+  std::size_t len = q.len;
+  std::memcpy(scratch_.data(), q.base.data(), len);
+  scratch_[0] = static_cast<uint8_t>(*id >> 8);
+  scratch_[1] = static_cast<uint8_t>(*id & 0xff);
+  if (q.has_opt && !a.edns) {  // RFC 6891 §7: the same query without the OPT record
+    len -= kOptSize;
+    scratch_[10] = 0;
+    scratch_[11] = 0;
+  }
+  if (a.use_0x20) {
+    const std::span<uint8_t> name(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4);
+    random_case(a.case_bits, name.size());
+    upstream_wire::apply_case(name, a.case_bits);
+  }
+  a.sent = options_.clock_us();
+  a.outstanding = true;
+  by_id_[*id] = &a;
+  ids_in_use_.set(*id);
+  ++s.pending;
+  ++q.outstanding;
+  bump(s.stats->queries);
+  if (probe) bump(s.stats->probes);
+
+  in_send_ = true;
+  if (s.dot) {
+    // RFC 8467 §4.1: queries padded to a multiple of 128 octets (when they carry EDNS).
+    if (a.edns) len = dot::pad_query(scratch_, len);
+    if (!s.dot->send(*id, std::span<const uint8_t>(scratch_.data(), len))) {
+      a.tls_auth = true;  // held off after a refused certificate: fails at the next iteration
+      on_answer(&a, ARES_ECONNREFUSED, 0, nullptr, 0);
+    }
+    in_send_ = false;
+    return true;
+  }
+  ares_send(s.ares, scratch_.data(), static_cast<int>(len), &Upstream::on_answer, &a);
+  in_send_ = false;
+  rearm_timer_if_needed(s);
+  return true;
+}
+
+void Upstream::send_probes(Query& q, const Server* primary) {
+  // A suspect server is never waited on while another is healthy; now and then it gets a
+  // copy of a real query alongside, so its recovery is noticed.
+  if (primary == nullptr || primary->health.suspect()) return;
+  const MonoTime now = loop_.now();
+  for (std::size_t i = 0; i < servers_.size() && i < kMaxServers; ++i) {
+    Server& s = *servers_[i];
+    if (&s == primary || !s.health.suspect() || now < s.health.next_probe) continue;
+    if (q.failed & (uint64_t{1} << i)) continue;
+    s.health.next_probe = now + ServerHealth::kProbeInterval;
+    launch(q, s, false, true);
+  }
+}
+
+void Upstream::set_retry_timer(Query& q, MonoTime at) {
+  at = std::min(at, q.give_up);
+  if (q.timer && q.timer_at == at) return;
+  if (q.timer) loop_.cancel_timer(q.timer);
+  q.timer_at = at;
+  Query* qp = &q;
+  q.timer = loop_.add_timer_at(at, [this, qp] {
+    qp->timer = {};
+    ++qp->busy;
+    on_retry(*qp);
+    --qp->busy;
+    release_if_done(qp);
+  });
+}
+
+void Upstream::on_retry(Query& q) {
+  if (q.finished) return;
+  const MonoTime now = loop_.now();
+  // Every attempt still unanswered has run past its timer: a timeout for its server (the
+  // RTO backs off), or, if its only replies had the wrong letter case, a 0x20 failure.
+  for (std::size_t i = 0; i < q.n_attempts; ++i) {
+    Attempt& a = q.attempts[i];
+    if (!a.outstanding || a.timed_out) continue;
+    a.timed_out = true;
+    Server& s = *a.server;
+    if (a.case_mismatch) {
+      if (s.health.on_case_failure(now)) bump(s.stats->case_fallbacks);
+    } else {
+      // A timeout counts toward the server's streak (backoff, suspicion) only if the server
+      // has not answered anything since the attempt was sent: with many queries in flight,
+      // one lost packet must not back off the timer of every other query.
+      if (a.sent > s.last_answer) s.health.rtt.timeout();
+      bump(s.stats->timeouts);
+    }
+    update_stats(s);
+  }
+  ++q.timeouts;
+  if (now >= q.give_up) {
+    finish(q, UpstreamStatus::Timeout, {});
+    return;
+  }
+  next_attempt(q, UpstreamStatus::Timeout);
+}
+
+void Upstream::next_attempt(Query& q, UpstreamStatus why) {
+  if (q.finished) return;
+  const MonoTime now = loop_.now();
+  const auto idx = choose(q);
+  if (!idx) {  // every server has failed this query
+    finish(q, why == UpstreamStatus::Timeout ? q.failure : why, {});
+    return;
+  }
+  Server& s = *servers_[*idx];
+  const bool retransmit = why == UpstreamStatus::Timeout;
+  if (s.dot) {
+    // A stream delivers or dies: no second copy while one is on the server's connection,
+    // whether the timer fired or another server's copy (a probe) failed; a dead
+    // connection's queries are written again on the next one, or fail over.
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && e.outstanding) {
+        bump(s.stats->retransmissions_withheld);
+        set_retry_timer(q, now + retry_interval(q, s));
+        return;
+      }
+    }
+  }
+  if (retransmit) {
+    // Copies of this query the server has had: few while it shows no loss, more on a lossy
+    // path. At the cap nothing is sent, but the timer keeps running: the path may turn out
+    // lossy meanwhile (checked again at each firing), and the lifetime still ends the query.
+    int copies = 0;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server == &s && !e.probe && !e.edns_retry) ++copies;
+    }
+    if (copies >= s.health.path.max_sends(static_cast<int>(kMaxAttempts))) {
+      bump(s.stats->retransmissions_withheld);
+      set_retry_timer(q, now + retry_interval(q, s));
+      return;
+    }
+  }
+  if (!launch(q, s, false, false, retransmit)) {
+    // Out of attempts (or IDs): what is in flight may still answer until the lifetime ends.
+    set_retry_timer(q, q.give_up);
+    return;
+  }
+  send_probes(q, &s);
+  set_retry_timer(q, now + retry_interval(q, s));
+}
+
+Micros Upstream::case_grace(const Server& s) const {
+  // Not sooner than the real answer could still come: a forger replying at once with the
+  // wrong case must not turn a distant server's ordinary round trip into case failures (two
+  // in a row switch 0x20 off for that server). Three smoothed RTTs, or 250 ms before the
+  // first sample, and never under the minimum RTO.
+  const Micros wait = s.health.rtt.has_sample() ? 3 * s.health.rtt.srtt() : Micros{250'000};
+  return std::max(wait, options_.rtt.min_rto);
+}
+
+Millis Upstream::retry_interval(const Query& q, const Server& s) const {
+  const Micros max = options_.rtt.max_rto;
+  Micros rto = s.health.rtt.rto();
+  if (!s.health.path.lossy()) {
+    // No loss seen on this path: a name that takes long is a slow resolution, not a lost
+    // datagram. Wait the patience (at least 250 ms, and 1.5 x the slow answers seen), then
+    // twice that per timeout of this query.
+    Micros wait = s.health.path.patience(rto);
+    for (int i = 0; i < q.timeouts && wait < max; ++i)
+      wait *= 2;
+    return ceil_ms(std::min(wait, std::max(max, s.health.path.patience(rto))));
+  }
+  // A lossy path: the server's RTO (itself backed off by the server's own timeout streak),
+  // doubled for each of this query's timeouts past the free ones: answers to other queries
+  // end the server's streak, so without this a name the upstream is slow on would be re-sent
+  // every RTO for the whole lifetime.
+  for (int i = options_.rtt.free_timeouts; i < q.timeouts && rto < max; ++i)
+    rto *= 2;
+  return ceil_ms(std::min(rto, max));
+}
+
+void Upstream::learn_from_reply(Attempt& a) {
+  Server& s = *a.server;
+  Query& q = *a.query;
+  PathEstimator& path = s.health.path;
+  const bool was_lossy = path.lossy();
+  a.replied = true;
+  if (a.judged_lost) {  // it was not lost after all, only late
+    a.judged_lost = false;
+    path.unlost();
+  }
+  path.delivered();
+  if (q.retransmitted) {
+    std::size_t me = 0;
+    while (&q.attempts[me] != &a)
+      ++me;
+    bool later_copy = false, earlier_replied = false;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (i == me || e.server != &s || e.edns_retry) continue;
+      if (i > me && e.retransmit) later_copy = true;
+      if (i < me && e.replied) earlier_replied = true;
+    }
+    // An answer to a copy that had been retransmitted: the server was slow, not lossy, and
+    // this is how slow.
+    if (later_copy) path.slow_answer(options_.clock_us() - a.sent, options_.rtt.max_rto);
+    if (!earlier_replied) {
+      // A later copy answered while earlier ones are still unanswered: those were lost.
+      for (std::size_t i = 0; i < me; ++i) {
+        Attempt& e = q.attempts[i];
+        if (e.server != &s || e.edns_retry || !e.outstanding || e.refused || e.judged_lost)
+          continue;
+        e.judged_lost = true;
+        path.lost();
+      }
+    }
+    classify_retransmissions(q, s);
+  }
+  if (!was_lossy && path.lossy()) hurry_waiting_queries(s);
+}
+
+void Upstream::classify_retransmissions(Query& q, const Server& s) {
+  // A retransmission was spurious if an earlier copy to the same server was answered (at any
+  // time), needed if it or a later copy was answered and every earlier copy ended without an
+  // answer. One that nothing answered is neither (a name the server never resolves).
+  for (std::size_t j = 0; j < q.n_attempts; ++j) {
+    Attempt& r = q.attempts[j];
+    if (!r.retransmit || r.classified || r.server != &s) continue;
+    bool earlier_replied = false, earlier_pending = false, answered = false;
+    for (std::size_t i = 0; i < q.n_attempts; ++i) {
+      const Attempt& e = q.attempts[i];
+      if (e.server != &s || e.edns_retry) continue;
+      if (i < j) {
+        earlier_replied = earlier_replied || e.replied;
+        earlier_pending = earlier_pending || (e.outstanding && !e.refused && !e.replied);
+      } else {
+        answered = answered || e.replied;
+      }
+    }
+    if (earlier_replied) {
+      r.classified = true;
+      bump(s.stats->spurious_retransmissions);
+    } else if (answered && !earlier_pending) {
+      r.classified = true;
+      bump(s.stats->needed_retransmissions);
+    }
+  }
+}
+
+void Upstream::hurry_waiting_queries(const Server& s) {
+  const MonoTime at = loop_.now() + ceil_ms(s.health.rtt.rto());
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    if (q->finished || !q->timer || q->n_attempts == 0) continue;
+    const Attempt& last = q->attempts[q->n_attempts - 1u];
+    if (last.server != &s || !last.outstanding) continue;
+    if (at < q->timer_at) set_retry_timer(*q, at);
+  }
+}
+
+void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
+  auto* a = static_cast<Attempt*>(arg);
+  Query* q = a->query;
+  Server* s = a->server;
+  Upstream* self = s->owner;
+  a->outstanding = false;
+  --s->pending;
+  --q->outstanding;
+  self->ids_in_use_.reset(a->id);
+  self->by_id_[a->id] = nullptr;
+  self->close_attempt_socket(*a);           // whatever comes to its port from now on is dropped
+  if (status == ARES_EDESTRUCTION) return;  // ~Upstream or destroy_server: bookkeeping only
+  if (a->refused) {
+    // The ICMP error was handled when it came (read_attempt); this is c-ares's end of it.
+    ++q->busy;
+    if (!q->finished && q->outstanding == 0 && self->loop_.now() >= q->give_up)
+      self->finish(*q, UpstreamStatus::Timeout, {});
+    --q->busy;
+    self->release_if_done(q);
+    self->retire_if_idle(*s);
+    return;
+  }
+  if (self->in_send_) {
+    // c-ares failed the attempt inside ares_send (e.g. no socket): handle it at the next
+    // iteration, so the caller never sees its callback run inside send().
+    ++q->busy;
+    auto slot = std::make_shared<TimerId>();
+    *slot = self->loop_.add_timer(Millis{0}, [self, a, q, status, slot] {
+      std::erase(self->deferred_, *slot);
+      self->handle_result(*a, status, nullptr, 0);
+      --q->busy;
+      self->release_if_done(q);
+    });
+    self->deferred_.push_back(*slot);
+    return;
+  }
+  ++q->busy;
+  self->handle_result(*a, status, abuf, alen);
+  --q->busy;
+  self->release_if_done(q);
+  self->retire_if_idle(*s);
+}
+
+void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int alen) {
+  Query& q = *a.query;
+  Server& s = *a.server;
+  const MonoTime now = loop_.now();
+  UpstreamStatus failure = UpstreamStatus::Ok;
+
+  switch (status) {
+    case ARES_SUCCESS:
+      break;
+    case ARES_ETIMEOUT:
+      // The attempt's c-ares lifetime ended. Retransmissions were the query timer's job; a
+      // probe that was never timed by it counts as a timeout of its server now.
+      if (!a.timed_out && a.probe) {
+        a.timed_out = true;
+        if (a.sent > s.last_answer) s.health.rtt.timeout();
+        bump(s.stats->timeouts);
+        update_stats(s);
+      }
+      if (q.retransmitted) classify_retransmissions(q, s);
+      if (!q.finished && q.outstanding == 0 && now >= q.give_up)
+        finish(q, UpstreamStatus::Timeout, {});
+      return;
+    case ARES_ECANCELLED:
+      return;
+    default:
+      failure = map_status(status);
+      if (failure == UpstreamStatus::Ok) failure = UpstreamStatus::BadResponse;
+      if (a.tls_auth) failure = UpstreamStatus::TlsAuthFailed;
+      break;
+  }
+
+  if (status == ARES_SUCCESS) {
+    s.last_answer = options_.clock_us();
+    learn_from_reply(a);
+  } else if (q.retransmitted && !a.outstanding) {
+    classify_retransmissions(q, s);  // this copy's fate is known: never answered
+  }
+  std::span<uint8_t> answer;
+  if (failure == UpstreamStatus::Ok) {
+    if (abuf == nullptr || alen < static_cast<int>(kHeaderSize)) {
+      failure = UpstreamStatus::BadResponse;
+    } else {
+      answer = {abuf, static_cast<std::size_t>(alen)};
+      if (a.formerr) answer[3] = static_cast<uint8_t>((answer[3] & 0xf0) | upstream_wire::kFormErr);
+    }
+  }
+
+  if (failure == UpstreamStatus::Ok) {
+    namespace uw = upstream_wire;
+    const uint8_t rc = uw::rcode(answer);
+    // RFC 6891 §7: FORMERR, NOTIMP or SERVFAIL without an OPT record to a query with one
+    // means the server does not do EDNS; §6.1.3: BADVERS (extended RCODE 16 = OPT's upper
+    // bits 1, header 0) to our version 0 leaves no lower version to try. Either way the same
+    // query goes again, without OPT, to the same server.
+    if (a.edns) {
+      bool rejected = false;
+      if (rc == uw::kFormErr || rc == uw::kNotImp || rc == uw::kServFail) {
+        rejected = !uw::find_opt(answer).present;
+      } else if (rc == 0 && get16(answer.data() + 6) == 0 && get16(answer.data() + 8) == 0) {
+        const auto opt = uw::find_opt(answer);
+        rejected = opt.present && opt.ext_rcode == 1;
+      }
+      if (rejected) {
+        bump(s.stats->edns_rejections);
+        s.health.rtt.answered();
+        if (!q.finished && launch(q, s, true, false))
+          set_retry_timer(q, now + retry_interval(q, s));
+        update_stats(s);
+        return;
+      }
+    }
+    if (rc == uw::kServFail) failure = UpstreamStatus::ServFail;
+    if (rc == uw::kRefused) failure = UpstreamStatus::Refused;
+    if (rc == uw::kNotImp) failure = UpstreamStatus::NotImp;
+  }
+
+  if (failure != UpstreamStatus::Ok) {
+    if (failure != UpstreamStatus::Internal) {
+      s.health.on_failure();
+      bump(s.stats->failures);
+      update_stats(s);
+    }
+    if (q.finished) return;
+    for (std::size_t i = 0; i < servers_.size() && i < kMaxServers; ++i) {
+      if (servers_[i].get() == &s) q.failed |= uint64_t{1} << i;
+    }
+    q.failure = failure;
+    next_attempt(q, failure);
+    return;
+  }
+
+  // A usable answer.
+  s.health.on_answer();
+  if (!a.timed_out) s.health.rtt.sample(options_.clock_us() - a.sent);  // Karn's rule
+  if (a.use_0x20) s.health.case_streak = 0;
+  if (a.edns_retry && s.health.edns_ok(now)) {
+    s.health.no_edns_until = now + ServerHealth::kRemember;
+    bump(s.stats->edns_fallbacks);
+  }
+  bump(s.stats->answers);
+  update_stats(s);
+  if (q.finished) {
+    bump(s.stats->late_answers);
+    return;
+  }
+  // Hand the caller an answer to exactly the query it gave: its ID, its question bytes.
+  const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+  answer[0] = static_cast<uint8_t>(q.attempts[0].id >> 8);
+  answer[1] = static_cast<uint8_t>(q.attempts[0].id & 0xff);
+  if (answer.size() >= kHeaderSize + question.size() &&
+      (a.question_exact ||
+       upstream_wire::match_question(answer, question) != upstream_wire::QuestionMatch::Other))
+    std::memcpy(answer.data() + kHeaderSize, question.data(), question.size());
+  finish(q, UpstreamStatus::Ok, answer);
+}
+
+void Upstream::finish(Query& q, UpstreamStatus status, std::span<uint8_t> answer) {
+  if (q.finished) return;
+  q.finished = true;
+  if (q.timer) loop_.cancel_timer(q.timer);
+  q.timer = {};
+  --in_flight_;
+  Callback done = std::move(q.done);
+  done(status, answer);
+}
+
+void Upstream::release_if_done(Query* q) {
+  if (!q->finished || q->outstanding != 0 || q->busy != 0) return;
+  if (q->prev != nullptr) q->prev->next = q->next;
+  if (q->next != nullptr) q->next->prev = q->prev;
+  if (live_ == q) live_ = q->next;
+  drop_query(q);
+}
+
+bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
+  namespace uw = upstream_wire;
+  Server& s = *a.server;
+  Query& q = *a.query;
+  // read_attempt() has checked the address and port it came from. The socket is the
+  // attempt's own, so only the attempt's ID answers it.
+  if (d.size() < kHeaderSize || (d[2] & 0x80) == 0) {
+    bump(s.stats->dropped_wrong_question);  // not a DNS response at all
+    return false;
+  }
+  if (uw::id(d) != a.id) {
+    // The ID of another attempt to this server: an answer that came to the wrong port (a
+    // forger who guessed the ID but not the port, or a server that answers from a table).
+    const Attempt* other = by_id_[uw::id(d)];
+    bump(other != nullptr && other->server == &s ? s.stats->dropped_wrong_port
+                                                 : s.stats->dropped_wrong_id);
+    return false;
+  }
+  const MonoTime now = loop_.now();
+  const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+  const auto match = a.use_0x20 ? uw::match_question_cased(d, question, a.case_bits)
+                                : uw::match_question(d, question);
+  if (match == uw::QuestionMatch::Other) {
+    bump(s.stats->dropped_wrong_question);
+    return false;
+  }
+  if (a.use_0x20 && match == uw::QuestionMatch::CaseOnly) {
+    // A forgery, or a server that does not echo case. The attempt stays open for the real
+    // answer; the query moves on soon if none comes (on_retry decides which it was).
+    a.case_mismatch = true;
+    bump(s.stats->case_mismatches);
+    if (!q.finished) {
+      const MonoTime soon = now + ceil_ms(case_grace(s));
+      if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
+    }
+    return false;
+  }
+  // Over TCP (after TC) the answer does not pass through here: only a complete UDP reply
+  // with the one question vouches for it (c-ares drops a reply whose QDCOUNT differs).
+  a.question_exact = a.use_0x20 && !uw::truncated(d) && get16(d.data() + 4) == 1;
+  if (uw::truncated(d)) {
+    // c-ares now asks again over TCP: give that connection time before retransmitting.
+    bump(s.stats->truncated);
+    if (!q.finished && q.timer) {
+      const MonoTime later = now + 2 * retry_interval(q, s);
+      if (later > q.timer_at) set_retry_timer(q, later);
+    }
+  }
+  // c-ares 1.18 answers a FORMERR without OPT by cutting the last 11 bytes off the query and
+  // switching EDNS off for the whole channel for good. We handle EDNS per query and per
+  // server ourselves, so c-ares must not see that combination: the RCODE is relabelled
+  // NOTIMP here (which c-ares passes on) and restored in handle_result().
+  if (uw::rcode(d) == uw::kFormErr && !uw::find_opt(d).present) {
+    d[3] = static_cast<uint8_t>((d[3] & 0xf0) | uw::kNotImp);
+    a.formerr = true;
+  }
+  return true;
+}
+
+void Upstream::read_attempt(Attempt& a) {
+  Query& q = *a.query;
+  Server& s = *a.server;
+  ++q.busy;
+  for (int i = 0; i < kReadsPerWake && a.port != nullptr; ++i) {
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    const ssize_t n = recvfrom(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0,
+                               reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      drain_error_queue(a.port->fd);
+      // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
+      // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
+      // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
+      close_attempt_socket(a);
+      if (!a.refused && a.outstanding) {
+        a.refused = true;
+        handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
+      }
+      break;
+    }
+    if (!from_server(s.endpoint, from, from_len)) {
+      bump(s.stats
+               ->dropped_wrong_source);  // the kernel does not filter: the socket is not connected
+      continue;
+    }
+    const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
+    if (!accept_datagram(a, d)) continue;
+    // c-ares reads it from the stand-in socket (recv_hook), matches it to the attempt and
+    // calls on_answer, which closes this socket; after a TC it asks over TCP instead.
+    s.rx = d;
+    ares_process_fd(s.ares, s.udp_fd, ARES_SOCKET_BAD);
+    s.rx = {};
+    break;
+  }
+  --q.busy;
+  rearm_timer_if_needed(s);
+  release_if_done(&q);
+  retire_if_idle(s);
+}
+
+bool Upstream::socket_live(const OpenSocket& o) const noexcept {
+  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt that still
+  // holds the socket (whichever Query it belongs to now).
+  const Attempt* a = by_id_[o.id];
+  return a == o.attempt && a->port == o.port;
+}
+
+bool Upstream::make_socket_room(Server& s, int family) {
+  auto& mine = idle_ports_[family == AF_INET6 ? 1 : 0];
+  auto& other = idle_ports_[family == AF_INET6 ? 0 : 1];
+  if (!mine.empty()) return true;
+  const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
+  while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
+    open_sockets_.pop_front();
+  if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
+  if (!other.empty()) {  // an idle socket of the other family makes way for a new one
+    close_port(other.back());
+    return true;
+  }
+  // At the budget (a flood of names that never get an answer, each holding its copies'
+  // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
+  // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
+  while (!open_sockets_.empty()) {
+    const OpenSocket o = open_sockets_.front();
+    open_sockets_.pop_front();
+    if (!socket_live(o)) continue;
+    close_attempt_socket(*o.attempt);  // idle now, on its family's list
+    bump(s.stats->sockets_reclaimed);
+    if (mine.empty()) close_port(other.back());
+    return true;
+  }
+  return false;  // the other workers hold them all
+}
+
+Upstream::PortSocket* Upstream::take_port(int family) {
+  auto& idle = idle_ports_[family == AF_INET6 ? 1 : 0];
+  if (!idle.empty()) {
+    PortSocket* p = idle.back();
+    idle.pop_back();
+    return p;
+  }
+  const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  // Not connected, so ICMP errors for its datagrams are reported only with RECVERR (then
+  // as the socket's error, ECONNREFUSED etc., and in its error queue).
+  const int on = 1;
+  if ((family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on)
+                          : setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on)) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  auto owned = std::make_unique<PortSocket>(PortSocket{fd, family, ports_.size(), nullptr});
+  PortSocket* p = owned.get();
+  if (!loop_.add_fd(fd, Interest::Read, [this, p](FdEvents) { on_port_readable(*p); })) {
+    close(fd);
+    return nullptr;
+  }
+  ports_.push_back(std::move(owned));
+  ++sockets_opened_;
+  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void Upstream::close_port(PortSocket* p) {
+  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  if (auto it = std::find(idle.rbegin(), idle.rend(), p); it != idle.rend())
+    idle.erase(std::next(it).base());
+  g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
+  loop_.forget_fd(p->fd);  // close() takes it out of epoll: one system call fewer
+  close(p->fd);
+  const std::size_t i = p->index;
+  if (i + 1 != ports_.size()) {
+    ports_[i] = std::move(ports_.back());
+    ports_[i]->index = i;
+  }
+  ports_.pop_back();  // destroys *p
+}
+
+void Upstream::on_port_readable(PortSocket& p) {
+  if (p.attempt != nullptr) {
+    read_attempt(*p.attempt);
+    return;
+  }
+  // Idle: a datagram that came in before its attempt gave the port up (a late duplicate).
+  // Nothing can arrive once it is disconnected, so this ends; but never spin on it.
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) drain_error_queue(p.fd);
+      return;
+    }
+  }
+  close_port(&p);
+}
+
+void Upstream::close_attempt_socket(Attempt& a) {
+  PortSocket* p = a.port;
+  if (p == nullptr) return;
+  a.port = nullptr;
+  p->attempt = nullptr;
+  // Disconnecting a socket whose port the kernel chose (at its first sendto) also unbinds
+  // that port: a datagram to it is refused from now on, as after close(), and the next
+  // sendto() binds a new random one. One cheap system call in place of close(), socket()
+  // and an epoll registration.
+  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  if (idle.size() < kMaxIdlePorts && connect(p->fd, &unspec, sizeof unspec) == 0) {
+    idle.push_back(p);
+    return;
+  }
+  close_port(p);
+}
+
+ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
+  std::span<const uint8_t> bytes;
+  if (iovcnt == 1) {
+    bytes = {static_cast<const uint8_t*>(iov[0].iov_base), iov[0].iov_len};
+  } else {
+    std::size_t len = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      const std::size_t part = iov[i].iov_len;
+      if (len + part > rxbuf_.size()) {
+        errno = EMSGSIZE;
+        return -1;
+      }
+      std::memcpy(rxbuf_.data() + len, iov[i].iov_base, part);
+      len += part;
+    }
+    bytes = {rxbuf_.data(), len};
+  }
+  Attempt* a = bytes.size() >= kHeaderSize ? by_id_[upstream_wire::id(bytes)] : nullptr;
+  if (a == nullptr || a->server != &s) {  // cannot happen: every ares_send is an attempt
+    errno = EINVAL;
+    return -1;
+  }
+  // c-ares sends an attempt again only after an error on its socket: a new socket then too.
+  close_attempt_socket(*a);
+  const int family = s.endpoint.family();
+  PortSocket* p = make_socket_room(s, family) ? take_port(family) : nullptr;
+  if (p == nullptr) {
+    // Out of descriptors or memory here, not a fault of the server: the attempt counts as
+    // sent and its retransmission timer covers it, as for a datagram lost on the way.
+    bump(s.stats->socket_errors);
+    a->local_error = true;
+    return static_cast<ares_ssize_t>(bytes.size());
+  }
+  // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
+  // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
+  // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
+  if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
+               s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
+    const int err = errno;
+    close_port(p);
+    errno = err;
+    return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
+  }
+  p->attempt = a;
+  a->port = p;
+  open_sockets_.push_back({a, p, a->id});
+  return static_cast<ares_ssize_t>(bytes.size());
+}
+
+ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
+                                 ares_socklen_t* from_len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd != s->udp_fd) return recvfrom(fd, buf, len, flags, from, from_len);  // TCP
+  // The stand-in: the answer read_attempt() accepted, once; then EAGAIN ends c-ares's loop.
+  if (s->rx.empty()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  const std::size_t n = std::min(s->rx.size(), len);
+  std::memcpy(buf, s->rx.data(), n);
+  s->rx = {};
+  if (from != nullptr && from_len != nullptr) {
+    const socklen_t want = s->endpoint.sockaddr_len();
+    std::memcpy(from, s->endpoint.sockaddr_ptr(), std::min<socklen_t>(want, *from_len));
+    *from_len = want;
+  }
+  return static_cast<ares_ssize_t>(n);
+}
+
+ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
+  auto* s = static_cast<Server*>(user);
+  const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  if (fd >= 0 && type == SOCK_DGRAM) s->udp_fd = fd;
+  return fd;
+}
+
+int Upstream::close_hook(ares_socket_t fd, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) s->udp_fd = -1;
+  return close(fd);
+}
+
+// The stand-in is never connected, so it has no port and receives nothing; TCP connects.
+int Upstream::connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) return 0;
+  return connect(fd, addr, len);
+}
+
+// UDP: each attempt's datagram on its own socket (send_datagram). TCP is written now, with
+// MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
+ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) return s->owner->send_datagram(*s, iov, iovcnt);
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
+  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+  return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+
+std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> servers) {
+  if (auto why = unusable_server(servers)) return why;
+  if (servers.size() > kMaxServers) return std::string("at most 64 upstream servers");
+  // Servers that stay keep their channel and what we learnt about them; new ones get a
+  // channel; removed ones finish their attempts and are then destroyed.
+  std::vector<std::unique_ptr<Server>> next;
+  for (const Endpoint& e : servers) {
+    auto it = std::find_if(servers_.begin(), servers_.end(),
+                           [&](const std::unique_ptr<Server>& s) { return s && s->endpoint == e; });
+    if (it != servers_.end()) {
+      next.push_back(std::move(*it));
+      continue;
+    }
+    auto s = open_server(e, std::make_shared<UpstreamServerStats>(e));
+    if (!s) {
+      // Put back what was moved out, so the old list stays in force.
+      for (auto& n : next) {
+        auto slot = std::find(servers_.begin(), servers_.end(), nullptr);
+        if (slot != servers_.end()) *slot = std::move(n);
+      }
+      return s.error();
+    }
+    next.push_back(std::move(s.value()));
+  }
+  for (auto& old : servers_) {
+    if (!old) continue;
+    old->retired = true;
+    retired_.push_back(std::move(old));
+  }
+  servers_ = std::move(next);
+  options_.servers.assign(servers.begin(), servers.end());
+  publish_table();
+  // Queries in flight keep their per-server "failed" bits by index; with the list changed
+  // those may now name other servers, which costs at most one needless or missed attempt.
+  std::vector<Server*> idle;
+  for (auto& r : retired_)
+    idle.push_back(r.get());
+  for (Server* r : idle)
+    retire_if_idle(*r);
+  return std::nullopt;
+}
+
+bool Upstream::all_servers_tls() const noexcept {
+  return !servers_.empty() && std::all_of(servers_.begin(), servers_.end(),
+                                          [](const auto& s) { return s->dot != nullptr; });
+}
+
+void Upstream::dot_event(Server& s, uint16_t id, DotChannel::Event event,
+                         std::span<uint8_t> message) {
+  Attempt* a = by_id_[id];
+  if (a == nullptr || a->server != &s || !a->outstanding) {
+    if (event == DotChannel::Event::Answer) bump(s.stats->dropped_wrong_id);
+    return;
+  }
+  using E = DotChannel::Event;
+  int status = ARES_ECONNREFUSED;
+  switch (event) {
+    case E::Answer: {
+      // The ID matched; the answer must also be a response to the question asked.
+      const Query& q = *a->query;
+      const auto question =
+          std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+      if (message.size() < kHeaderSize || (message[2] & 0x80) == 0 ||
+          upstream_wire::match_question(message, question) == upstream_wire::QuestionMatch::Other) {
+        bump(s.stats->dropped_wrong_question);
+        status = ARES_EBADRESP;
+        break;
+      }
+      on_answer(a, ARES_SUCCESS, 0, message.data(), static_cast<int>(message.size()));
+      return;
+    }
+    case E::NetworkError:
+      status = ARES_ECONNREFUSED;
+      break;
+    case E::AuthFailed:
+      a->tls_auth = true;
+      status = ARES_ECONNREFUSED;
+      break;
+    case E::Timeout:
+      status = ARES_ETIMEOUT;
+      break;
+    case E::Cancelled:
+      status = ARES_ECANCELLED;
+      break;
+  }
+  on_answer(a, status, 0, nullptr, 0);
+}
+
+void Upstream::cancel_all() {
+  // First c-ares drops every attempt (ECANCELLED: bookkeeping only), then every query not
+  // yet reported gets Cancelled. A callback may send new queries; those go on normally.
+  std::vector<Server*> all;
+  for (auto& s : servers_)
+    all.push_back(s.get());
+  for (auto& s : retired_)
+    all.push_back(s.get());
+  std::vector<Query*> open;
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    ++q->busy;
+    open.push_back(q);
+  }
+  for (Server* s : all) {
+    if (s->ares != nullptr) ares_cancel(s->ares);
+    if (s->dot) s->dot->cancel_all();
+  }
+  for (Query* q : open)
+    finish(*q, UpstreamStatus::Cancelled, {});
+  for (Query* q : open) {
+    --q->busy;
+    release_if_done(q);
+  }
+  for (Server* s : all) {
+    rearm_timer(*s);
+    retire_if_idle(*s);
+  }
+}
+
+}  // namespace hg::resolver

@@ -1,0 +1,114 @@
+# The layering check (cmake/HgLayers.cmake) fails on each kind of broken rule and passes on a
+# tree that keeps them, and on this repository.
+#
+#   cmake -DHG_SOURCE=<repo> -DWORK=<scratch dir> -P layers_test.cmake
+#
+# Each case writes a small tree under WORK (a clean one, plus one offending #include), runs
+# check_tree.cmake on it in a child cmake and checks the exit status and the message naming
+# the file and the rule.
+cmake_minimum_required(VERSION 3.25)
+
+set(failures 0)
+
+# A tree that keeps every rule: one file per room, each including what it may.
+function(write_clean_tree dir)
+  file(REMOVE_RECURSE ${dir})
+  file(WRITE ${dir}/base/bytes.h "#pragma once\n")
+  file(WRITE ${dir}/wire/name.h "#include \"base/bytes.h\"\n")
+  file(WRITE ${dir}/cache/cache.h "#include \"wire/name.h\"\n")
+  file(WRITE ${dir}/resolver/checked.h "#pragma once\n")
+  file(WRITE ${dir}/resolver/net/event_loop.h "#include \"resolver/checked.h\"\n#include <sys/epoll.h>\n")
+  file(WRITE ${dir}/resolver/upstream/upstream.h "#include \"resolver/net/event_loop.h\"\n#include \"wire/name.h\"\n")
+  file(WRITE ${dir}/resolver/upstream/upstream.cc "#include \"resolver/upstream/upstream.h\"\n#include <ares.h>\n")
+  file(WRITE ${dir}/resolver/fleet/fleet_cache.h "#include \"resolver/config.h\"\n#include \"resolver/net/event_loop.h\"\n")
+  file(WRITE ${dir}/resolver/tap/dnstap_writer.h "#include \"resolver/checked.h\"\n")
+  file(WRITE ${dir}/resolver/query/query_engine.h "#include \"resolver/upstream/upstream.h\"\n#include \"resolver/fleet/fleet_cache.h\"\n#include \"resolver/tap/dnstap_writer.h\"\n#include \"cache/cache.h\"\n")
+  file(WRITE ${dir}/resolver/ops/control.h "#include \"resolver/query/query_engine.h\"\n#include \"resolver/config.h\"\n")
+  file(WRITE ${dir}/resolver/config.h "#include \"resolver/query/query_engine.h\"\n")
+  file(WRITE ${dir}/resolver/server.cc "#include \"resolver/ops/control.h\"\n#include \"resolver/config.h\"\n")
+  file(WRITE ${dir}/tools/ctl.cc "#include \"resolver/ops/control.h\"\n")
+endfunction()
+
+# Runs the check on `dir`; `expect` is PASS or the text the failure message must contain.
+function(expect_check name dir expect)
+  execute_process(COMMAND ${CMAKE_COMMAND} -DHG_SOURCE=${HG_SOURCE} -DROOT=${dir}
+                          -P ${HG_SOURCE}/tests/layers/check_tree.cmake
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX REPLACE "[ \t\r\n]+" " " err "${err}")
+  if(expect STREQUAL "PASS")
+    if(NOT rc EQUAL 0)
+      message(SEND_ERROR "${name}: the check failed on a tree that keeps the rules:\n${err}")
+      math(EXPR failures "${failures} + 1")
+    else()
+      message(STATUS "ok   ${name}: passes")
+    endif()
+  else()
+    string(FIND "${err}" "${expect}" at)
+    if(rc EQUAL 0)
+      message(SEND_ERROR "${name}: the check passed, expected it to fail with: ${expect}")
+      math(EXPR failures "${failures} + 1")
+    elseif(at EQUAL -1)
+      message(SEND_ERROR "${name}: the check failed without \"${expect}\":\n${err}")
+      math(EXPR failures "${failures} + 1")
+    else()
+      message(STATUS "ok   ${name}: fails with \"${expect}\"")
+    endif()
+  endif()
+  set(failures ${failures} PARENT_SCOPE)
+endfunction()
+
+# One case: the clean tree plus `file` holding `text`.
+function(expect_fail name file text expect)
+  set(dir ${WORK}/${name})
+  write_clean_tree(${dir})
+  file(APPEND ${dir}/${file} "${text}\n")
+  expect_check(${name} ${dir} "${expect}")
+  set(failures ${failures} PARENT_SCOPE)
+endfunction()
+
+write_clean_tree(${WORK}/clean)
+expect_check(clean ${WORK}/clean PASS)
+expect_check(this_repository ${HG_SOURCE} PASS)
+
+# Folders.
+expect_fail(wire_includes_cache wire/name.h "#include \"cache/cache.h\""
+            "wire/name.h: #include \"cache/cache.h\" (wire/ must not include cache/)")
+expect_fail(resolver_includes_tools resolver/config.h "#include \"tools/ctl.h\""
+            "(resolver/ must not include tools/)")
+# net/ knows no DNS.
+expect_fail(net_includes_wire resolver/net/event_loop.h "#include \"wire/name.h\""
+            "resolver/net/event_loop.h: #include \"wire/name.h\" (resolver/net/ knows no DNS")
+expect_fail(net_includes_cache resolver/net/event_loop.h "#include \"cache/cache.h\""
+            "(resolver/net/ knows no DNS: it must not include cache/)")
+expect_fail(net_includes_upstream resolver/net/event_loop.h
+            "#include \"resolver/upstream/upstream.h\""
+            "(resolver/net/ must not include resolver/upstream/")
+expect_fail(net_includes_config resolver/net/event_loop.h "#include \"resolver/config.h\""
+            "resolver/net/event_loop.h: #include \"resolver/config.h\" (resolver/net/ must not include the top")
+# The order of the rooms, and no sideways arrows between rooms of one rank.
+expect_fail(upstream_includes_query resolver/upstream/upstream.h
+            "#include \"resolver/query/query_engine.h\""
+            "(resolver/upstream/ must not include resolver/query/")
+expect_fail(fleet_includes_upstream resolver/fleet/fleet_cache.h
+            "#include \"resolver/upstream/upstream.h\""
+            "(resolver/fleet/ must not include resolver/upstream/")
+expect_fail(query_includes_ops resolver/query/query_engine.h "#include \"resolver/ops/control.h\""
+            "(resolver/query/ must not include resolver/ops/")
+expect_fail(ops_includes_server resolver/ops/control.h "#include \"resolver/server.h\""
+            "(resolver/ops/ must not include the top of resolver/")
+expect_fail(upstream_reads_config resolver/upstream/upstream.h "#include \"resolver/config.h\""
+            "(resolver/upstream/ must not include the top of resolver/")
+expect_fail(unknown_room resolver/misc/helper.h "#include \"resolver/net/event_loop.h\""
+            "resolver/misc/ is not a room of the order")
+# c-ares.
+expect_fail(ares_in_upstream_header resolver/upstream/upstream.h "#include <ares.h>"
+            "resolver/upstream/upstream.h: #include <ares.h> (only resolver/upstream/*.cc include")
+expect_fail(ares_in_query resolver/query/query_engine.cc "#include <ares.h>"
+            "resolver/query/query_engine.cc: #include <ares.h>")
+expect_fail(ares_dns_in_server resolver/server.cc "#  include <ares_dns.h>"
+            "resolver/server.cc: # include <ares_dns.h> (only resolver/upstream/*.cc")
+expect_fail(ares_in_tools tools/ctl.cc "#include <ares.h>" "tools/ctl.cc: #include <ares.h>")
+
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} layering case(s) went wrong")
+endif()

@@ -24,7 +24,7 @@
 // index, S3-FIFO policy and byte budget (cache-size / shards). Lookups take the shard lock in
 // shared mode: a hit bumps an atomic frequency counter and copies a shared_ptr, so lookups
 // from several threads do not serialise (tests/bench shows it). The hit/miss counters are
-// per thread (cache/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
+// per thread (base/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
 // hit path shared-writable?" lists what every thread still writes. Inserts, evictions, flushes
 // and the lazy reclaim of entries past their stale window take it exclusively.
 //
@@ -43,8 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/counter_slots.h"
 #include "cache/clock.h"
-#include "cache/counter_slots.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "cache/s3fifo.h"
@@ -246,7 +246,7 @@ class Cache {
   std::vector<std::unique_ptr<Shard>> shards_;
   // Bumped on every lookup by every worker: per-thread slots, so that no line of them is
   // written by every thread (a per-shard atomic would be).
-  SlottedCounter hits_, stale_hits_, misses_;
+  base::SlottedCounter hits_, stale_hits_, misses_;
 };
 
 }  // namespace hg::cache

@@ -173,8 +173,8 @@ class Cache {
   /// Precondition: every compression pointer in `response` leads to name bytes — true of any
   /// message written by wire::write_message(). The stored sections are copied to clients with
   /// a new header and new TTLs, so a pointer into a header or TTL field (which an upstream may
-  /// send and a parser accepts) would decode differently later. The resolver re-encodes
-  /// upstream answers before inserting them (QueryEngine::normalize_upstream).
+  /// send and a parser accepts) would decode differently later. Untrusted answers go through
+  /// wire::AnswerNormalizer first (the daemon, the cache file loader, the replay).
   /// `stored`, when given and the outcome is Cached, receives what peek(key, now) would give
   /// right after — the entry just stored — without a second look-up.
   InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now,

@@ -16,6 +16,7 @@
 
 #include "base/bytes.h"
 #include "base/duration.h"
+#include "base/hash.h"
 #include "base/unix_time.h"
 #include "cache/ttl_policy.h"
 
@@ -43,8 +44,8 @@ constexpr std::size_t kMaxKnownQueryArena = std::size_t{64} << 20;
 // The identity of an RRset within a question's answers: owner (lowercased), type, class.
 // FNV-1a: these hashes are only compared among one question's few RRsets.
 uint64_t rrset_hash(std::span<const uint8_t> owner_wire, wire::RRType type, uint16_t klass) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](uint8_t b) { h = (h ^ b) * 0x100000001b3ULL; };
+  uint64_t h = base::kFnv1aBasis;
+  auto mix = [&h](uint8_t b) { h = base::fnv1a_step(h, b); };
   for (uint8_t b : owner_wire)
     mix(wire::ascii_lower(b));
   const auto t = static_cast<uint16_t>(type);

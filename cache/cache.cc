@@ -1,8 +1,8 @@
 // Cache: shards, lookup/insert, the failure cache, prefetch, flush and introspection.
 #include "cache/cache.h"
 
+#include "base/slotted_shared_mutex.h"
 #include "cache/flat_index.h"
-#include "cache/slotted_shared_mutex.h"
 
 #include <algorithm>
 #include <bit>
@@ -48,7 +48,7 @@ struct alignas(64) Cache::Shard {
   explicit Shard(const S3FifoSettings& s) : policy(s) {}
 
   // Lookups take it shared and write only their thread's slot; inserts and sweeps exclusive.
-  mutable SlottedSharedMutex mu;
+  mutable base::SlottedSharedMutex mu;
   FlatIndex index;                                  // key hash → policy handle
   std::vector<std::shared_ptr<const Entry>> slots;  // by policy handle
   S3Fifo policy;

@@ -24,7 +24,7 @@
 // index, S3-FIFO policy and byte budget (cache-size / shards). Lookups take the shard lock in
 // shared mode: a hit bumps an atomic frequency counter and copies a shared_ptr, so lookups
 // from several threads do not serialise (tests/bench shows it). The hit/miss counters are
-// per thread (cache/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
+// per thread (base/counter_slots.h), summed by stats(); docs/bench.md § "Is anything on the
 // hit path shared-writable?" lists what every thread still writes. Inserts, evictions, flushes
 // and the lazy reclaim of entries past their stale window take it exclusively.
 //
@@ -43,8 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/counter_slots.h"
 #include "cache/clock.h"
-#include "cache/counter_slots.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "cache/s3fifo.h"
@@ -173,8 +173,8 @@ class Cache {
   /// Precondition: every compression pointer in `response` leads to name bytes — true of any
   /// message written by wire::write_message(). The stored sections are copied to clients with
   /// a new header and new TTLs, so a pointer into a header or TTL field (which an upstream may
-  /// send and a parser accepts) would decode differently later. The resolver re-encodes
-  /// upstream answers before inserting them (QueryEngine::normalize_upstream).
+  /// send and a parser accepts) would decode differently later. Untrusted answers go through
+  /// wire::AnswerNormalizer first (the daemon, the cache file loader, the replay).
   /// `stored`, when given and the outcome is Cached, receives what peek(key, now) would give
   /// right after — the entry just stored — without a second look-up.
   InsertOutcome insert(const CacheKey& key, const wire::Message& response, Time now,
@@ -246,7 +246,7 @@ class Cache {
   std::vector<std::unique_ptr<Shard>> shards_;
   // Bumped on every lookup by every worker: per-thread slots, so that no line of them is
   // written by every thread (a per-shard atomic would be).
-  SlottedCounter hits_, stale_hits_, misses_;
+  base::SlottedCounter hits_, stale_hits_, misses_;
 };
 
 }  // namespace hg::cache

@@ -15,9 +15,8 @@
 #include "base/crc32c.h"
 #include "wire/header.h"
 #include "wire/message.h"
-#include "wire/owned.h"
 #include "wire/reader.h"
-#include "wire/writer.h"
+#include "wire/reencode.h"
 
 namespace hg::cache::persist {
 namespace {
@@ -247,8 +246,7 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
   r.in_file = count;
   r.saved_at = saved_at;
   const Seconds stale_max = cache.settings().stale_max;
-  std::vector<uint8_t> buf(65535);
-  wire::Message clean;
+  wire::AnswerNormalizer normalizer;
   for (const Slot& s : slots) {
     const Time inserted = to_monotonic(s.inserted, now, now_wall);
     if (!msg.parse(file.subspan(s.offset, s.length), wire::ParseMode::Strict)) {
@@ -264,19 +262,13 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
       ++r.expired;
       continue;
     }
-    // Re-encode with our writer, as the resolver does with an upstream answer: a crafted file
+    // Re-encoded by our writer, as the daemon does with an upstream answer: a crafted file
     // could hold compression pointers into fields the cache rewrites per client.
-    auto owned = wire::to_owned(msg);
-    if (!owned) {
+    if (normalizer.normalize(file.subspan(s.offset, s.length)) != wire::NormalizeStatus::Ok) {
       ++r.refused;
       continue;
     }
-    wire::WireWriter w(buf);
-    const auto out = wire::write_message(w, *owned);
-    if (!out.ok || out.truncated || !clean.parse(w.written(), wire::ParseMode::Strict)) {
-      ++r.refused;
-      continue;
-    }
+    const wire::Message& clean = normalizer.message();
     const wire::Question& q = clean.questions().front();
     const CacheKey key =
         CacheKey::make(q.name, q.type, q.klass, (s.flags & kFlagDo) != 0, (s.flags & kFlagCd) != 0);

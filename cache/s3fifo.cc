@@ -4,6 +4,8 @@
 #include <bit>
 #include <cassert>
 
+#include "base/hash.h"
+
 namespace hg::cache {
 namespace {
 
@@ -16,12 +18,7 @@ constexpr std::size_t kMaxGhostSlots = std::size_t{1} << 24;
 
 // The owner's hash may have its top bits fixed by shard selection; remix before slicing.
 constexpr uint64_t mix(uint64_t x) noexcept {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
+  return base::fmix64(x);
 }
 
 }  // namespace

@@ -21,10 +21,10 @@ struct ShadowTable::Zone {
     std::atomic<uint64_t> real_upstream{0};
     std::atomic<uint64_t> shadow_misses{0};
   };
-  CounterSlots<Slot> slots;  // cache/counter_slots.h
+  base::CounterSlots<Slot> slots;  // base/counter_slots.h
 
   uint64_t sum(std::atomic<uint64_t> Slot::*counter) const noexcept {
-    return sum_slots(slots, counter);
+    return base::sum_slots(slots, counter);
   }
 };
 
@@ -111,7 +111,7 @@ void ShadowTable::fill_locked(Shard& s, uint64_t hash, uint32_t zone_id, Time ex
 void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
   Zone* z = match(snapshot(), key);
   if (z == nullptr) return;
-  Zone::Slot& slot = this_thread_slot(z->slots);
+  Zone::Slot& slot = base::this_thread_slot(z->slots);
   if (fresh == nullptr) {
     slot.not_fresh.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -127,7 +127,7 @@ void ShadowTable::on_query(const CacheKey& key, const Entry* fresh, Time now) {
 
 void ShadowTable::on_upstream(const CacheKey& key) {
   if (Zone* z = match(snapshot(), key))
-    this_thread_slot(z->slots).real_upstream.fetch_add(1, std::memory_order_relaxed);
+    base::this_thread_slot(z->slots).real_upstream.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ShadowTable::on_fill(const CacheKey& key, const Entry& entry) {

@@ -62,8 +62,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/counter_slots.h"
 #include "cache/clock.h"
-#include "cache/counter_slots.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "wire/name.h"

@@ -248,8 +248,6 @@ uint8_t* pack_prefix(std::span<const uint8_t> identity, std::span<const uint8_t>
   return p;
 }
 
-}  // namespace
-
 EncodedSize measure(const Message& m) noexcept {
   const std::size_t body = message_body_size(m);
   return {body, prefix_size(m.identity, m.version) + frame_rest_size(body)};
@@ -259,16 +257,7 @@ void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) no
   pack_rest(m, size.body, pack_prefix(m.identity, m.version, out));
 }
 
-std::size_t encoded_size(const Message& m) noexcept {
-  return measure(m).total;
-}
-
-std::size_t encode(const Message& m, std::span<uint8_t> out) noexcept {
-  const EncodedSize size = measure(m);
-  if (out.size() < size.total) return 0;
-  encode_measured(m, size, out.data());
-  return size.total;
-}
+}  // namespace
 
 void encode(const Message& m, std::vector<uint8_t>& out) {
   const EncodedSize size = measure(m);
@@ -631,10 +620,6 @@ DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept {
   out.identity = identity;
   out.version = version;
   return DecodeStatus::Ok;
-}
-
-DecodeStatus Decoder::decode(std::span<const uint8_t> frame, Message& out) noexcept {
-  return dnstap::decode(frame, out);
 }
 
 }  // namespace hg::dnstap

@@ -4,7 +4,8 @@
 // Encoding fills a caller's buffer or vector; decoding reads the frame in place and returns
 // spans that point into it, so reading a long trace neither copies nor allocates per message.
 // Decoding is bounds-checked and returns a status for any input; its results are those of
-// protobuf-c's generated unpacker (dnstap/reference_decoder.h), which the tests compare it to.
+// protobuf-c's generated unpacker (tests/dnstap_reference/reference_decoder.h), which the tests
+// compare it to.
 #pragma once
 
 #include <cstddef>
@@ -83,25 +84,14 @@ struct Message {
   std::span<const uint8_t> version;           ///< Dnstap.version (software version)
 };
 
-/// Bytes the packed Dnstap frame of `m` takes.
-std::size_t encoded_size(const Message& m) noexcept;
-
-/// Packs `m` as a Dnstap frame into `out`; returns the bytes written, or 0 (nothing usable
-/// written) when `out` is smaller than encoded_size(m).
-std::size_t encode(const Message& m, std::span<uint8_t> out) noexcept;
-
 /// Packs `m` as a Dnstap frame, replacing the contents of `out`.
 void encode(const Message& m, std::vector<uint8_t>& out);
 
-/// For writers that allocate per frame: the sizes computed once, then the frame written
-/// into exactly `total` bytes without computing them again.
+/// The sizes of a frame, computed once by measure_prefixed() and used by encode_prefixed().
 struct EncodedSize {
   std::size_t body = 0;   ///< the nested Message
   std::size_t total = 0;  ///< the whole Dnstap frame
 };
-EncodedSize measure(const Message& m) noexcept;
-/// Writes the frame of `m` into out[0, size.total); `size` must be measure(m).
-void encode_measured(const Message& m, const EncodedSize& size, uint8_t* out) noexcept;
 
 /// For writers whose identity and version never change: those two fields encoded once (they
 /// open every frame), then each frame measured and written with that prefix in place of
@@ -131,11 +121,5 @@ std::string_view to_string(DecodeStatus s) noexcept;
 /// as long as its bytes are. On anything but Ok, `out` is reset to a default Message.
 /// Allocates nothing.
 DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept;
-
-/// The same as an object, for callers that hold a decoder (it keeps no state).
-class Decoder {
- public:
-  DecodeStatus decode(std::span<const uint8_t> frame, Message& out) noexcept;
-};
 
 }  // namespace hg::dnstap

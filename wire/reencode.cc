@@ -1,5 +1,8 @@
 #include "wire/reencode.h"
 
+#include <cassert>
+
+#include "base/bytes.h"
 #include "wire/rdata.h"
 
 namespace hg::wire {
@@ -16,6 +19,7 @@ struct MessageViewBuilder {
   static void question(Message& v, const Question& q) { v.questions_.push_back(q); }
   static void record(Message& v, const RecordView& rr) { v.records_.push_back(rr); }
   static void end_section(Message& v, int s) { v.section_end_[s] = v.records_.size(); }
+  static RecordView& record_at(Message& v, std::size_t i) { return v.records_[i]; }
   static void finish(Message& v, const Header& h, std::span<const uint8_t> packet) {
     v.header_ = h;
     v.packet_ = packet;
@@ -135,6 +139,47 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view)
   if (view != nullptr) MessageViewBuilder::finish(*view, h, w.written().subspan(base));
   out.ok = true;
   return out;
+}
+
+std::string_view to_string(NormalizeStatus s) noexcept {
+  switch (s) {
+    case NormalizeStatus::Ok:
+      return "ok";
+    case NormalizeStatus::Malformed:
+      return "malformed";
+    case NormalizeStatus::TooLarge:
+      return "too-large";
+  }
+  return "unknown";
+}
+
+namespace {
+constexpr std::size_t kMaxAnswer = 65535;  // a 16-bit TCP length: no DNS message is longer
+}  // namespace
+
+AnswerNormalizer::AnswerNormalizer() : buf_(kMaxAnswer) {}
+
+NormalizeStatus AnswerNormalizer::normalize(std::span<const uint8_t> answer) {
+  MessageViewBuilder::start(out_);
+  if (answer.size() > kMaxAnswer) return NormalizeStatus::TooLarge;
+  if (auto st = raw_.parse(answer, ParseMode::Lenient); !st) {
+    parse_error_ = st.error();
+    return NormalizeStatus::Malformed;
+  }
+  WireWriter w(buf_);
+  const WriteOutcome out = rewrite_without_opt(w, raw_, &out_);
+  if (out.ok && !out.truncated) return NormalizeStatus::Ok;
+  MessageViewBuilder::start(out_);
+  // parse() validated every RDATA, so !ok can only mean that not even the questions fit.
+  return NormalizeStatus::TooLarge;
+}
+
+void AnswerNormalizer::set_ttl(std::size_t i, uint32_t ttl) noexcept {
+  assert(i < out_.records().size());
+  RecordView& rr = MessageViewBuilder::record_at(out_, i);
+  // out_ is a view of buf_, which this object owns and writes.
+  base::store_u32(buf_.data() + rr.ttl_offset, ttl);
+  rr.ttl = ttl;
 }
 
 }  // namespace hg::wire

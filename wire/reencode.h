@@ -2,11 +2,17 @@
 // record, straight from the parsed view — the same bytes as write_message(to_owned(m)) with
 // the owned model's `edns` cleared, but without building the owned model (no allocation).
 //
-// The resolver does this to every upstream answer before caching it (QueryEngine::
-// normalize_upstream), so that every compression pointer in a cached answer was written by us.
+// AnswerNormalizer (below) does this to every untrusted answer before it goes into a cache —
+// the daemon's upstream and fleet answers, the cache file's entries, the replay's recorded
+// answers — so that every compression pointer in a cached answer was written by us.
 //
 // Must not include anything beyond the standard library and wire/.
 #pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "wire/message.h"
 #include "wire/owned.h"
@@ -26,5 +32,51 @@ namespace hg::wire {
 /// view->parse(w.written(), ParseMode::Strict) would give, without parsing them again. It
 /// refers to the writer's buffer, which must outlive it. `view` must not be `m`.
 WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view = nullptr);
+
+/// Why AnswerNormalizer::normalize() refused an answer.
+enum class NormalizeStatus : uint8_t {
+  Ok,
+  Malformed,  ///< Message::parse() (Lenient) refused it: AnswerNormalizer::parse_error() says why
+  TooLarge,   ///< over 65,535 bytes, or written again by our writer it would not fit in 65,535
+};
+
+/// "ok", "malformed", "too-large".
+std::string_view to_string(NormalizeStatus s) noexcept;
+
+/// The one way an untrusted answer is made fit for a cache insert: parsed (Lenient: bytes
+/// after the last record are ignored, as from any upstream) and written again by
+/// rewrite_without_opt() into a buffer of its own, whole — an answer that would be truncated
+/// is refused, never shortened. The cache copies the stored sections to clients with
+/// rewritten headers and TTLs, so every compression pointer in them must lead to name bytes
+/// that never change; an untrusted answer may point anywhere a parser accepts (into its RDATA
+/// lengths, its TTL fields...). Ours only point at names we wrote. The OPT record and any
+/// trailing bytes are dropped.
+///
+/// Used by the daemon for upstream and fleet answers (QueryEngine::normalize_upstream), by the
+/// cache file loader (cache/persist.cc) and by hourglass-rehearse's replay (seed, fetch).
+/// Allocates nothing once its vectors have grown (65,535 bytes of buffer, one per holder).
+class AnswerNormalizer {
+ public:
+  AnswerNormalizer();
+
+  /// On Ok, message() is the view of the bytes written (what a Strict parse of bytes()
+  /// gives); on anything else message() is empty and nothing may be inserted.
+  NormalizeStatus normalize(std::span<const uint8_t> answer);
+
+  const Message& message() const noexcept { return out_; }
+  std::span<const uint8_t> bytes() const noexcept { return out_.packet(); }
+  /// What parse() found, after a normalize() that returned Malformed.
+  Error parse_error() const noexcept { return parse_error_; }
+
+  /// Sets the TTL of message().records()[i] in the written bytes and in the view (the
+  /// replay gives each record the TTL its model computes). `i` must be below records().size().
+  void set_ttl(std::size_t i, uint32_t ttl) noexcept;
+
+ private:
+  Message raw_;
+  Message out_;
+  std::vector<uint8_t> buf_;
+  Error parse_error_{ParseError::Truncated, 0};
+};
 
 }  // namespace hg::wire

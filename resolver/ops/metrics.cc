@@ -15,7 +15,7 @@ namespace {
 uint64_t get(const std::atomic<uint64_t>& a) {
   return a.load(std::memory_order_relaxed);
 }
-uint64_t get(const cache::SlottedCounter& c) {
+uint64_t get(const base::SlottedCounter& c) {
   return c.load();
 }
 

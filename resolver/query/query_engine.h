@@ -31,6 +31,7 @@
 #include "resolver/query/shared.h"
 #include "resolver/tap/dnstap_writer.h"
 #include "resolver/upstream/upstream.h"
+#include "wire/reencode.h"
 
 namespace hg::resolver {
 
@@ -124,7 +125,8 @@ class QueryEngine {
   void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                    std::span<const uint8_t> answer);
-  /// Parses an upstream answer and re-encodes it with our writer into upstream_msg_.
+  /// Makes an upstream (or fleet) answer fit for the cache (wire::AnswerNormalizer): on true,
+  /// upstream_msg_ is the view of it re-encoded by our writer.
   bool normalize_upstream(std::span<const uint8_t> answer);
   void on_deadline(const cache::CacheKey& key);
   /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
@@ -161,10 +163,9 @@ class QueryEngine {
   Sender sender_;
   int worker_;
   wire::Message scratch_;
-  wire::Message raw_msg_;       // the upstream's answer as received
-  wire::Message upstream_msg_;  // the same, re-encoded into norm_buf_
-  std::vector<uint8_t> buf_;    // answers rendered for waiters
-  std::vector<uint8_t> norm_buf_;
+  wire::AnswerNormalizer normalizer_;  // upstream and fleet answers, re-encoded for the cache
+  const wire::Message& upstream_msg_ = normalizer_.message();  // the last one normalised
+  std::vector<uint8_t> buf_;                                   // answers rendered for waiters
   DnstapWriter* dnstap_ = nullptr;
   int64_t tap_query_ns_ = 0;        // arrival time of the query being handled, when dnstap is on
   bool tap_flush_pending_ = false;  // a flush of the dnstap batch is due this iteration

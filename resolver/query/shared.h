@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cache/cache.h"
-#include "cache/counter_slots.h"
+#include "base/counter_slots.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/fleet/fleet_cache.h"
@@ -80,10 +80,10 @@ using Inflight = InflightTable<cache::CacheKey, CacheKeyHash, Waiter>;
 
 /// Counters for logs, the control socket and metrics. Relaxed atomics: totals, not ordering.
 // Every worker adds to these on every query (queries_*, hits on the hit path): per-thread
-// slots (cache/counter_slots.h), so no counter's line is written by every worker. Read them
+// slots (base/counter_slots.h), so no counter's line is written by every worker. Read them
 // with load(); each is the sum of its slots.
 struct Stats {
-  using Counter = cache::SlottedCounter;
+  using Counter = base::SlottedCounter;
   Counter queries_udp, queries_tcp;
   Counter hits, stale_answers, misses, coalesced, prefetches;
   Counter upstream_queries, upstream_answers, upstream_failures;

@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "cache/counter_slots.h"
+#include "base/counter_slots.h"
 #include "resolver/net/endpoint.h"
 
 namespace hg::resolver {
 
 /// Adds one to a counter of UpstreamServerStats, from its only writer (the owning worker).
 inline void bump(std::atomic<uint64_t>& counter) noexcept {
-  cache::add_as_sole_writer(counter, 1);
+  base::add_as_sole_writer(counter, 1);
 }
 
 struct UpstreamServerStats {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "base/counter_slots.h"
 #include "cache/clock.h"
-#include "cache/counter_slots.h"
 #include "cache_test_util.h"
 
 namespace hg::cache {
@@ -542,7 +542,7 @@ TEST_F(CacheTest, ConcurrentLookupsAndInsertsAreSafe) {
 TEST_F(CacheTest, CountersFromManyThreadsAddUpExactly) {
   for (int i = 0; i < 50; ++i)
     put_a(nm("n", i, ".example"), 60);
-  constexpr int kThreads = static_cast<int>(kCounterSlots) + 4;
+  constexpr int kThreads = static_cast<int>(base::kCounterSlots) + 4;
   constexpr int kRounds = 300;
   const Time fresh = clock_.now();
   const Time stale = clock_.now() + Seconds{61};

@@ -16,6 +16,7 @@
 
 #include "cache/clock.h"
 #include "cache_test_util.h"
+#include "tests/wire/answer_cases.h"
 
 namespace hg::cache::persist {
 namespace {
@@ -560,6 +561,64 @@ TEST_F(DamagedFile, AnEntryInsertedAfterTheSaveIsRejected) {
   const LoadReport both = try_load(f);
   EXPECT_EQ(both.status, Status::Rejected);
   EXPECT_NE(both.problem.find("in the future"), std::string::npos) << both.problem;
+}
+
+// --- untrusted entries: the one normaliser (wire::AnswerNormalizer) ------------------------------
+
+// A sealed file of one entry holding `message`, saved and inserted at kWall0.
+std::vector<uint8_t> file_holding(std::span<const uint8_t> message) {
+  std::vector<uint8_t> f = encode({}, Time{}, kWall0, Seconds{60});
+  f.resize(f.size() - 4);  // the checksum, written again below
+  base::append_u64(f, static_cast<uint64_t>(kWall0.time_since_epoch().count()));
+  f.push_back(0);  // key flags: DO and CD clear
+  base::append_u16(f, static_cast<uint16_t>(message.size()));
+  f.insert(f.end(), message.begin(), message.end());
+  base::store_u32(f.data() + 12, 1);
+  base::store_u64(f.data() + 24, f.size() - kHeaderSize);
+  f.resize(f.size() + 4);
+  reseal(f);
+  return f;
+}
+
+TEST_F(PersistTest, AFileEntryIsStoredAsTheNormalizerWritesIt) {
+  const auto message = wire::test::odd_but_valid_answer(/*opt_and_junk=*/false);
+  Cache fresh(settings_);
+  const LoadReport r = load(fresh, file_holding(message), clock_.now(), kWall0);
+  ASSERT_EQ(r.status, Status::Loaded) << r.problem;
+  ASSERT_EQ(r.loaded, 1u);
+  wire::AnswerNormalizer n;
+  ASSERT_EQ(n.normalize(message), wire::NormalizeStatus::Ok);
+  ASSERT_FALSE(std::ranges::equal(n.bytes().subspan(12), std::span(message).subspan(12)))
+      << "the case must need rewriting, or this test shows nothing";
+  // Saved again, the entry is the normaliser's bytes after the header (the file writes a
+  // header of its own: ID 0, RA).
+  const auto again = encode(fresh.snapshot(), clock_.now(), kWall0, Seconds{60});
+  ASSERT_EQ(again.size(), kHeaderSize + kEntryHeaderSize + n.bytes().size() + 4);
+  const std::span<const uint8_t> saved(again.data() + kHeaderSize + kEntryHeaderSize + 12,
+                                       n.bytes().size() - 12);
+  EXPECT_TRUE(std::ranges::equal(saved, n.bytes().subspan(12)));
+}
+
+TEST_F(PersistTest, HostileEntriesGetTheNormalizersVerdict) {
+  for (const auto& c : wire::test::answer_cases()) {
+    if (c.bytes.size() > 0xFFFF) continue;  // an entry's length field has 16 bits
+    if (c.status == wire::NormalizeStatus::Ok) continue;
+    SCOPED_TRACE(c.name);
+    Cache fresh(settings_);
+    const LoadReport r = load(fresh, file_holding(c.bytes), clock_.now(), kWall0);
+    EXPECT_EQ(fresh.stats().entries, 0u);
+    EXPECT_EQ(r.loaded, 0u);
+    if (c.status == wire::NormalizeStatus::Malformed) {
+      // The file's own check parses every entry first: the whole file is refused, naming
+      // the parser's error.
+      EXPECT_EQ(r.status, Status::Rejected);
+      EXPECT_NE(r.problem.find(wire::to_string(*c.parse_error)), std::string::npos) << r.problem;
+    } else {
+      // Well formed, but too large once written again: refused, the rest of the file loads.
+      EXPECT_EQ(r.status, Status::Loaded) << r.problem;
+      EXPECT_EQ(r.refused, 1u);
+    }
+  }
 }
 
 }  // namespace

@@ -73,11 +73,11 @@ TEST(DnstapCodec, FullMessageRoundTrips) {
   const Message in = s.full();
   std::vector<uint8_t> frame;
   encode(in, frame);
-  EXPECT_EQ(frame.size(), encoded_size(in));
+  EXPECT_EQ(frame.size(),
+            measure_prefixed(in, encode_prefix(in.identity, in.version).size()).total);
 
-  Decoder d;
   Message out;
-  ASSERT_EQ(d.decode(frame, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(frame, out), DecodeStatus::Ok);
   expect_same(in, out);
   // Decoded in place: the spans point into the frame, not into the sample.
   const auto inside = [&](std::span<const uint8_t> b) {
@@ -94,10 +94,9 @@ TEST(DnstapCodec, MinimalMessageLeavesEverythingAbsent) {
   in.type = MessageType::ForwarderQuery;
   std::vector<uint8_t> frame;
   encode(in, frame);
-  Decoder d;
   Message out;
   out.query_port = 7;  // decode resets what it does not set
-  ASSERT_EQ(d.decode(frame, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(frame, out), DecodeStatus::Ok);
   EXPECT_EQ(out.type, MessageType::ForwarderQuery);
   EXPECT_FALSE(out.family);
   EXPECT_FALSE(out.protocol);
@@ -113,7 +112,6 @@ TEST(DnstapCodec, MinimalMessageLeavesEverythingAbsent) {
 }
 
 TEST(DnstapCodec, EveryTypeRoundTrips) {
-  Decoder d;
   for (int t = 1; t <= 14; ++t) {
     Message in;
     in.type = static_cast<MessageType>(t);
@@ -122,7 +120,7 @@ TEST(DnstapCodec, EveryTypeRoundTrips) {
     std::vector<uint8_t> frame;
     encode(in, frame);
     Message out;
-    ASSERT_EQ(d.decode(frame, out), DecodeStatus::Ok) << t;
+    ASSERT_EQ(decode(frame, out), DecodeStatus::Ok) << t;
     EXPECT_EQ(out.type, in.type);
     EXPECT_EQ(is_query(out.type), t % 2 == 1);
     EXPECT_NE(to_string(out.type), "UNKNOWN");
@@ -176,25 +174,6 @@ TEST(DnstapCodec, BytesEqualProtobufC) {
   std::vector<uint8_t> theirs(dnstap__dnstap__get_packed_size(&top));
   ASSERT_EQ(dnstap__dnstap__pack(&top, theirs.data()), theirs.size());
   EXPECT_EQ(ours, theirs);
-}
-
-TEST(DnstapCodec, CallerBufferMustFit) {
-  Sample s;
-  const Message in = s.full();
-  const std::size_t n = encoded_size(in);
-  std::vector<uint8_t> buf(n + 10, 0xee);
-  EXPECT_EQ(encode(in, std::span<uint8_t>(buf.data(), n - 1)), 0U);
-  EXPECT_EQ(buf[0], 0xee);  // nothing written
-  EXPECT_EQ(encode(in, std::span<uint8_t>(buf)), n);
-  EXPECT_EQ(buf[n], 0xee);  // nothing past the frame
-  std::vector<uint8_t> again;
-  encode(in, again);
-  EXPECT_TRUE(std::equal(again.begin(), again.end(), buf.begin()));
-  const EncodedSize size = measure(in);
-  EXPECT_EQ(size.total, n);
-  std::vector<uint8_t> measured(size.total);
-  encode_measured(in, size, measured.data());
-  EXPECT_EQ(measured, again);
 }
 
 TEST(DnstapCodec, PrefixedFramesEqualPlainOnes) {
@@ -260,7 +239,6 @@ TEST(DnstapCodec, PrefixedFramesEqualPlainOnes) {
 }
 
 TEST(DnstapCodec, LargeFieldsAndDecoderReuse) {
-  Decoder d;
   Message out;
   std::vector<uint8_t> big(65535, 0x5a);
   Message a;
@@ -268,14 +246,14 @@ TEST(DnstapCodec, LargeFieldsAndDecoderReuse) {
   a.response_message = big;
   std::vector<uint8_t> fa;
   encode(a, fa);
-  ASSERT_EQ(d.decode(fa, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(fa, out), DecodeStatus::Ok);
   EXPECT_EQ(out.response_message.size(), big.size());
 
   Sample s;
   const Message b = s.full();
   std::vector<uint8_t> fb;
   encode(b, fb);
-  ASSERT_EQ(d.decode(fb, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(fb, out), DecodeStatus::Ok);
   expect_same(b, out);
 }
 
@@ -288,55 +266,51 @@ TEST(DnstapCodec, UnknownFieldsAreSkipped) {
   const std::array<uint8_t, 3> unknown{0x98, 0x06, 0x2a};
   frame.insert(frame.begin(), extra.begin(), extra.end());
   frame.insert(frame.end(), unknown.begin(), unknown.end());
-  Decoder d;
   Message out;
-  ASSERT_EQ(d.decode(frame, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(frame, out), DecodeStatus::Ok);
   expect_same(s.full(), out);
 }
 
 TEST(DnstapCodec, NotAMessage) {
   // type = MESSAGE but no message field.
   const std::array<uint8_t, 2> no_message{0x78, 0x01};
-  Decoder d;
   Message out;
-  EXPECT_EQ(d.decode(no_message, out), DecodeStatus::NotMessage);
+  EXPECT_EQ(decode(no_message, out), DecodeStatus::NotMessage);
   // Missing the required Dnstap.type: malformed.
   const std::array<uint8_t, 4> no_type{0x0a, 0x02, 'i', 'd'};
-  EXPECT_EQ(d.decode(no_type, out), DecodeStatus::Malformed);
-  EXPECT_EQ(d.decode({}, out), DecodeStatus::Malformed);
+  EXPECT_EQ(decode(no_type, out), DecodeStatus::Malformed);
+  EXPECT_EQ(decode({}, out), DecodeStatus::Malformed);
   EXPECT_EQ(to_string(DecodeStatus::NotMessage), "not-message");
 }
 
 // protobuf-c stores any number into an enum field; the decoder must read it safely (found by
 // the fuzz target: loading such a value as the C enum type is undefined behaviour).
 TEST(DnstapCodec, OutOfRangeEnums) {
-  Decoder d;
   Message out;
   // Message.type = 1000: not a type we can represent.
   const std::array<uint8_t, 7> big_type{0x72, 0x03, 0x08, 0xe8, 0x07, 0x78, 0x01};
-  EXPECT_EQ(d.decode(big_type, out), DecodeStatus::Malformed);
+  EXPECT_EQ(decode(big_type, out), DecodeStatus::Malformed);
   // Message.type = 200 and socket_family = 200: passed on as numbers.
   const std::array<uint8_t, 10> odd{0x72, 0x06, 0x08, 0xc8, 0x01, 0x10, 0xc8, 0x01, 0x78, 0x01};
-  ASSERT_EQ(d.decode(odd, out), DecodeStatus::Ok);
+  ASSERT_EQ(decode(odd, out), DecodeStatus::Ok);
   EXPECT_EQ(static_cast<int>(out.type), 200);
   EXPECT_EQ(to_string(out.type), "UNKNOWN");
   ASSERT_TRUE(out.family);
   EXPECT_EQ(static_cast<int>(*out.family), 200);
   // Dnstap.type = 2 (not MESSAGE).
   const std::array<uint8_t, 6> other{0x72, 0x02, 0x08, 0x05, 0x78, 0x02};
-  EXPECT_EQ(d.decode(other, out), DecodeStatus::NotMessage);
+  EXPECT_EQ(decode(other, out), DecodeStatus::NotMessage);
 }
 
 TEST(DnstapCodec, EveryTruncationIsRejectedNotCrashed) {
   Sample s;
   std::vector<uint8_t> frame;
   encode(s.full(), frame);
-  Decoder d;
   Message out;
   for (std::size_t n = 0; n < frame.size(); ++n) {
     // Cutting at a field boundary can leave a valid (shorter) message only if the required
     // Dnstap.type, written last, is still there; it never is before the full length.
-    EXPECT_EQ(d.decode(std::span<const uint8_t>(frame.data(), n), out), DecodeStatus::Malformed)
+    EXPECT_EQ(decode(std::span<const uint8_t>(frame.data(), n), out), DecodeStatus::Malformed)
         << "cut at " << n;
   }
 }
@@ -346,7 +320,6 @@ TEST(DnstapCodec, RandomGarbageNeverCrashes) {
   std::vector<uint8_t> frame;
   encode(s.full(), frame);
   std::mt19937 rng(12345);
-  Decoder d;
   Message out;
   int ok = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -354,7 +327,7 @@ TEST(DnstapCodec, RandomGarbageNeverCrashes) {
     const int flips = 1 + static_cast<int>(rng() % 4);
     for (int k = 0; k < flips; ++k)
       f[rng() % f.size()] = static_cast<uint8_t>(rng());
-    if (d.decode(f, out) == DecodeStatus::Ok) {
+    if (decode(f, out) == DecodeStatus::Ok) {
       ++ok;
       // Whatever decoded must lie inside the decoder's memory and be readable.
       std::size_t sum = 0;

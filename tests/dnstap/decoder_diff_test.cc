@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dnstap/codec.h"
-#include "dnstap/reference_decoder.h"
+#include "tests/dnstap_reference/reference_decoder.h"
 
 namespace hg::dnstap {
 namespace {

@@ -13,6 +13,10 @@
 //  6. rewrite_without_opt() writes the same bytes, with the same outcome, as write_message() of
 //     the owned model with its EDNS removed — with room for everything and within 512 bytes;
 //     and the view it builds of its output is what parsing that output (Strict) gives.
+//  7. AnswerNormalizer (the one normaliser of untrusted answers before a cache insert: the
+//     daemon's, the cache file's, the replay's) refuses as Malformed exactly what a Lenient
+//     parse refuses, with the same error; otherwise it gives Ok with rewrite_without_opt()'s
+//     bytes and view, or TooLarge exactly when those would not fit whole in 65,535 bytes.
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise the same
 // file is linked with replay_main.cc and ctest replays tests/fuzz/corpus/message/.
@@ -96,6 +100,37 @@ void check_rewrite(const Message& m, const OwnedMessage& owned) {
   }
 }
 
+void check_normalizer(std::span<const uint8_t> data) {
+  static AnswerNormalizer n;  // reused across inputs, as its holders reuse it
+  const NormalizeStatus st = n.normalize(data);
+  Message m;
+  const auto parsed = m.parse(data, ParseMode::Lenient);
+  if (data.size() > 65535) {
+    check(st == NormalizeStatus::TooLarge, "normalizer took an answer over 65535 bytes");
+    return;
+  }
+  if (!parsed) {
+    check(st == NormalizeStatus::Malformed && n.parse_error() == parsed.error(),
+          "normalizer status differs from a Lenient parse's error");
+    return;
+  }
+  std::vector<uint8_t> buf(65535);
+  WireWriter w(buf);
+  Message view;
+  const auto out = rewrite_without_opt(w, m, &view);
+  const bool whole = out.ok && !out.truncated;
+  check(st == (whole ? NormalizeStatus::Ok : NormalizeStatus::TooLarge),
+        "normalizer status differs from rewrite_without_opt's outcome");
+  if (whole) {
+    check(std::ranges::equal(n.bytes(), w.written()), "normalizer bytes differ");
+    check(n.message().records().size() == view.records().size() &&
+              n.message().questions().size() == view.questions().size(),
+          "normalizer view differs");
+  } else {
+    check(n.message().records().empty() && n.bytes().empty(), "a refusal left a message");
+  }
+}
+
 void check_message(std::span<const uint8_t> data) {
   Message strict, lenient;
   const auto s = strict.parse(data, ParseMode::Strict);
@@ -145,6 +180,7 @@ void check_message(std::span<const uint8_t> data) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::span<const uint8_t> in(data, size);
   check_message(in);
+  check_normalizer(in);
   check_name_text(in);
   return 0;
 }

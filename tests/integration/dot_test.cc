@@ -38,7 +38,7 @@
 
 #include "base/bytes.h"
 #include "dnstap/codec.h"
-#include "dnstap/reference_decoder.h"
+#include "tests/dnstap_reference/reference_decoder.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/child.h"
@@ -602,7 +602,8 @@ TEST_F(Dot, QueriesToAServerWhoseCertificateIsRefusedGoToTheNextServer) {
 
 TEST_F(Dot, DnstapRecordsTheForwarderMessagesAsDot) {
   // Neither dnstap-ldns nor this dnstap-read knows socket protocol 3 (DOT): the frames are
-  // read with protobuf-c's unpacker generated from dnstap.proto (dnstap/reference_decoder.h).
+  // read with protobuf-c's unpacker generated from dnstap.proto
+  // (tests/dnstap_reference/reference_decoder.h).
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
   const std::string tap = dir_ + "/tap.fstrm";

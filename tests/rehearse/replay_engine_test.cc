@@ -5,6 +5,7 @@
 #include <random>
 
 #include "tests/rehearse/replay_test_util.h"
+#include "tests/wire/answer_cases.h"
 
 namespace hg::rehearse::testing {
 namespace {
@@ -233,6 +234,35 @@ TEST(ReplayEngine, UndecodableMessagesAreCountedAndSkipped) {
   const ReplayResult r = t.run(no_prefetch());
   EXPECT_EQ(r.undecodable, 1u);
   EXPECT_EQ(r.queries, 1u);
+}
+
+TEST(ReplayEngine, RecordedAnswersGetTheNormalizersVerdict) {
+  // A recorded answer goes into the replay's caches through wire::AnswerNormalizer, as the
+  // daemon's upstream answers do: one it takes is cached (three queries, one miss); one it
+  // refuses is never cached (three misses); one the trace reader cannot parse never reaches
+  // it (undecodable).
+  for (const auto& c : wire::test::answer_cases()) {
+    if (c.bytes.size() > 0xFFFF) continue;  // no trace record is that long
+    SCOPED_TRACE(c.name);
+    wire::Message m;
+    const bool parses = m.parse(c.bytes, wire::ParseMode::Lenient).has_value();
+    const std::string qname = parses ? m.questions().front().name.to_text() : "www.example.com";
+    const wire::RRType qtype = parses ? m.questions().front().type : wire::RRType::A;
+    TraceBuilder t;
+    for (int64_t s : {0, 10, 20})
+      t.query(s * kSec, qname, qtype);
+    t.raw(Side::Client, Role::Response, kMs, c.bytes);
+    const ReplayResult r = t.run(no_prefetch());
+    EXPECT_EQ(r.queries, 3u);
+    if (c.status == wire::NormalizeStatus::Ok) {
+      EXPECT_EQ(r.before.upstream, 1u);
+      EXPECT_EQ(r.after.upstream, 1u);
+    } else {
+      EXPECT_EQ(r.before.upstream, 3u);
+      EXPECT_EQ(r.after.upstream, 3u);
+      EXPECT_EQ(r.undecodable, parses ? 0u : 1u);
+    }
+  }
 }
 
 TEST(ReplayEngine, PrefetchIsReproducibleAndRefreshesHotNamesBeforeExpiry) {

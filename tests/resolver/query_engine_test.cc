@@ -6,6 +6,7 @@
 #include <string>
 
 #include "resolver/query/query_engine.h"
+#include "tests/wire/answer_cases.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -435,6 +436,50 @@ TEST_F(QueryEngineTest, AnswerWithPointerIntoTheHeaderIsDiscarded) {
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().code, wire::ParseError::PointerIntoHeader);
   EXPECT_EQ(st.error().offset, 29u);  // header 12 + question 13 + 4
+}
+
+TEST_F(QueryEngineTest, UpstreamAnswersGetTheNormalizersVerdictAndBytes) {
+  // The daemon puts an upstream answer into the cache through wire::AnswerNormalizer, as the
+  // cache file and the replay do: one it takes is cached as exactly the normaliser's bytes;
+  // one it refuses (malformed, too large) is a failed resolution and nothing is cached.
+  int i = 0;
+  for (const auto& c : wire::test::answer_cases()) {
+    SCOPED_TRACE(c.name);
+    const std::size_t cached_before = shared_.cache.snapshot().size();
+    wire::Message m;
+    const bool parses = m.parse(c.bytes, wire::ParseMode::Lenient).has_value();
+    // A name of its own for each case: a failed one is held off (the failure cache).
+    const std::string qname =
+        parses ? m.questions().front().name.to_text() : "bad" + std::to_string(++i) + ".example";
+    const uint16_t qtype = parses ? static_cast<uint16_t>(m.questions().front().type) : 1;
+    ask(query(qname, qtype));
+    Bytes sent_bytes;
+    upstream_answers([&](const Bytes& q) {
+      Bytes r = c.bytes;
+      if (parses) {
+        // Our query's ID and its 0x20 letter case: the answer is for this question.
+        std::copy(q.begin(), q.begin() + 2, r.begin());
+        std::copy(q.begin() + 12, q.begin() + m.questions().front().end, r.begin() + 12);
+      }
+      sent_bytes = r;
+      return r;
+    });
+    ASSERT_EQ(deferred_.size(), 1u);
+    const auto entries = shared_.cache.snapshot();
+    if (c.status == wire::NormalizeStatus::Ok) {
+      EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::NoError);
+      ASSERT_EQ(cached_before, 0u);  // the first case
+      ASSERT_EQ(entries.size(), 1u);
+      wire::AnswerNormalizer n;
+      ASSERT_EQ(n.normalize(sent_bytes), wire::NormalizeStatus::Ok);
+      EXPECT_TRUE(std::ranges::equal(entries[0]->sections(),
+                                     n.bytes().subspan(n.message().questions().front().end)));
+    } else {
+      EXPECT_EQ(deferred_[0].msg.rcode(), wire::RCode::ServFail);
+      EXPECT_EQ(entries.size(), cached_before);
+    }
+    deferred_.clear();
+  }
 }
 
 TEST_F(QueryEngineTest, AdBitOnlyForClientsThatSetDoOrAd) {

@@ -6,6 +6,7 @@
 // to build their inputs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>

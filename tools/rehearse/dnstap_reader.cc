@@ -78,7 +78,6 @@ class DnstapReader final : public TraceReader {
   uint64_t buf_off_ = 0;           // file offset of buf_[0]
   bool eof_ = false;
   std::string content_type_;
-  dnstap::Decoder decoder_;
   dnstap::Message msg_;
   uint64_t frames_ = 0, skipped_ = 0, ignored_ = 0, no_message_ = 0;
   uint64_t by_type_[15] = {};
@@ -149,7 +148,7 @@ bool DnstapReader::resync(uint64_t from) {
       continue;
     }
     if (len < 4 || len > kMaxFrame || !ensure(4 + len)) continue;
-    if (decoder_.decode({buf_.data() + pos_ + 4, len}, msg_) == dnstap::DecodeStatus::Ok &&
+    if (dnstap::decode({buf_.data() + pos_ + 4, len}, msg_) == dnstap::DecodeStatus::Ok &&
         check(msg_).empty())
       return true;
   }
@@ -242,7 +241,7 @@ ReadStatus DnstapReader::next(TraceEvent& ev) {
         ++frames_;
         const std::span<const uint8_t> payload{buf_.data() + pos_ + 4, len};
         pos_ += 4 + std::size_t{len};
-        const dnstap::DecodeStatus st = decoder_.decode(payload, msg_);
+        const dnstap::DecodeStatus st = dnstap::decode(payload, msg_);
         const std::string_view why =
             st != dnstap::DecodeStatus::Ok ? dnstap::to_string(st) : check(msg_);
         if (!why.empty()) {

@@ -16,10 +16,9 @@
 
 #include "base/bytes.h"
 #include "base/duration.h"
+#include "base/hash.h"
 #include "base/unix_time.h"
 #include "cache/ttl_policy.h"
-#include "wire/owned.h"
-#include "wire/writer.h"
 
 namespace hg::rehearse {
 namespace {
@@ -45,8 +44,8 @@ constexpr std::size_t kMaxKnownQueryArena = std::size_t{64} << 20;
 // The identity of an RRset within a question's answers: owner (lowercased), type, class.
 // FNV-1a: these hashes are only compared among one question's few RRsets.
 uint64_t rrset_hash(std::span<const uint8_t> owner_wire, wire::RRType type, uint16_t klass) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](uint8_t b) { h = (h ^ b) * 0x100000001b3ULL; };
+  uint64_t h = base::kFnv1aBasis;
+  auto mix = [&h](uint8_t b) { h = base::fnv1a_step(h, b); };
   for (uint8_t b : owner_wire)
     mix(wire::ascii_lower(b));
   const auto t = static_cast<uint16_t>(type);
@@ -140,7 +139,6 @@ ReplayEngine::ReplayEngine(const ReplayConfig& config) : config_(config) {
   rng_[0].seed(config_.seed);
   rng_[1].seed(config_.seed);
   result_.bucket_ns = config_.bucket_ns;
-  buf_.resize(65535);
 }
 
 ReplayEngine::~ReplayEngine() = default;
@@ -480,13 +478,15 @@ void ReplayEngine::mark_rules(const wire::Name& owner) {
   }
 }
 
-void ReplayEngine::note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t at) {
+void ReplayEngine::note_old_copy(const wire::Message& m, int64_t t, int64_t at) {
   // The entry lives as long as its shortest record (the cache's rule), at most the cache's
   // ceiling; it is an old copy for each rule not yet in force at t that would lower a record.
+  const std::size_t n =
+      m.section(wire::Section::Answer).size() + m.section(wire::Section::Authority).size();
+  const auto records = m.records().first(n);  // answer, then authority (OPT is not among them)
   uint32_t shortest = UINT32_MAX;
-  for (const auto* sec : {&m.answer, &m.authority})
-    for (const auto& rr : *sec)
-      if (rr.type != wire::RRType::OPT) shortest = std::min(shortest, rr.ttl);
+  for (const wire::RecordView& rr : records)
+    shortest = std::min(shortest, rr.ttl);
   if (shortest == UINT32_MAX) return;
   const int64_t expiry = at + static_cast<int64_t>(std::min(shortest, config_.ttl.max_ttl)) * kSec;
   for (std::size_t i = 0; i < config_.schedule.size(); ++i) {
@@ -494,10 +494,8 @@ void ReplayEngine::note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t
     if (rule.when == ScheduleRule::When::Always || rule.at_ns <= t) continue;
     if (result_.old_copies_until_ns[i] >= expiry) continue;
     bool lowered = false;
-    for (const auto* sec : {&m.answer, &m.authority})
-      for (const auto& rr : *sec)
-        lowered = lowered || (rr.type != wire::RRType::OPT && rr.ttl > rule.ttl &&
-                              rr.owner.is_subdomain_of(rule.zone));
+    for (const wire::RecordView& rr : records)
+      lowered = lowered || (rr.ttl > rule.ttl && m.owner(rr).is_subdomain_of(rule.zone));
     if (lowered) result_.old_copies_until_ns[i] = expiry;
   }
 }
@@ -538,24 +536,22 @@ bool ReplayEngine::was_cached(const QState& s, const Stored& r, int64_t t) {
 
 void ReplayEngine::seed(QState& s, const Stored& r, int64_t t) {
   for (int run = 0; run < 2; ++run) {
-    if (!scratch_msg_.parse(r.bytes, wire::ParseMode::Lenient)) return;
-    auto owned = wire::to_owned(scratch_msg_);
-    if (!owned) return;
-    owned->edns.reset();
-    for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
-      for (auto& rr : *sec) {
-        rr.ttl = cache::sanitize_ttl(rr.ttl);
-        if (run == 1) {
-          mark_rules(rr.owner);
-          if (auto cap = cap_at(rr.owner, t)) rr.ttl = std::min(rr.ttl, *cap);
-        }
+    // Made fit for the cache as the daemon does with an upstream answer (re-encoded by our
+    // writer, OPT dropped), then each record gets the TTL this run's cache would see.
+    if (normalizer_.normalize(r.bytes) != wire::NormalizeStatus::Ok) return;
+    const wire::Message& m = normalizer_.message();
+    for (std::size_t i = 0; i < m.records().size(); ++i) {
+      const wire::RecordView& rr = m.records()[i];
+      uint32_t ttl = cache::sanitize_ttl(rr.ttl);
+      if (run == 1) {
+        const wire::Name owner = m.owner(rr);
+        mark_rules(owner);
+        if (auto cap = cap_at(owner, t)) ttl = std::min(ttl, *cap);
       }
+      normalizer_.set_ttl(i, ttl);
     }
-    if (run == 1) note_old_copy(*owned, t, t);
-    wire::WireWriter w(buf_);
-    const auto out = wire::write_message(w, *owned);
-    if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
-    (void)caches_[run]->insert(s.key, scratch_msg_, ctime(t));
+    if (run == 1) note_old_copy(m, t, t);
+    (void)caches_[run]->insert(s.key, m, ctime(t));
   }
 }
 
@@ -565,24 +561,20 @@ void ReplayEngine::fetch(int run, QState& s, int64_t t_query, int64_t at) {
     if (run == 0) ++result_.unanswered_misses;
     return;
   }
-  if (!scratch_msg_.parse(r->bytes, wire::ParseMode::Lenient)) return;
-  auto owned = wire::to_owned(scratch_msg_);
-  if (!owned) return;
-  owned->edns.reset();
-  for (auto* sec : {&owned->answer, &owned->authority, &owned->additional}) {
-    for (auto& rr : *sec) {
-      rr.ttl = recovered_ttl(s, rrset_hash(rr.owner, rr.type, rr.klass), rr.ttl);
-      if (run == 1) {
-        mark_rules(rr.owner);
-        if (auto cap = cap_at(rr.owner, t_query)) rr.ttl = std::min(rr.ttl, *cap);
-      }
+  if (normalizer_.normalize(r->bytes) != wire::NormalizeStatus::Ok) return;
+  const wire::Message& m = normalizer_.message();
+  for (std::size_t i = 0; i < m.records().size(); ++i) {
+    const wire::RecordView& rr = m.records()[i];
+    const wire::Name owner = m.owner(rr);
+    uint32_t ttl = recovered_ttl(s, rrset_hash(owner, rr.type, rr.klass), rr.ttl);
+    if (run == 1) {
+      mark_rules(owner);
+      if (auto cap = cap_at(owner, t_query)) ttl = std::min(ttl, *cap);
     }
+    normalizer_.set_ttl(i, ttl);
   }
-  if (run == 1) note_old_copy(*owned, t_query, at);
-  wire::WireWriter w(buf_);
-  const auto out = wire::write_message(w, *owned);
-  if (!out.ok || !scratch_msg_.parse(w.written(), wire::ParseMode::Strict)) return;
-  (void)caches_[run]->insert(s.key, scratch_msg_, ctime(at));
+  if (run == 1) note_old_copy(m, t_query, at);
+  (void)caches_[run]->insert(s.key, m, ctime(at));
 }
 
 void ReplayEngine::count_upstream(int run, QState& s, int64_t t, bool prefetch) {

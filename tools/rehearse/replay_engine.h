@@ -40,7 +40,7 @@
 #include "tools/rehearse/trace.h"
 #include "wire/message.h"
 #include "wire/name.h"
-#include "wire/owned.h"
+#include "wire/reencode.h"
 #include "wire/types.h"
 
 namespace hg::rehearse {
@@ -302,7 +302,7 @@ class ReplayEngine {
   void mark_rules(const wire::Name& owner);
   /// For a copy the after run caches at `at` (query time t) with these records: if a rule that
   /// switches later would lower one of them, the copy's expiry extends old_copies_until_ns.
-  void note_old_copy(const wire::OwnedMessage& m, int64_t t, int64_t at);
+  void note_old_copy(const wire::Message& m, int64_t t, int64_t at);
   cache::Time ctime(int64_t t_ns) const noexcept;
 
   ReplayConfig config_;
@@ -316,7 +316,7 @@ class ReplayEngine {
   std::vector<int64_t> rtt_samples_;
   std::mt19937_64 rng_[2];
   wire::Message scratch_msg_;
-  std::vector<uint8_t> buf_;
+  wire::AnswerNormalizer normalizer_;  // recorded answers, made fit for the caches
   ReplayResult result_;
   uint64_t events_ = 0;
   uint64_t seq_ = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes.h"
+#include "base/hash.h"
 #include "tools/rehearse/trace.h"
 #include "tools/rehearse/trace_readers.h"
 
@@ -154,19 +155,9 @@ uint64_t TraceMerger::skipped() const {
 
 uint64_t question_hash(std::span<const uint8_t> msg, uint64_t seed) {
   // FNV-1a over the lowercased question, finished with a 64-bit mixer.
-  uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-  auto mix = [&h](uint8_t b) {
-    h ^= b;
-    h *= 0x100000001b3ULL;
-  };
-  auto finish = [](uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-  };
+  uint64_t h = base::kFnv1aBasis ^ seed;
+  auto mix = [&h](uint8_t b) { h = base::fnv1a_step(h, b); };
+  auto finish = [](uint64_t x) { return base::fmix64(x); };
   if (msg.size() < 12 || ((msg[4] << 8) | msg[5]) == 0) return finish(h);
   std::size_t pos = 12;
   uint64_t name_h = h;

@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace hg::cache {
+namespace hg::base {
 
 /// Slots per counter set: more than the daemon's worker threads in any sane configuration.
 inline constexpr std::size_t kCounterSlots = 16;
@@ -116,4 +116,4 @@ class SlottedCounter {
   CounterSlots<Slot> slots_;
 };
 
-}  // namespace hg::cache
+}  // namespace hg::base

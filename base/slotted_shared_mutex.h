@@ -4,7 +4,7 @@
 // unlock_shared is an atomic read-modify-write of that word, so threads that read the same
 // shard at once pass its line back and forth between their cores on every lookup, although
 // none of them changes anything the others read. Here each reader counts itself in its
-// thread's slot (cache/counter_slots.h: one 64-byte line per thread, up to kCounterSlots
+// thread's slot (base/counter_slots.h: one 64-byte line per thread, up to kCounterSlots
 // threads before two share one), and a writer, which is rare on a cache (an insert, an
 // eviction sweep), pays for it instead:
 //
@@ -28,9 +28,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cache/counter_slots.h"
+#include "base/counter_slots.h"
 
-namespace hg::cache {
+namespace hg::base {
 
 class SlottedSharedMutex {
  public:
@@ -78,4 +78,4 @@ class SlottedSharedMutex {
   std::mutex write_mu_;
 };
 
-}  // namespace hg::cache
+}  // namespace hg::base

@@ -1,5 +1,5 @@
 // The protobuf-c decoder, kept as the reference for the in-place one (see the header).
-#include "dnstap/reference_decoder.h"
+#include "tests/dnstap_reference/reference_decoder.h"
 
 #include <cstdlib>
 #include <cstring>

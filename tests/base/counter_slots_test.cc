@@ -1,7 +1,7 @@
 // Per-thread counter slots: exact sums from many threads (more than there are slots, so some
 // share one, sole writers and shared ones adding at once), SlottedCounter's atomic-like
 // interface, and one slot per thread up to the limit.
-#include "cache/counter_slots.h"
+#include "base/counter_slots.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace hg::cache {
+namespace hg::base {
 namespace {
 
 TEST(CounterSlots, SumsAreExactWithMoreThreadsThanSlots) {
@@ -75,4 +75,4 @@ TEST(CounterSlots, SlotsDoNotShareCacheLines) {
 }
 
 }  // namespace
-}  // namespace hg::cache
+}  // namespace hg::base

@@ -2,7 +2,7 @@
 // writer changes together is never seen torn, and never lost), readers share, a writer waits
 // for a reader inside and a reader for a writer inside. More threads than slots, so some
 // readers share a slot. Run under TSan in CI, which also checks the ordering.
-#include "cache/slotted_shared_mutex.h"
+#include "base/slotted_shared_mutex.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace hg::cache {
+namespace hg::base {
 namespace {
 
 TEST(SlottedSharedMutex, WritersExcludeReadersAndEachOther) {
@@ -92,4 +92,4 @@ TEST(SlottedSharedMutex, AWriterWaitsForAReaderAndAReaderForAWriter) {
 }
 
 }  // namespace
-}  // namespace hg::cache
+}  // namespace hg::base

@@ -1,0 +1,117 @@
+// AnswerNormalizer: the one way an untrusted answer is made fit for a cache insert (the
+// daemon's upstream and fleet answers, the cache file, the replay). The same bytes as the
+// owned model written without its OPT record; a clear status, never a crash, on hostile input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "tests/wire/answer_cases.h"
+#include "tests/wire/vectors.h"
+#include "wire/owned.h"
+#include "wire/reencode.h"
+#include "wire/writer.h"
+
+namespace hg::wire {
+namespace {
+
+// What the cache file and the replay did before there was one function: parse, convert to
+// the owned model, drop EDNS, write with write_message(), refuse a truncated result.
+std::optional<std::vector<uint8_t>> through_owned_model(std::span<const uint8_t> answer) {
+  Message m;
+  if (!m.parse(answer, ParseMode::Lenient)) return std::nullopt;
+  auto owned = to_owned(m);
+  if (!owned) return std::nullopt;
+  owned->edns.reset();
+  std::vector<uint8_t> buf(65535);
+  WireWriter w(buf);
+  const auto out = write_message(w, *owned);
+  if (!out.ok || out.truncated) return std::nullopt;
+  return std::vector<uint8_t>(w.written().begin(), w.written().end());
+}
+
+TEST(AnswerNormalizer, EveryCaseGetsItsStatus) {
+  AnswerNormalizer n;
+  for (const auto& c : test::answer_cases()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(n.normalize(c.bytes), c.status) << to_string(n.normalize(c.bytes));
+    if (c.parse_error) {
+      EXPECT_EQ(n.parse_error().code, *c.parse_error) << to_string(n.parse_error().code);
+    }
+    if (c.status != NormalizeStatus::Ok) {
+      // Nothing to insert after a refusal.
+      EXPECT_TRUE(n.message().records().empty());
+      EXPECT_TRUE(n.message().questions().empty());
+      EXPECT_TRUE(n.bytes().empty());
+    }
+  }
+}
+
+TEST(AnswerNormalizer, SameBytesAsTheOwnedModelWithoutOpt) {
+  AnswerNormalizer n;
+  const auto good = test::odd_but_valid_answer();
+  ASSERT_EQ(n.normalize(good), NormalizeStatus::Ok);
+  const auto expected = through_owned_model(good);
+  ASSERT_TRUE(expected.has_value());
+  EXPECT_TRUE(std::ranges::equal(n.bytes(), *expected));
+  // Our writer's output: OPT and the trailing junk gone, every record kept, and the view is
+  // what a Strict parse of the bytes gives.
+  Message again;
+  ASSERT_TRUE(again.parse(n.bytes(), ParseMode::Strict).has_value());
+  EXPECT_FALSE(again.edns().has_value());
+  EXPECT_EQ(again.records().size(), 3u);
+  ASSERT_EQ(n.message().records().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(n.message().records()[i].ttl_offset, again.records()[i].ttl_offset);
+    EXPECT_EQ(n.message().records()[i].ttl, again.records()[i].ttl);
+  }
+  EXPECT_EQ(n.message().header().id, 0x4242);
+
+  // And on every captured vector, the refusals included.
+  for (const auto& name : test::vector_names()) {
+    SCOPED_TRACE(name);
+    const auto packet = test::read_vector(name);
+    const auto owned = through_owned_model(packet);
+    const bool ok = n.normalize(packet) == NormalizeStatus::Ok;
+    ASSERT_EQ(ok, owned.has_value());
+    if (ok) {
+      EXPECT_TRUE(std::ranges::equal(n.bytes(), *owned));
+    }
+  }
+}
+
+TEST(AnswerNormalizer, ARefusalLeavesNothingOfThePreviousAnswer) {
+  AnswerNormalizer n;
+  const auto cases = test::answer_cases();
+  for (const auto& c : cases) {
+    if (c.status == NormalizeStatus::Ok) continue;
+    SCOPED_TRACE(c.name);
+    ASSERT_EQ(n.normalize(cases.front().bytes), NormalizeStatus::Ok);
+    ASSERT_FALSE(n.message().records().empty());
+    EXPECT_EQ(n.normalize(c.bytes), c.status);
+    EXPECT_TRUE(n.message().records().empty());
+  }
+}
+
+TEST(AnswerNormalizer, SetTtlWritesTheFieldAndTheView) {
+  AnswerNormalizer n;
+  ASSERT_EQ(n.normalize(test::odd_but_valid_answer()), NormalizeStatus::Ok);
+  n.set_ttl(0, 7);
+  n.set_ttl(2, 0x01020304);
+  Message again;
+  ASSERT_TRUE(again.parse(n.bytes(), ParseMode::Strict).has_value());
+  EXPECT_EQ(again.records()[0].ttl, 7u);
+  EXPECT_EQ(again.records()[1].ttl, 60u);
+  EXPECT_EQ(again.records()[2].ttl, 0x01020304u);
+  EXPECT_EQ(n.message().records()[0].ttl, 7u);
+  EXPECT_EQ(n.message().records()[2].ttl, 0x01020304u);
+}
+
+TEST(AnswerNormalizer, StatusNames) {
+  EXPECT_EQ(to_string(NormalizeStatus::Ok), "ok");
+  EXPECT_EQ(to_string(NormalizeStatus::Malformed), "malformed");
+  EXPECT_EQ(to_string(NormalizeStatus::TooLarge), "too-large");
+}
+
+}  // namespace
+}  // namespace hg::wire

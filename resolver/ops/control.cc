@@ -134,22 +134,9 @@ Control::Output stats_text(Shared& shared) {
 /// records as dig prints them, with each record's TTL as at `now`.
 void dump_entry(const cache::Entry& e, MonoTime now, std::chrono::seconds stale_max,
                 std::string& out) {
-  out += fmt::format("; {} {} {}", e.qname().to_text(),
-                     wire::to_string(static_cast<wire::RRClass>(e.qclass())),
-                     wire::to_string(e.qtype()));
-  if (e.dnssec_ok()) out += " do";
-  if (e.checking_disabled()) out += " cd";
-  out += ' ';
-  out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
-  if (e.kind() == cache::AnswerKind::NoData) out += " nodata";
-  if (now < e.expires_at()) {
-    out += fmt::format(" fresh, expires in {}s\n", base::whole_seconds(e.expires_at() - now));
-  } else {
-    const Millis left = e.expires_at() + stale_max - now;
-    out += fmt::format(" stale, expired {}s ago, servable stale for {}s more\n",
-                       base::whole_seconds(now - e.expires_at()),
-                       base::whole_seconds(std::max(left, Millis{0})));
-  }
+  out += "; ";
+  out += describe_entry(e, now, stale_max, true);
+  out += '\n';
   const std::vector<uint8_t> bytes = e.to_wire(now);
   wire::Message m;
   std::optional<wire::OwnedMessage> owned;
@@ -435,6 +422,25 @@ Control::~Control() {
   struct stat st {};
   if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
     ::unlink(path_.c_str());
+}
+
+std::string describe_entry(const cache::Entry& e, MonoTime now, Millis stale_max, bool with_kind) {
+  std::string out = fmt::format("{} {} {}", e.qname().to_text(),
+                                wire::to_string(static_cast<wire::RRClass>(e.qclass())),
+                                wire::to_string(e.qtype()));
+  if (e.dnssec_ok()) out += " do";
+  if (e.checking_disabled()) out += " cd";
+  out += ' ';
+  out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
+  if (with_kind && e.kind() == cache::AnswerKind::NoData) out += " nodata";
+  if (now < e.expires_at()) {
+    out += fmt::format(" fresh, expires in {}s", base::whole_seconds(e.expires_at() - now));
+  } else {
+    out += fmt::format(" stale, expired {}s ago, servable stale for {}s more",
+                       base::whole_seconds(now - e.expires_at()),
+                       base::whole_seconds(std::max(e.expires_at() + stale_max - now, Millis{0})));
+  }
+  return out;
 }
 
 }  // namespace hg::resolver

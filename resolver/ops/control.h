@@ -95,4 +95,9 @@ class Control {
   std::unique_ptr<StreamServer> server_;
 };
 
+/// What a cache entry answers and how long it has left, as `dump` and `drain` print it:
+/// "QNAME CLASS TYPE[ do][ cd] RCODE[ nodata] fresh, expires in Ns" or "... stale, expired Ns
+/// ago, servable stale for Ns more" (no newline; " nodata" only with `with_kind`).
+std::string describe_entry(const cache::Entry& e, MonoTime now, Millis stale_max, bool with_kind);
+
 }  // namespace hg::resolver

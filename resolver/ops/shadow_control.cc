@@ -240,21 +240,8 @@ struct DrainState {
       removed = shared->cache.erase_entry(e);
       if (removed) ++flushed;
     }
-    out += fmt::format("; {}{} {} {}", f.old ? "[old] " : "", e.qname().to_text(),
-                       wire::to_string(static_cast<wire::RRClass>(e.qclass())),
-                       wire::to_string(e.qtype()));
-    if (e.dnssec_ok()) out += " do";
-    if (e.checking_disabled()) out += " cd";
-    out += ' ';
-    out += wire::to_string(static_cast<wire::RCode>(e.rcode()));
-    if (now < e.expires_at()) {
-      out += fmt::format(" fresh, expires in {}s", base::whole_seconds(e.expires_at() - now));
-    } else {
-      out +=
-          fmt::format(" stale, expired {}s ago, servable stale for {}s more",
-                      base::whole_seconds(now - e.expires_at()),
-                      base::whole_seconds(std::max(e.expires_at() + stale_max - now, Millis{0})));
-    }
+    out += f.old ? "; [old] " : "; ";
+    out += describe_entry(e, now, stale_max, false);
     out += removed ? "; flushed\n" : "\n";
     auto msg = decode(e);
     if (!msg) {

@@ -84,7 +84,7 @@ struct Pki {
   std::string pem(const std::string& which) const { return dir + "/" + which + ".pem"; }
 };
 
-Pki* g_pki = nullptr;
+const Pki* pki();
 
 bool make_pki(Pki& p) {
   char tmpl[] = "/tmp/hg-dot-pki-XXXXXX";
@@ -150,8 +150,8 @@ class Unbound {
     std::string c =
         "server:\n  interface: " + ip_ + "@" + std::to_string(tls_port_) + "\n  interface: " + ip_ +
         "@" + std::to_string(plain_port_) + "\n  tls-port: " + std::to_string(tls_port_) +
-        "\n  tls-service-key: \"" + g_pki->key(cert_) + "\"\n  tls-service-pem: \"" +
-        g_pki->pem(cert_) +
+        "\n  tls-service-key: \"" + pki()->key(cert_) + "\"\n  tls-service-pem: \"" +
+        pki()->pem(cert_) +
         "\"\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + dir_ +
         "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
         "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
@@ -271,26 +271,24 @@ class Capture {
   bool ready_ = false;
 };
 
-class DotEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_pki = new Pki();
-    if (!make_pki(*g_pki)) {
-      delete g_pki;
-      g_pki = nullptr;
+// The test certificates, made on first use (so that only the DoT tests pay for the openssl
+// runs, not every test process of this binary) and removed when the process exits; nullptr
+// if openssl could not make them.
+const Pki* pki() {
+  struct Holder {
+    std::optional<Pki> made;
+    Holder() {
+      Pki p;
+      if (make_pki(p)) made = std::move(p);
     }
-  }
-  void TearDown() override {
-    if (g_pki != nullptr) {
+    ~Holder() {
       std::error_code ec;
-      std::filesystem::remove_all(g_pki->dir, ec);
-      delete g_pki;
-      g_pki = nullptr;
+      if (made) std::filesystem::remove_all(made->dir, ec);
     }
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env =
-    ::testing::AddGlobalTestEnvironment(new DotEnvironment);
+  };
+  static const Holder holder;
+  return holder.made ? &*holder.made : nullptr;
+}
 
 // The value of `key=` on the upstreams line of `server` ("127.0.0.1:853").
 int64_t upstream_value(const std::string& text, const std::string& server, const std::string& key) {
@@ -322,8 +320,8 @@ class Dot : public ::testing::Test {
   std::unique_ptr<Child> start_stalled_server(uint16_t port) {
     auto c = std::make_unique<Child>(
         std::vector<std::string>{"openssl", "s_server", "-quiet", "-accept",
-                                 "127.0.0.1:" + std::to_string(port), "-cert", g_pki->pem("server"),
-                                 "-key", g_pki->key("server")},
+                                 "127.0.0.1:" + std::to_string(port), "-cert", pki()->pem("server"),
+                                 "-key", pki()->key("server")},
         dir_ + "/s_server.log", Child::Options{.open_stdin = true});
     const bool up = eventually([&] {
       return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)
@@ -332,7 +330,7 @@ class Dot : public ::testing::Test {
     return up ? std::move(c) : nullptr;
   }
   void SetUp() override {
-    if (g_pki == nullptr) GTEST_SKIP() << "the openssl command could not make the certificates";
+    if (pki() == nullptr) GTEST_SKIP() << "the openssl command could not make the certificates";
     if (run_command("which unbound", 5).exit_code != 0)
       HG_SKIP_UNLESS_CI("unbound is not installed");
     char tmpl[] = "/tmp/hg-dot-XXXXXX";
@@ -345,7 +343,7 @@ class Dot : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
   void start(std::vector<std::string> args) {
-    args.insert(args.end(), {"--control", socket_, "--tls-ca-file", g_pki->ca});
+    args.insert(args.end(), {"--control", socket_, "--tls-ca-file", pki()->ca});
     daemon_ = Daemon::start(args);
     ASSERT_TRUE(daemon_->ready()) << daemon_->output();
   }
@@ -666,12 +664,12 @@ TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {
   EXPECT_EQ(daemon_->lines_with("matches no --tls-pin").size(), 1u) << daemon_->output();
   daemon_.reset();
   // The server's own pin, with and without an authentication name.
-  start({"--upstream", ub.spec(), "--tls-pin", g_pki->pin});
+  start({"--upstream", ub.spec(), "--tls-pin", pki()->pin});
   a = ask("pin2.lz.test");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
   daemon_.reset();
-  start({"--upstream", ub.spec(""), "--tls-pin", g_pki->pin});
+  start({"--upstream", ub.spec(""), "--tls-pin", pki()->pin});
   a = ask("pin3.lz.test");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
@@ -753,7 +751,7 @@ TEST_F(Dot, QueriesOnAConnectionThatDiesAreWrittenOnANewOneThenFail) {
   const uint16_t port = free_port("127.0.0.1");
   const std::string log = dir_ + "/s_server.log";
   Child server({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port),
-                "-cert", g_pki->pem("server"), "-key", g_pki->key("server")},
+                "-cert", pki()->pem("server"), "-key", pki()->key("server")},
                log, {.open_stdin = true});
   ASSERT_TRUE(eventually([&] {
     return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)

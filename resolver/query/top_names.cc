@@ -9,23 +9,28 @@ namespace hg::resolver {
 void SpaceSaving::add(const wire::Name& name, std::size_t hash) {
   ++total_;
   for (std::size_t i = 0; i < used_; ++i) {
-    Item& it = items_[i];
-    if (it.hash == hash && it.name.identical(name)) {
-      ++it.count;
+    if (hashes_[i] == hash && items_[i].name.identical(name)) {
+      ++counts_[i];
       return;
     }
   }
+  std::size_t i = used_;
   if (used_ < kCounters) {
-    items_[used_++] = Item{name, hash, 1, 0};
-    return;
+    ++used_;
+    counts_[i] = 0;
+  } else {
+    i = static_cast<std::size_t>(std::min_element(counts_.begin(), counts_.end()) -
+                                 counts_.begin());
   }
-  auto min = std::min_element(items_.begin(), items_.end(),
-                              [](const Item& a, const Item& b) { return a.count < b.count; });
-  *min = Item{name, hash, min->count + 1, min->count};
+  items_[i] = Item{name, hash, 0, counts_[i]};  // inherits the count it replaces as its error
+  hashes_[i] = hash;
+  ++counts_[i];
 }
 
 std::vector<SpaceSaving::Item> SpaceSaving::top(std::size_t n) const {
   std::vector<Item> out(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(used_));
+  for (std::size_t i = 0; i < used_; ++i)
+    out[i].count = counts_[i];
   std::sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
     return a.count != b.count ? a.count > b.count : a.name < b.name;
   });

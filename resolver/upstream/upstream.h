@@ -7,8 +7,9 @@
 // and nothing it learns or decides about one server affects another. Each attempt of a
 // query is its own ares_send with a fresh random ID, and its datagram leaves from a socket
 // of its own (a fresh kernel-chosen source port, RFC 5452): c-ares's UDP socket is a stand-in
-// that never carries traffic. Only a datagram that arrives on the attempt's socket with its
-// ID and question (0x20 case included) reaches c-ares; the rest is counted and dropped. The
+// that never carries traffic. Only a datagram that arrives on the attempt's socket from the
+// server's address and port, with its ID and question (0x20 case included), reaches c-ares;
+// the rest is counted and dropped. The
 // first usable answer ends the query and later ones are only counted.
 //
 // Above it, per server (upstream_health.h): an RFC 6298 RTT estimator whose RTO times the
@@ -177,8 +178,8 @@ class Upstream {
   std::optional<std::size_t> choose(const Query& q) const;
   /// Sends one attempt of `q` to `s`; false if it could not be sent at all.
   bool launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit = false);
-  /// The send socket function for c-ares's UDP socket to `s`: opens the attempt's own
-  /// socket (a fresh kernel-chosen source port), connects it to the server and sends.
+  /// The send socket function for c-ares's UDP socket to `s`: gives the attempt a socket of
+  /// its own with no port and sends to the server (the kernel binds a fresh random port).
   ssize_t send_datagram(Server& s, const iovec* iov, int iovcnt);
   /// The attempt's socket is readable: reads it, hands c-ares the answer that fits.
   void read_attempt(Attempt& a);
@@ -248,9 +249,9 @@ class Upstream {
   /// Makes room under the socket budget for a socket of `family`: an idle one of that family,
   /// or a new one; false if none could be made.
   bool make_socket_room(Server& s, int family);
-  // The attempts' UDP sockets (send_datagram): each is watched by the loop once, connected
-  // to a server for one attempt (the kernel picks a fresh random port) and disconnected
-  // after it (which gives the port up), then kept idle for a later attempt.
+  // The attempts' UDP sockets (send_datagram): each is watched by the loop once, sends one
+  // attempt's datagram (the kernel binds a fresh random port) and is disconnected after it
+  // (which gives the port up), then kept idle for a later attempt.
   std::vector<std::unique_ptr<PortSocket>> ports_;
   std::vector<PortSocket*> idle_ports_[2];  // per family: [0] IPv4, [1] IPv6
   uint64_t sockets_opened_ = 0;

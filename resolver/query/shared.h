@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "cache/cache.h"
 #include "base/counter_slots.h"
+#include "cache/cache.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/fleet/fleet_cache.h"

@@ -10,6 +10,7 @@
 
 #include "tests/cache/cache_test_util.h"
 #include "tools/rehearse/replay_engine.h"
+#include "tools/rehearse/replay_pipeline.h"
 #include "tools/rehearse/trace.h"
 
 namespace hg::rehearse::testing {

@@ -1,5 +1,7 @@
 // hourglass-rehearse replay: recorded traffic through the cache at today's and at planned
-// TTLs. The engine is replay_engine.h; the output report.h and plot.h; docs/rehearsal.md.
+// TTLs. The engine is replay_engine.h (its first stage replay_classifier.h, the two threads
+// replay_pipeline.h, the --schedule grammar replay_schedule.h); the output report.h and plot.h;
+// docs/rehearsal.md.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/plot.h"
 #include "tools/rehearse/replay_engine.h"
+#include "tools/rehearse/replay_pipeline.h"
 #include "tools/rehearse/report.h"
 #include "tools/rehearse/trace.h"
 

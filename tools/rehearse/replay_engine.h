@@ -16,6 +16,10 @@
 // --ttl-cap caps set. Prefetch follows the daemon's rule (cache::prefetch_due with the cache's
 // window, one claim per entry) with a seeded generator, so a replay is reproducible.
 //
+// The first stage, which reads the DNS messages, is EventClassifier (replay_classifier.h);
+// replay_pipelined (replay_pipeline.h) runs the two stages on two threads; the --schedule rules
+// and their grammar are in replay_schedule.h.
+//
 // Memory: one state per distinct question (with the responses seen in the last
 // `lookahead` of trace time and the recovered TTL of each RRset), plus the two caches and
 // the per-bucket series; never a copy of the whole trace.
@@ -23,20 +27,17 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "cache/cache.h"
 #include "cache/key.h"
-#include "tools/rehearse/flat_index.h"
+#include "tools/rehearse/replay_classifier.h"
+#include "tools/rehearse/replay_schedule.h"
 #include "tools/rehearse/trace.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -44,15 +45,6 @@
 #include "wire/types.h"
 
 namespace hg::rehearse {
-
-/// One --schedule ZONE=TTL[@TIME]: from `at_ns` on (or the whole trace), answers fetched for
-/// records at or below `zone` carry a TTL of at most `ttl`.
-struct ScheduleRule {
-  wire::Name zone;
-  uint32_t ttl = 0;
-  enum class When : uint8_t { Always, Absolute, FromStart } when = When::Always;
-  int64_t at_ns = 0;  ///< Absolute: ns since the Unix epoch; FromStart: ns after the first event
-};
 
 struct ReplayConfig {
   std::vector<ScheduleRule> schedule;
@@ -75,103 +67,6 @@ struct RunCounts {
   uint64_t coalesced = 0;    ///< client queries that waited on an outstanding miss
   uint64_t peak_bucket = 0;  ///< most upstream queries in one bucket
 };
-
-/// One record of a response as the TTL recovery sees it: where its TTL is, and its RRset.
-struct RecordTtl {
-  uint16_t ttl_offset;
-  uint64_t rrset;
-};
-
-/// A trace event as the replay's second stage (ReplayEngine::apply) needs it: the question it
-/// is about, as an index the first stage (EventClassifier) gives, and for responses the bytes
-/// and where their TTLs are. Offsets point into the EventBatch that holds the event.
-struct ClassifiedEvent {
-  int64_t time_ns = 0;
-  int64_t query_time_ns = 0;
-  Side side = Side::Client;
-  Role role = Role::Query;
-  bool undecodable = false;  ///< not DNS, or no question: counted and skipped
-  uint16_t id = 0;
-  uint32_t q = 0;  ///< the question's index
-  /// Responses: equal and nonzero for two responses whose bytes are the same but the ID and
-  /// the TTLs (the classifier's memo saw to it); 0 when not known.
-  uint64_t content = 0;
-  uint32_t message_offset = 0, message_size = 0;  ///< responses only: into EventBatch::bytes
-  uint32_t records_offset = 0, records_size = 0;  ///< responses only: into EventBatch::records
-};
-
-/// Classified events in trace order, with what they point to. The keys of the questions that
-/// first appear in the batch come with it, in the order of their indexes (each the next one).
-struct EventBatch {
-  std::vector<ClassifiedEvent> events;
-  std::vector<uint8_t> bytes;
-  std::vector<RecordTtl> records;
-  std::vector<cache::CacheKey> new_questions;
-  void clear() noexcept {
-    events.clear();
-    bytes.clear();
-    records.clear();
-    new_questions.clear();
-  }
-};
-
-/// The replay's first stage: gives each event's question an index (the same question, the
-/// same index, in order of first appearance) and finds where a response's TTLs are. A repeated
-/// client query or response (the same bytes but the ID, and for a response the TTLs) skips the
-/// parse: a memo by its bytes. It keeps no state the second stage reads, so the two can run
-/// on two threads (replay_pipelined).
-class EventClassifier {
- public:
-  /// Appends `ev` to `out`.
-  void classify(const TraceEvent& ev, EventBatch& out);
-
- private:
-  // A response's layout: its bytes and where its TTLs are. Another response with the same
-  // bytes but the ID and the TTLs parses the same way (TTLs are not validated), so it takes
-  // this layout instead of being parsed.
-  struct Layout {
-    uint32_t q = 0;
-    uint32_t version = 0;  // bumped whenever bytes change
-    std::vector<uint8_t> bytes;
-    std::vector<RecordTtl> records;
-  };
-  struct Question {
-    cache::CacheKey key;
-    uint32_t next = UINT32_MAX;  // the next question whose key has the same hash
-  };
-  // Client queries seen: a hash of their bytes after the ID → known_, which holds those bytes
-  // (in the record itself when they fit, as nearly all queries do: one cache line to read;
-  // else in query_arena_) and their question. Bounded: past kMaxKnownQueries new byte
-  // strings (or 64 MiB of long ones) are parsed every time.
-  struct alignas(64) KnownQuery {
-    static constexpr std::size_t kInline = 56;
-    uint32_t q;
-    uint32_t len;
-    union {
-      uint8_t bytes[kInline];  // len <= kInline
-      std::size_t offset;      // len > kInline: where in query_arena_
-    };
-  };
-  uint32_t intern(const cache::CacheKey& key, EventBatch& out);
-  /// The layout remembered for a response like `message`, or nullptr.
-  const Layout* known_response(std::span<const uint8_t> message, uint64_t& slot) const;
-  /// The question of a client query, remembered by its bytes after the ID. nullopt: the bytes
-  /// are new, parse them.
-  std::optional<uint32_t> known_query(std::span<const uint8_t> message) const;
-  void remember_query(std::span<const uint8_t> message, uint32_t q);
-
-  std::vector<Question> questions_;
-  FlatIndex index_;  // key hash → first question with it
-  FlatIndex known_index_;
-  std::vector<KnownQuery> known_;
-  std::vector<uint8_t> query_arena_;
-  // Response layouts by a hash of the bytes from the flags to the end of the question.
-  FlatIndex layout_index_;
-  std::vector<Layout> layouts_;
-  std::vector<RecordTtl> records_scratch_;
-  wire::Message msg_;
-};
-
 struct NameReport {
   wire::Name name;  ///< lowercased
   wire::RRType qtype = wire::RRType::A;
@@ -327,20 +222,5 @@ class ReplayEngine {
   bool replaying_ = false;           // RTT fixed, queries being replayed
   bool any_forwarder_ = false;
 };
-
-/// Reads `reader` to its end into `engine` on two threads: a second thread reads and
-/// classifies (the first stage), this one applies (the second, with both caches). The figures
-/// are the same as add() for every event gives. Returns End, or Bad when the reader stopped
-/// on an error (its error() says where); the events before it have been applied either way.
-/// `on_batch` runs on this thread after every batch (a progress line).
-ReadStatus replay_pipelined(TraceReader& reader, ReplayEngine& engine,
-                            const std::function<void()>& on_batch = {});
-
-/// A duration (base/duration.h: "90s", "1.5m", "250ms", bare seconds) in nanoseconds; nullopt
-/// on anything else.
-std::optional<int64_t> parse_duration_ns(std::string_view text);
-/// Parses a --schedule TIME: "+DURATION" (after the trace's first event),
-/// "YYYY-MM-DDTHH:MM:SS[Z]" (UTC) or a Unix time in seconds ("@1700000000").
-std::optional<ScheduleRule> parse_schedule(std::string_view text, std::string& why);
 
 }  // namespace hg::rehearse

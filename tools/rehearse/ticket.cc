@@ -25,6 +25,7 @@
 #include "tools/rehearse/plot.h"
 #include "tools/rehearse/project.h"
 #include "tools/rehearse/replay_engine.h"
+#include "tools/rehearse/replay_pipeline.h"
 #include "tools/rehearse/report.h"
 
 namespace hg::rehearse {

@@ -2,6 +2,9 @@
 
 #include <charconv>
 #include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
 
 #include "resolver/cli_doc.h"
 
@@ -21,6 +24,19 @@ int usage_error(std::string_view cmd, std::string_view flag, std::string_view va
                static_cast<int>(value.size()), value.data(), static_cast<int>(allowed.size()),
                allowed.data());
   return 2;
+}
+
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::string_view cmd) {
+  if (hg::clidoc::requested()) return print_cli_doc(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "hourglass-rehearse {}: {}\n", cmd, e.what());
+    return 2;
+  }
+  return std::nullopt;
 }
 
 int print_cli_doc(const CLI::App& app) {
@@ -60,6 +76,27 @@ std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     return std::nullopt;
   }
   return rc->nameservers;
+}
+bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
+                 TraceMerger& merger) {
+  for (const auto& f : files) {
+    TraceError err;
+    auto reader = open_trace(f, topts, err);
+    if (!reader) {
+      std::fprintf(stderr, "%s\n", err.to_string().c_str());
+      return false;
+    }
+    merger.add(std::move(reader));
+  }
+  return true;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  if (path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  return static_cast<bool>(f);
 }
 
 }  // namespace hg::rehearse

@@ -1,6 +1,6 @@
-// Small helpers the plan and watch commands share: whole numbers (durations go through
-// base/duration.h), one-line usage errors (exit 2), the resolver list (flags or
-// /etc/resolv.conf).
+// Small helpers the subcommands share: whole numbers (durations go through base/duration.h),
+// one-line usage errors (exit 2), the resolver list (flags or /etc/resolv.conf), opening the
+// trace files, writing an output file.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 
 #include "resolver/config.h"
 #include "tools/rehearse/plan_model.h"
+#include "tools/rehearse/trace.h"
 
 namespace hg::rehearse {
 
@@ -23,6 +24,10 @@ int usage_error(std::string_view cmd, std::string_view flag, std::string_view va
                 std::string_view allowed);
 /// CLI11's --help (exit 0) or a one-line parse error (exit 2).
 int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd);
+/// Parses the command line the way inspect and synth do. nullopt: go on; else the exit status
+/// to return: HG_CLI_DOC=1 (the JSON, 0), --help (0), or a parse error, printed as
+/// "hourglass-rehearse CMD: WHAT" (2).
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::string_view cmd);
 /// Prints the subcommand's command line as JSON (resolver/cli_doc.h, for the man page and
 /// completion) and returns 0; run when HG_CLI_DOC=1.
 int print_cli_doc(const CLI::App& app);
@@ -30,5 +35,12 @@ int print_cli_doc(const CLI::App& app);
 /// the one-line error) when one is bad or there is none.
 std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     std::string_view cmd, const std::vector<std::string>& flags);
+/// Opens every one of `files` into `merger` (merged by time), as replay and project do; false
+/// after printing the error of the first that cannot be read.
+bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
+                 TraceMerger& merger);
+/// Writes `text` to the file `path`, or to stdout when it is "-"; false on any error (errno
+/// says which).
+bool write_file(const std::string& path, const std::string& text);
 
 }  // namespace hg::rehearse

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/trace.h"
@@ -22,15 +21,7 @@ int run_inspect(int argc, char** argv) {
   app.add_option("trace", paths, "trace files, merged by time")->required();
   app.add_option("--port", opt.port, "pcap: the DNS port (default 53)");
   app.add_flag("--skip-bad", opt.skip_bad, "count and skip corrupt records instead of stopping");
-  if (hg::clidoc::requested()) return print_cli_doc(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "hourglass-rehearse inspect: {}\n", e.what());
-    return 2;
-  }
+  if (const auto exit = parse_or_exit(app, argc, argv, "inspect")) return *exit;
   TraceMerger merger;
   for (const auto& p : paths) {
     TraceError err;

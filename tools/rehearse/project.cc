@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <string_view>
@@ -427,15 +426,7 @@ int run_project(int argc, char** argv) {
   if (candidates.empty())
     return usage_error("project", "--candidates", "", "TTLs to project: 300,120,60,30");
   TraceMerger merger;
-  for (const auto& f : files) {
-    TraceError err;
-    auto reader = open_trace(f, topts, err);
-    if (!reader) {
-      std::fprintf(stderr, "%s\n", err.to_string().c_str());
-      return 2;
-    }
-    merger.add(std::move(reader));
-  }
+  if (!open_traces(files, topts, merger)) return 2;
   TraceEvent ev;
   for (;;) {
     const ReadStatus st = merger.next(ev);
@@ -461,17 +452,7 @@ int run_project(int argc, char** argv) {
   const std::string table = format_project_table(r, in, price, top);
   std::fwrite(table.data(), 1, table.size(), json_path == "-" ? stderr : stdout);
   if (!json_path.empty()) {
-    const std::string j = format_project_json(r, in, price);
-    bool ok = false;
-    if (json_path == "-") {
-      ok = std::fwrite(j.data(), 1, j.size(), stdout) == j.size();
-    } else {
-      std::ofstream f(json_path, std::ios::binary | std::ios::trunc);
-      f << j;
-      f.close();
-      ok = static_cast<bool>(f);
-    }
-    if (!ok) {
+    if (!write_file(json_path, format_project_json(r, in, price))) {
       std::fprintf(stderr, "hourglass-rehearse project: cannot write %s: %s\n", json_path.c_str(),
                    std::strerror(errno));
       return 2;

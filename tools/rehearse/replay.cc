@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -78,14 +77,6 @@ std::optional<std::size_t> parse_size(std::string_view s) {
   auto v = parse_u64(s);
   if (!v || *v > (uint64_t{1} << 44) / mul) return std::nullopt;
   return static_cast<std::size_t>(*v * mul);
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  if (path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  return static_cast<bool>(f);
 }
 
 }  // namespace
@@ -192,15 +183,7 @@ int run_replay(int argc, char** argv) {
   }
 
   TraceMerger merger;
-  for (const auto& f : files) {
-    TraceError err;
-    auto reader = open_trace(f, topts, err);
-    if (!reader) {
-      std::fprintf(stderr, "%s\n", err.to_string().c_str());
-      return 2;
-    }
-    merger.add(std::move(reader));
-  }
+  if (!open_traces(files, topts, merger)) return 2;
 
   ReplayEngine engine(config);
   const bool progress = isatty(STDERR_FILENO) == 1;

@@ -2,7 +2,6 @@
 #include "tools/rehearse/synth.h"
 #include "base/bytes.h"
 #include "base/duration.h"
-#include "resolver/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 
 #include <pcap/pcap.h>
@@ -427,15 +426,7 @@ int run_synth(int argc, char** argv) {
   app.add_option("--clients", o.clients, "distinct client addresses (default 256)");
   app.add_option("--truth", truth,
                  "also write per-name truth as CSV: rank,name,ttl,rate,queries,upstream");
-  if (hg::clidoc::requested()) return print_cli_doc(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "hourglass-rehearse synth: {}\n", e.what());
-    return 2;
-  }
+  if (const auto exit = parse_or_exit(app, argc, argv, "synth")) return *exit;
   auto bad = [](const std::string& flag, const std::string& value, const char* allowed) {
     fmt::print(stderr, "hourglass-rehearse synth: {} {}: {}\n", flag, value, allowed);
     return 2;

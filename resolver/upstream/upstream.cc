@@ -230,8 +230,8 @@ struct Upstream::Server {
   std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
 };
 
-// A UDP socket for attempts (see send_datagram). Connected to a server, it belongs to one
-// attempt; disconnected, it has no port and waits on idle_ports_.
+// A UDP socket for attempts (see send_datagram). While an attempt's datagram holds its port
+// it belongs to that attempt; disconnected, it has no port and waits on idle_ports_.
 struct Upstream::PortSocket {
   int fd;
   int family;
@@ -1196,8 +1196,8 @@ void Upstream::read_attempt(Attempt& a) {
       break;
     }
     if (!from_server(s.endpoint, from, from_len)) {
-      bump(s.stats
-               ->dropped_wrong_source);  // the kernel does not filter: the socket is not connected
+      // The kernel does not filter: the socket is not connected.
+      bump(s.stats->dropped_wrong_source);
       continue;
     }
     const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
@@ -1223,8 +1223,8 @@ bool Upstream::socket_live(const OpenSocket& o) const noexcept {
 }
 
 bool Upstream::make_socket_room(Server& s, int family) {
-  auto& mine = idle_ports_[family == AF_INET6 ? 1 : 0];
-  auto& other = idle_ports_[family == AF_INET6 ? 0 : 1];
+  auto& mine = idle_ports(family);
+  auto& other = idle_ports(family == AF_INET6 ? AF_INET : AF_INET6);
   if (!mine.empty()) return true;
   const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
   while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
@@ -1250,7 +1250,7 @@ bool Upstream::make_socket_room(Server& s, int family) {
 }
 
 Upstream::PortSocket* Upstream::take_port(int family) {
-  auto& idle = idle_ports_[family == AF_INET6 ? 1 : 0];
+  auto& idle = idle_ports(family);
   if (!idle.empty()) {
     PortSocket* p = idle.back();
     idle.pop_back();
@@ -1279,7 +1279,7 @@ Upstream::PortSocket* Upstream::take_port(int family) {
 }
 
 void Upstream::close_port(PortSocket* p) {
-  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  auto& idle = idle_ports(p->family);
   if (auto it = std::find(idle.rbegin(), idle.rend(), p); it != idle.rend())
     idle.erase(std::next(it).base());
   g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
@@ -1318,7 +1318,7 @@ void Upstream::close_attempt_socket(Attempt& a) {
   // that port: a datagram to it is refused from now on, as after close(), and the next
   // sendto() binds a new random one. One cheap system call in place of close(), socket()
   // and an epoll registration.
-  auto& idle = idle_ports_[p->family == AF_INET6 ? 1 : 0];
+  auto& idle = idle_ports(p->family);
   sockaddr unspec{};
   unspec.sa_family = AF_UNSPEC;
   if (idle.size() < kMaxIdlePorts && connect(p->fd, &unspec, sizeof unspec) == 0) {

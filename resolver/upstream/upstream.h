@@ -254,6 +254,7 @@ class Upstream {
   // (which gives the port up), then kept idle for a later attempt.
   std::vector<std::unique_ptr<PortSocket>> ports_;
   std::vector<PortSocket*> idle_ports_[2];  // per family: [0] IPv4, [1] IPv6
+  std::vector<PortSocket*>& idle_ports(int family) { return idle_ports_[family == AF_INET6]; }
   uint64_t sockets_opened_ = 0;
   PortSocket* take_port(int family);
   void close_port(PortSocket* p);

@@ -748,6 +748,26 @@ TEST_F(UpstreamTest, AnsweredQueriesReuseOneSocketEachWithANewPort) {
   EXPECT_GE(ports.size() + 2, fake.received().size());
 }
 
+// Kept sockets are bounded: after a burst of 300 queries in flight at once (300 sockets),
+// at most 256 stay open idle; the rest are closed, not hoarded.
+TEST_F(UpstreamTest, ABurstLeavesAtMost256IdleSocketsOpen) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.18")}));
+  auto up = make(UpstreamOptions{.lifetime = 3000ms});
+  // One query first: c-ares opens its stand-in socket, and one kept socket stays idle.
+  ASSERT_EQ(resolve(*up, make_query("warm.example", 1)).status, UpstreamStatus::Ok);
+  const std::size_t fds_before = open_fds();
+  constexpr int kBurst = 300;
+  std::vector<Outcome> burst(kBurst);
+  for (int i = 0; i < kBurst; ++i)
+    (void)up->send(make_query("b" + std::to_string(i) + ".example", 1), record(burst[i]));
+  run_until(
+      [&] { return std::all_of(burst.begin(), burst.end(), [](auto& o) { return o.done; }); });
+  for (const Outcome& o : burst)
+    ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(up->sockets_opened(), static_cast<uint64_t>(kBurst));  // one each while in flight
+  EXPECT_EQ(open_fds(), fds_before - 1 + 256);
+}
+
 TEST_F(UpstreamTest, APortGivenUpAfterItsAnswerRefusesLaterDatagrams) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.17")}));
   auto up = make(UpstreamOptions{.lifetime = 1000ms});

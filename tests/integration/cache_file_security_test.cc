@@ -20,6 +20,7 @@
 #include "base/crc32c.h"
 #include "cache/persist.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::integration {
@@ -257,12 +258,7 @@ int64_t answers_in(const std::string& path) {
 
 // Waits (bounded) until the file holds `n` answers.
 bool wait_for_answers(const std::string& path, int64_t n, Millis timeout) {
-  const auto end = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < end) {
-    if (answers_in(path) == n) return true;
-    std::this_thread::sleep_for(Millis{50});
-  }
-  return answers_in(path) == n;
+  return test::eventually([&] { return answers_in(path) == n; }, timeout, Millis{50});
 }
 
 TEST_F(CacheFileAttack, AfterKill9ThePeriodicallySavedAnswersComeBack) {

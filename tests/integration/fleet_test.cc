@@ -9,13 +9,17 @@
 #include "tests/support/requires.h"
 
 #include <chrono>
-#include <thread>
 
+#include "cache/key.h"
+#include "resolver/fleet/redis_value.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/resp_client.h"
+#include "wire/message.h"
+#include "wire/name.h"
 
 namespace hg::integration {
 namespace {
@@ -25,6 +29,8 @@ using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
 using test::RedisServer;
+using test::Resp;
+namespace fleet = resolver::fleet;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
@@ -52,18 +58,16 @@ class FleetTest : public ::testing::Test {
     m.d = Daemon::start(args);
     EXPECT_TRUE(m.d->ready()) << m.d->output();
     // Connected to Redis before the test starts asking.
-    for (int i = 0; i < 100 && ctl_stat(m.socket, "fleet.connected_workers") < 1; ++i)
-      std::this_thread::sleep_for(Millis{50});
-    EXPECT_GE(ctl_stat(m.socket, "fleet.connected_workers"), 1) << m.d->output();
+    EXPECT_TRUE(wait_connected(m)) << m.d->output();
     return m;
   }
 
   bool wait_connected(const Member& m, int64_t workers = 1) {
-    for (int i = 0; i < 200; ++i) {
-      if (ctl_stat(m.socket, "fleet.connected_workers") >= workers) return true;
-      std::this_thread::sleep_for(Millis{50});
-    }
-    return false;
+    return eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= workers; });
+  }
+  /// Until `redis-cli ARGS` prints `want` (10 s at most).
+  bool redis_says(const std::vector<std::string>& args, const std::string& want) {
+    return eventually([&] { return redis_.cli(args) == want; });
   }
 
   static std::string redis_key(const std::string& name) { return "hg:c:" + name + ". 1 1 0"; }
@@ -71,15 +75,6 @@ class FleetTest : public ::testing::Test {
   RedisServer redis_;
   FakeUpstream upstream_;
 };
-
-/// Whole seconds left of `name`'s fresh answer in member `m`'s cache (`dump`); -1 if none.
-int64_t expires_in(const Member& m, const std::string& name) {
-  const std::string out = ctl(m.socket, "dump " + name).output;
-  const std::string needle = " fresh, expires in ";
-  const auto at = out.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(out.substr(at + needle.size()));
-}
 
 std::optional<Answer> ask(const Member& m, const std::string& name, Millis timeout = Millis{4000}) {
   return udp_query(m.d->port(), build_query({.name = name}), timeout);
@@ -96,29 +91,33 @@ TEST_F(FleetTest, MissOnOneInstanceIsAHitOnAnotherWithTheTtlCountedFromTheFirstI
   ASSERT_EQ(first->rcode(), RCode::NoError);
   EXPECT_EQ(first->ttls(), std::vector<uint32_t>{60});
   // The value is in Redis, expiring after the TTL plus the stale window.
-  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key(name)}) != "1"; ++i)
-    std::this_thread::sleep_for(Millis{20});
-  ASSERT_EQ(redis_.cli({"EXISTS", redis_key(name)}), "1");
+  ASSERT_TRUE(redis_says({"EXISTS", redis_key(name)}, "1"));
   const int64_t pttl = std::stoll(redis_.cli({"PTTL", redis_key(name)}));
   EXPECT_GT(pttl, (86400 + 50) * 1000LL);
   EXPECT_LE(pttl, (86400 + 60) * 1000LL);
 
-  // Over 2 s after A's insert, as A's own copy counts them (`dump` changes nothing): A says
-  // at most 57 s left of 60 (whole seconds, rounded down).
-  ASSERT_TRUE(eventually(
-      [&] {
-        const int64_t left = expires_in(a, name);
-        return left >= 0 && left <= 57;
-      },
-      Millis{10000}))
-      << ctl(a.socket, "dump " + name).output;
+  // Thirty seconds pass for the value, not for the test: its insert time is moved back 30 s
+  // (the value re-encoded by the daemon's own encoder, its expiry kept), as if B asked 30 s
+  // after A's insert.
+  Resp r(redis_.port());
+  const auto got = r.call({"GET", redis_key(name)});
+  ASSERT_TRUE(got && got->size() == 1);
+  const std::vector<uint8_t> stored(got->front().begin(), got->front().end());
+  const auto key =
+      cache::CacheKey::make(*wire::Name::from_text(name + "."), wire::RRType::A, 1, false, false);
+  wire::Message parsed;
+  const auto v = fleet::decode_value(stored, key, parsed);
+  ASSERT_EQ(v.status, fleet::ValueStatus::Ok);
+  const auto older = fleet::encode_value(key, v.inserted_ms - 30'000, v.message);
+  ASSERT_EQ(r.call({"SET", redis_key(name), std::string(older.begin(), older.end()), "KEEPTTL"}),
+            std::vector<std::string>{"OK"});
   auto second = ask(b, name);
   ASSERT_TRUE(second);
   ASSERT_EQ(second->rcode(), RCode::NoError) << second->text();
   ASSERT_EQ(second->ttls().size(), 1u);
-  // Counted down from A's insert time, not stored afresh with 60 on B.
-  EXPECT_LE(second->ttls()[0], 58u);
-  EXPECT_GE(second->ttls()[0], 40u);
+  // Counted down from the insert time in the value, not stored afresh with 60 on B.
+  EXPECT_LE(second->ttls()[0], 30u);
+  EXPECT_GE(second->ttls()[0], 25u);
   EXPECT_EQ(upstream_.queries(name), 1u);
   EXPECT_EQ(ctl_stat(b.socket, "fleet.l2_hits"), 1);
   EXPECT_TRUE(b.d->wait_for_output(" A NOERROR l2 ", Millis{2000})) << b.d->output();
@@ -180,9 +179,7 @@ TEST_F(FleetTest, ADeadLockHolderStallsOthersForAtMostOneClientTimeout) {
   ASSERT_TRUE(to_a.send(a.d->port(), build_query({.name = name})));
   // A holds the lock and waits for the upstream; then A dies without releasing it.
   const std::string lock = "hg:l:" + name + ". 1 1 0";
-  for (int i = 0; i < 100 && redis_.cli({"EXISTS", lock}) != "1"; ++i)
-    std::this_thread::sleep_for(Millis{10});
-  ASSERT_EQ(redis_.cli({"EXISTS", lock}), "1");
+  ASSERT_TRUE(redis_says({"EXISTS", lock}, "1"));
   ASSERT_TRUE(a.d->signal(SIGKILL));
   a.d->wait_exit(Millis{2000});
 
@@ -234,8 +231,7 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
   ASSERT_TRUE(wait_connected(b));
   const std::string shared = random_label() + ".again.test";
   ASSERT_TRUE(ask(a, shared));
-  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key(shared)}) != "1"; ++i)
-    std::this_thread::sleep_for(Millis{20});
+  ASSERT_TRUE(redis_says({"EXISTS", redis_key(shared)}, "1"));
   const uint64_t before = upstream_.total_queries();
   auto from_l2 = ask(b, shared);
   ASSERT_TRUE(from_l2);
@@ -286,9 +282,7 @@ TEST_F(FleetTest, AGarbageValueIsIgnoredCountedAndReplacedFromUpstream) {
   EXPECT_EQ(upstream_.queries(name), 1u);
   EXPECT_EQ(ctl_stat(a.socket, "fleet.l2_corrupt"), 1);
   // The upstream's answer replaced the garbage.
-  for (int i = 0; i < 50 && redis_.cli({"GETRANGE", redis_key(name), "0", "3"}) != "HGL2"; ++i)
-    std::this_thread::sleep_for(Millis{20});
-  EXPECT_EQ(redis_.cli({"GETRANGE", redis_key(name), "0", "3"}), "HGL2");
+  EXPECT_TRUE(redis_says({"GETRANGE", redis_key(name), "0", "3"}, "HGL2"));
 }
 
 TEST_F(FleetTest, FleetFlushEmptiesRedisAndEveryInstance) {
@@ -298,39 +292,27 @@ TEST_F(FleetTest, FleetFlushEmptiesRedisAndEveryInstance) {
   Member b = start_member();
   ASSERT_TRUE(ask(a, "www." + zone));
   ASSERT_TRUE(ask(a, "other.test"));
-  for (int i = 0; i < 50 && redis_.cli({"EXISTS", redis_key("www." + zone)}) != "1"; ++i)
-    std::this_thread::sleep_for(Millis{20});
+  ASSERT_TRUE(redis_says({"EXISTS", redis_key("www." + zone)}, "1"));
   ASSERT_TRUE(ask(b, "www." + zone));  // now cached on B too
   EXPECT_NE(ctl(b.socket, "dump www." + zone).output.find("; 1 entry"), std::string::npos);
 
   const std::string out = ctl(a.socket, "flush-zone " + zone + " --fleet").output;
   EXPECT_NE(out.find("fleet: sent"), std::string::npos) << out;
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = redis_.cli({"EXISTS", redis_key("www." + zone)}) == "0" &&
+  EXPECT_TRUE(eventually([&] {
+    return redis_.cli({"EXISTS", redis_key("www." + zone)}) == "0" &&
            ctl(b.socket, "dump www." + zone).output.find("; 0 entries") != std::string::npos;
-    if (!gone) std::this_thread::sleep_for(Millis{20});
-  }
-  EXPECT_TRUE(gone) << ctl(b.socket, "dump").output;
+  })) << ctl(b.socket, "dump").output;
   EXPECT_EQ(redis_.cli({"EXISTS", redis_key("other.test")}), "1");  // outside the zone
   EXPECT_EQ(ctl_stat(b.socket, "fleet.fleet_received"), 1);
 
   // A fleet ttl-cap reaches B and is kept in Redis for instances that start later.
   EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").output.find("fleet: sent"),
             std::string::npos);
-  bool capped = false;
-  for (int i = 0; i < 100 && !capped; ++i) {
-    capped = ctl(b.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos;
-    if (!capped) std::this_thread::sleep_for(Millis{20});
-  }
-  EXPECT_TRUE(capped);
+  EXPECT_TRUE(eventually(
+      [&] { return ctl(b.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos; }));
   Member c = start_member();
-  bool loaded = false;
-  for (int i = 0; i < 100 && !loaded; ++i) {
-    loaded = ctl(c.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos;
-    if (!loaded) std::this_thread::sleep_for(Millis{20});
-  }
-  EXPECT_TRUE(loaded);
+  EXPECT_TRUE(eventually(
+      [&] { return ctl(c.socket, "ttl-caps").output.find(zone + ". 30") != std::string::npos; }));
 }
 
 TEST_F(FleetTest, WithoutRedisFleetCommandsSayWhy) {

@@ -22,15 +22,16 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -194,12 +195,10 @@ TEST_F(RehearsalIntegrationTest, DrainShowsChainsOldAndNewAndFlushOldRemovesExac
 
   // Wait (bounded) until quick.drain.test's copy has expired: it is then served only stale.
   CommandResult d;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(eventually([&] {
     d = ctl(socket_, "drain lb.drain.test --old 192.0.2.1");
-  } while (!d.contains("quick.drain.test. IN A NOERROR stale") &&
-           std::chrono::steady_clock::now() < give_up);
+    return d.contains("quick.drain.test. IN A NOERROR stale");
+  })) << d.output;
   EXPECT_EQ(d.exit_code, 0) << d.output;
   EXPECT_TRUE(d.contains("; [old] quick.drain.test. IN A NOERROR stale, expired ")) << d.output;
   EXPECT_TRUE(d.contains("; [old] www.drain.test. IN A NOERROR fresh, expires in "));

@@ -32,13 +32,8 @@ class ServeStaleTest : public DaemonTest {
     extra.insert(extra.end(), {"--control", socket_});
     DaemonTest::start(extra);
   }
-  // Caches `name` with a 1-second TTL and waits (polling `dump`, which changes nothing) until
-  // it has expired.
-  void cache_then_expire(const std::string& name, FakeReply reply) {
-    upstream_.on(name, std::move(reply));
-    auto a = udp_query(daemon_->port(), build_query({.name = name}));
-    ASSERT_TRUE(a);
-    ASSERT_EQ(upstream_.queries(name), 1u);
+  // Waits (polling `dump`, which changes nothing) until `name`'s cached answer has expired.
+  void wait_expired(const std::string& name) {
     std::string dump;
     ASSERT_TRUE(eventually(
         [&] {
@@ -47,6 +42,14 @@ class ServeStaleTest : public DaemonTest {
         },
         Millis{5000}))
         << dump;
+  }
+  // Caches `name` with a 1-second TTL and waits until it has expired.
+  void cache_then_expire(const std::string& name, FakeReply reply) {
+    upstream_.on(name, std::move(reply));
+    auto a = udp_query(daemon_->port(), build_query({.name = name}));
+    ASSERT_TRUE(a);
+    ASSERT_EQ(upstream_.queries(name), 1u);
+    wait_expired(name);
   }
 
   const std::string socket_ = "/tmp/hg-stale-" + random_label(12) + ".ctl";
@@ -58,72 +61,90 @@ std::string ip_of(const Answer& a, std::size_t i = 0) {
          std::to_string(rd.address[2]) + "." + std::to_string(rd.address[3]);
 }
 
-TEST_F(ServeStaleTest, StaleAnswerAtClientTimeoutWhenUpstreamDrops) {
+// One daemon, five names cached with a 1-second TTL and expired together; then each meets
+// another upstream failure. Each case also runs on virtual time in QueryEngineTest
+// (StaleAnswerWithEde3WhenUpstreamFails, StaleAnswerAtTheClientTimeoutAndTheLateAnswerIsCached,
+// StaleNxdomainCarriesEde19); this is the smoke test that the daemon wires them up.
+TEST_F(ServeStaleTest, StaleAnswersWhenTheUpstreamDropsServfailsRefusesOrIsGone) {
   start();  // default --client-timeout 1800 ms
-  cache_then_expire("drop.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.1")}));
+  const std::vector<std::pair<std::string, FakeReply>> cached{
+      {"drop.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.1")})},
+      {"sf.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.2")})},
+      {"ref.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.3")})},
+      {"gone.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.4")})},
+      {"nx.stale.test", FakeReply::nxdomain(FakeRecord::soa("stale.test", 1, 1))},
+  };
+  for (const auto& [name, reply] : cached)
+    upstream_.on(name, reply);
+  for (const auto& [name, reply] : cached)
+    ASSERT_TRUE(udp_query(port(), build_query({.name = name}))) << name;
+  for (const auto& [name, reply] : cached)
+    wait_expired(name);
+
+  // Dropped: the stale answer comes at the 1.8 s client-response timer. The other cases run
+  // meanwhile.
   upstream_.on("drop.stale.test", FakeReply::dropped());
-  const auto t0 = Clock::now();
-  auto a = udp_query(port(), build_query({.name = "drop.stale.test"}));
-  const auto took = Clock::now() - t0;
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->rcode(), RCode::NoError);
-  EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
-  ASSERT_EQ(a->msg.answer.size(), 1u);
-  EXPECT_EQ(ip_of(*a), "192.0.2.1");
-  EXPECT_LE(a->ttls()[0], 1u) << "stale TTL 30 s, but never above the original TTL";
-  EXPECT_GE(took, Millis{1600});
-  EXPECT_LT(took, Millis{2600}) << "stale answer at the 1.8 s client-response timer";
-  // dig sees it too (from the refresh still running, or the failure cache: at once).
-  auto r = dig(port(), "drop.stale.test A");
-  EXPECT_EQ(r.status(), "NOERROR") << r.output;
-  EXPECT_TRUE(r.contains("EDE: 3 (Stale Answer)")) << r.output;
-}
-
-TEST_F(ServeStaleTest, StaleAnswerAtOnceWhenUpstreamServfails) {
-  start();
-  cache_then_expire("sf.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.2")}));
   upstream_.on("sf.stale.test", FakeReply::servfail());
-  const auto t0 = Clock::now();
-  auto r = dig(port(), "sf.stale.test A");
-  EXPECT_LT(Clock::now() - t0, Millis{1500});
-  EXPECT_EQ(r.status(), "NOERROR") << r.output;
-  EXPECT_TRUE(r.contains("EDE: 3 (Stale Answer)")) << r.output;
-  EXPECT_TRUE(r.contains("192.0.2.2")) << r.output;
-}
-
-TEST_F(ServeStaleTest, StaleAnswerWhenUpstreamRefuses) {
-  start();
-  cache_then_expire("ref.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.3")}));
   upstream_.on("ref.stale.test", FakeReply::refused());
-  auto a = udp_query(port(), build_query({.name = "ref.stale.test"}));
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->rcode(), RCode::NoError);
-  EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
-}
-
-TEST_F(ServeStaleTest, StaleAnswerWhenUpstreamIsGone) {
-  start();
-  cache_then_expire("gone.stale.test", FakeReply::records({FakeRecord::a("", 1, "192.0.2.4")}));
-  upstream_.stop();  // closed port: ICMP unreachable / RST
-  const auto t0 = Clock::now();
-  auto a = udp_query(port(), build_query({.name = "gone.stale.test"}));
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->rcode(), RCode::NoError);
-  EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
-  EXPECT_LT(Clock::now() - t0, Millis{2600});
-}
-
-TEST_F(ServeStaleTest, StaleNxdomainCarriesEde19) {
-  start();
-  cache_then_expire("nx.stale.test", FakeReply::nxdomain(FakeRecord::soa("stale.test", 1, 1)));
   upstream_.on("nx.stale.test", FakeReply::servfail());
-  auto a = udp_query(port(), build_query({.name = "nx.stale.test"}));
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->rcode(), RCode::NXDomain) << a->text();
-  EXPECT_EQ(a->ede(), wire::ede::StaleNxdomainAnswer) << a->text();
-  auto r = dig(port(), "nx.stale.test A");
-  EXPECT_EQ(r.status(), "NXDOMAIN") << r.output;
-  EXPECT_TRUE(r.contains("EDE: 19")) << r.output;
+  auto dropped = std::async(std::launch::async, [&] {
+    const auto t0 = Clock::now();
+    auto a = udp_query(port(), build_query({.name = "drop.stale.test"}));
+    return std::pair{a, Clock::now() - t0};
+  });
+
+  {
+    SCOPED_TRACE("the upstream answers SERVFAIL: stale at once");
+    const auto t0 = Clock::now();
+    auto r = dig(port(), "sf.stale.test A");
+    EXPECT_LT(Clock::now() - t0, Millis{1500});
+    EXPECT_EQ(r.status(), "NOERROR") << r.output;
+    EXPECT_TRUE(r.contains("EDE: 3 (Stale Answer)")) << r.output;
+    EXPECT_TRUE(r.contains("192.0.2.2")) << r.output;
+  }
+  {
+    SCOPED_TRACE("the upstream answers REFUSED");
+    auto a = udp_query(port(), build_query({.name = "ref.stale.test"}));
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NoError);
+    EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
+  }
+  {
+    SCOPED_TRACE("a stale NXDOMAIN carries EDE 19");
+    auto a = udp_query(port(), build_query({.name = "nx.stale.test"}));
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NXDomain) << a->text();
+    EXPECT_EQ(a->ede(), wire::ede::StaleNxdomainAnswer) << a->text();
+    auto r = dig(port(), "nx.stale.test A");
+    EXPECT_EQ(r.status(), "NXDOMAIN") << r.output;
+    EXPECT_TRUE(r.contains("EDE: 19")) << r.output;
+  }
+  {
+    SCOPED_TRACE("the upstream drops the query: stale at the client-response timer");
+    auto [a, took] = dropped.get();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NoError);
+    EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
+    ASSERT_EQ(a->msg.answer.size(), 1u);
+    EXPECT_EQ(ip_of(*a), "192.0.2.1");
+    EXPECT_LE(a->ttls()[0], 1u) << "stale TTL 30 s, but never above the original TTL";
+    EXPECT_GE(took, Millis{1600});
+    EXPECT_LT(took, Millis{2600}) << "stale answer at the 1.8 s client-response timer";
+    // dig sees it too (from the refresh still running, or the failure cache: at once).
+    auto r = dig(port(), "drop.stale.test A");
+    EXPECT_EQ(r.status(), "NOERROR") << r.output;
+    EXPECT_TRUE(r.contains("EDE: 3 (Stale Answer)")) << r.output;
+  }
+  {
+    SCOPED_TRACE("the upstream is gone: closed port, ICMP unreachable");
+    upstream_.stop();
+    const auto t0 = Clock::now();
+    auto a = udp_query(port(), build_query({.name = "gone.stale.test"}));
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), RCode::NoError);
+    EXPECT_EQ(a->ede(), wire::ede::StaleAnswer) << a->text();
+    EXPECT_LT(Clock::now() - t0, Millis{2600});
+  }
 }
 
 // RFC 8767 5: stale at the client-response timer, the refresh goes on, its answer is cached.
@@ -160,43 +181,50 @@ TEST_F(ServeStaleTest, SlowUpstreamGetsStaleAtTimerAndLateAnswerIsCached) {
   EXPECT_EQ(upstream_.queries("slow.stale.test"), asked) << "the fresh answer came from the cache";
 }
 
-// No stale data, upstream silent over UDP: SERVFAIL + EDE 22 within 3 s (defaults).
-TEST_F(ServeStaleTest, ServfailWithEde22Within3sWhenUdpIsDropped) {
+// No stale data and a mute upstream: SERVFAIL + EDE 22 within 3 s (defaults), whether the
+// upstream is silent over UDP or sets TC over UDP and then accepts TCP but never answers.
+// The three queries run at the same time and wait out the same 3 s. QueryEngineTest's
+// MuteUpstreamGetsServfailWithEde22AtTheDeadline holds the deadline on virtual time.
+TEST_F(ServeStaleTest, ServfailWithEde22Within3sWhenUdpIsDroppedOrTcpIsMute) {
   upstream_.set_default(FakeReply::dropped());
-  start();
-  // dig asks another name at the same time: both wait out the same 3 s.
-  auto by_dig = std::async(std::launch::async, [&] { return dig(port(), "mute-udp2.test A", 5); });
-  const auto t0 = Clock::now();
-  auto a = udp_query(port(), build_query({.name = "mute-udp.test"}), Millis{5000});
-  const auto took = Clock::now() - t0;
-  ASSERT_TRUE(a) << "no answer within 5 s";
-  EXPECT_EQ(a->rcode(), RCode::ServFail);
-  EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
-  EXPECT_LE(took, Millis{3200});
-  EXPECT_GE(took, Millis{2500}) << "the upstream timeout is 3 s";
-  auto r = by_dig.get();
-  EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
-  EXPECT_TRUE(r.contains("EDE: 22")) << r.output;
-}
-
-// The upstream sets TC over UDP and then accepts TCP but never answers.
-TEST_F(ServeStaleTest, ServfailWithEde22Within3sWhenTcpIsMute) {
   FakeReply tc = FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")});
   tc.truncate_udp = true;
-  upstream_.set_default(tc);
+  upstream_.on("mute-tcp.test", tc);
   upstream_.set_tcp_mute(true);
   start();
-  const auto t0 = Clock::now();
-  auto a = udp_query(port(), build_query({.name = "mute-tcp.test"}), Millis{5000});
-  const auto took = Clock::now() - t0;
-  ASSERT_TRUE(a) << "no answer within 5 s";
-  EXPECT_EQ(a->rcode(), RCode::ServFail);
-  EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
-  EXPECT_LE(took, Millis{3200});
-  // TC sends the attempt to TCP; the retransmission timer then waits twice the RTO (1 s
-  // before any sample) for it, so at most one more UDP try fits in the 3 s.
-  EXPECT_GE(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
-  EXPECT_LE(upstream_.queries("mute-tcp.test", Transport::Udp), 2u);
+  const auto timed = [&](const std::string& name) {
+    return std::async(std::launch::async, [this, name] {
+      const auto t0 = Clock::now();
+      auto a = udp_query(port(), build_query({.name = name}), Millis{5000});
+      return std::pair{a, Clock::now() - t0};
+    });
+  };
+  auto over_udp = timed("mute-udp.test");
+  auto over_tcp = timed("mute-tcp.test");
+  auto r = dig(port(), "mute-udp2.test A", 5);
+  EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
+  EXPECT_TRUE(r.contains("EDE: 22")) << r.output;
+  {
+    SCOPED_TRACE("silent over UDP");
+    auto [a, took] = over_udp.get();
+    ASSERT_TRUE(a) << "no answer within 5 s";
+    EXPECT_EQ(a->rcode(), RCode::ServFail);
+    EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
+    EXPECT_LE(took, Millis{3200});
+    EXPECT_GE(took, Millis{2500}) << "the upstream timeout is 3 s";
+  }
+  {
+    SCOPED_TRACE("TC over UDP, mute over TCP");
+    auto [a, took] = over_tcp.get();
+    ASSERT_TRUE(a) << "no answer within 5 s";
+    EXPECT_EQ(a->rcode(), RCode::ServFail);
+    EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
+    EXPECT_LE(took, Millis{3200});
+    // TC sends the attempt to TCP; the retransmission timer then waits twice the RTO (1 s
+    // before any sample) for it, so at most one more UDP try fits in the 3 s.
+    EXPECT_GE(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
+    EXPECT_LE(upstream_.queries("mute-tcp.test", Transport::Udp), 2u);
+  }
 }
 
 TEST_F(ServeStaleTest, TcpClientAlsoGetsServfailOnTime) {

@@ -15,9 +15,7 @@
 // names answered with data, and latency percentiles. Every loop is bounded in count and time.
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +33,7 @@
 #include <vector>
 
 #include "tests/integration/daemon.h"
+#include "tests/support/child.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/ports.h"
 
@@ -104,15 +103,9 @@ class Unbound : public Resolver {
     for (const auto* u : ups)
       conf << "  forward-addr: 127.0.0.1@" << u->port() << "\n";
     conf.close();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const std::string c = dir_ + "/unbound.conf";
-      const std::string log = dir_ + "/unbound.log";
-      if (FILE* f = std::freopen(log.c_str(), "w", stderr)) (void)f;
-      ::execlp("unbound", "unbound", "-d", "-c", c.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    child_ = std::make_unique<test::Child>(
+        std::vector<std::string>{"unbound", "-d", "-c", dir_ + "/unbound.conf"},
+        dir_ + "/unbound.log");
     // Ready when it answers version.server CH TXT (from itself, no upstream involved).
     for (int i = 0; i < 100 && !ready_; ++i) {
       auto a = udp_query(port_, build_query({.name = "version.server", .type = 16, .klass = 3}),
@@ -121,16 +114,7 @@ class Unbound : public Resolver {
     }
   }
   ~Unbound() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(Millis{100});
-      if (::waitpid(pid_, &status, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-      }
-    }
+    child_.reset();  // stopped by its PID (bounded, then SIGKILL) before its directory goes
     std::filesystem::remove_all(dir_);
   }
   uint16_t port() const override { return port_; }
@@ -139,7 +123,7 @@ class Unbound : public Resolver {
  private:
   std::string dir_;
   uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<test::Child> child_;
   bool ready_ = false;
 };
 
@@ -173,17 +157,7 @@ class Dnsmasq : public Resolver {
                                   "--pid-file="};
     for (const auto* u : ups)
       args.push_back("--server=127.0.0.1#" + std::to_string(u->port()));
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (FILE* f = std::freopen("/dev/null", "w", stderr)) (void)f;
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execvp("dnsmasq", argv.data());
-      ::_exit(127);
-    }
+    child_ = std::make_unique<test::Child>(args, log_);
     for (int i = 0; i < 100 && !ready_; ++i) {
       auto a = udp_query(port_, build_query({.name = "version.bind", .type = 16, .klass = 3}),
                          Millis{100});
@@ -191,23 +165,17 @@ class Dnsmasq : public Resolver {
     }
   }
   ~Dnsmasq() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(Millis{100});
-      if (::waitpid(pid_, &status, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-      }
-    }
+    child_.reset();
+    std::remove(log_.c_str());
   }
   uint16_t port() const override { return port_; }
   bool ready() const override { return ready_; }
 
  private:
   uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  std::string log_ = "/tmp/hg-dnsmasq-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(reinterpret_cast<uintptr_t>(this)) + ".log";
+  std::unique_ptr<test::Child> child_;
   bool ready_ = false;
 };
 

@@ -270,19 +270,32 @@ TEST_F(QueryEngineTest, FailureIsCachedSoABurstIsOneUpstreamQuery) {
   EXPECT_EQ(sent_.size(), 1u);
 }
 
+// Every way the refresh can fail gives the stale answer (RFC 8767 4): silence, SERVFAIL,
+// REFUSED, NOTIMP, ICMP unreachable or a reset, an unusable answer.
 TEST_F(QueryEngineTest, StaleAnswerWithEde3WhenUpstreamFails) {
-  ask(query("www.example.com"));
-  upstream_answers([](const Bytes& q) { return a_answer(q, "www.example.com", 60); });
-  advance(Millis{61'000});
-  EXPECT_FALSE(ask(query("www.example.com", 1, 7)));  // stale: refresh first
-  ASSERT_EQ(sent_.size(), 1u);
-  upstream_fails(UpstreamStatus::Timeout);
-  ASSERT_EQ(deferred_.size(), 2u);
-  const auto& a = deferred_[1];
-  EXPECT_EQ(a.msg.header().id, 7);
-  EXPECT_EQ(a.msg.rcode(), wire::RCode::NoError);
-  EXPECT_EQ(a.ede, wire::ede::StaleAnswer);
-  EXPECT_EQ(a.msg.records()[0].ttl, 30u);  // stale-ttl, not above the original 60
+  const UpstreamStatus failures[] = {UpstreamStatus::Timeout,      UpstreamStatus::ServFail,
+                                     UpstreamStatus::Refused,      UpstreamStatus::NotImp,
+                                     UpstreamStatus::NetworkError, UpstreamStatus::BadResponse};
+  uint16_t id = 7;
+  for (const UpstreamStatus failure : failures) {
+    SCOPED_TRACE(static_cast<int>(failure));
+    const std::string name = fmt::format("s{}.example.com", id);
+    sent_.clear();
+    deferred_.clear();
+    ask(query(name));
+    upstream_answers([&](const Bytes& q) { return a_answer(q, name, 60); });
+    advance(Millis{61'000});
+    EXPECT_FALSE(ask(query(name, 1, id)));  // stale: refresh first
+    ASSERT_EQ(sent_.size(), 1u);
+    upstream_fails(failure);
+    ASSERT_EQ(deferred_.size(), 2u);
+    const auto& a = deferred_[1];
+    EXPECT_EQ(a.msg.header().id, id);
+    EXPECT_EQ(a.msg.rcode(), wire::RCode::NoError);
+    EXPECT_EQ(a.ede, wire::ede::StaleAnswer);
+    EXPECT_EQ(a.msg.records()[0].ttl, 30u);  // stale-ttl, not above the original 60
+    ++id;
+  }
 }
 
 TEST_F(QueryEngineTest, StaleAnswerAtTheClientTimeoutAndTheLateAnswerIsCached) {

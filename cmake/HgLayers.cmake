@@ -13,8 +13,14 @@
 #
 #    net/ (event loop, sockets) knows no DNS: it includes nothing of wire/, cache/ or dnstap/.
 #    Of the files at the top of resolver/ a room may include only the kit (checked.h, text.h,
-#    log.h, cli_doc.h) and, from fleet/, query/ and ops/, the settings record config.h; never
-#    server.h. The top (config, server, main) may include any room.
+#    log.h, cli_doc.h) and, from query/ and ops/, the settings (config.h and
+#    routing_settings.h); never server.h. The rest of the top (server, main) may include any
+#    room.
+#
+#    The settings sit between the rooms that read them and those below: config.{h,cc} and
+#    routing_settings.{h,cc} include the kit, each other and the rooms below query/ (net,
+#    upstream, tap, fleet), never query/, ops/ or server.h. So no room reaches itself
+#    through the settings record.
 #
 # 3. c-ares. Only the upstream's .cc files (resolver/upstream/*.cc) include <ares.h> (or any
 #    <ares_*.h>); no header does, so nothing else compiles against c-ares.
@@ -39,7 +45,10 @@ function(hg_check_layers_in root)
   set(room_rank_query 2)
   set(room_rank_ops 3)
   set(kit checked.h text.h log.h cli_doc.h)
-  set(config_readers fleet query ops)
+  set(settings config.h routing_settings.h)
+  set(settings_readers query ops)
+  # The settings include rooms below the lowest reader only.
+  set(settings_max_room_rank 1)
   set(no_dns_rooms net)
   set(problems "")
   foreach(folder ${order})
@@ -76,6 +85,20 @@ function(hg_check_layers_in root)
           string(APPEND problems "\n  ${rel}: ${line}  (${folder}/ must not include ${target}/)")
         endif()
         if(room STREQUAL "")
+          # Rule 2b: the settings at the top of resolver/.
+          if(rel MATCHES "^resolver/(config|routing_settings)\\.(h|cc)$" AND target STREQUAL "resolver")
+            if(target_rest MATCHES "^([a-z_]+)/")
+              set(to ${CMAKE_MATCH_1})
+              if(NOT DEFINED room_rank_${to} OR room_rank_${to} GREATER settings_max_room_rank)
+                string(APPEND problems "\n  ${rel}: ${line}  (the settings must not include"
+                       " resolver/${to}/: they include only net/, upstream/, tap/ and fleet/,"
+                       " the rooms below their readers query/ and ops/)")
+              endif()
+            elseif(NOT target_rest IN_LIST kit AND NOT target_rest IN_LIST settings)
+              string(APPEND problems "\n  ${rel}: ${line}  (the settings must not include"
+                     " the top of resolver/ but the kit and each other)")
+            endif()
+          endif()
           continue()
         endif()
         # Rule 2: the rooms of resolver/.
@@ -100,12 +123,12 @@ function(hg_check_layers_in root)
           endif()
         elseif(target_rest IN_LIST kit)
           # the kit: every room may include it
-        elseif(target_rest STREQUAL "config.h" AND room IN_LIST config_readers)
-          # the settings record, read from fleet/, query/ and ops/
+        elseif(target_rest IN_LIST settings AND room IN_LIST settings_readers)
+          # the settings, read from query/ and ops/
         else()
           string(APPEND problems "\n  ${rel}: ${line}  (resolver/${room}/ must not include the"
-                 " top of resolver/ but the kit (checked.h, text.h, log.h, cli_doc.h) and, from fleet/,"
-                 " query/ and ops/, config.h)")
+                 " top of resolver/ but the kit (checked.h, text.h, log.h, cli_doc.h) and, from"
+                 " query/ and ops/, the settings (config.h, routing_settings.h))")
         endif()
       endforeach()
     endforeach()

@@ -329,7 +329,7 @@ const std::vector<Key>& keys() {
          return add_shadow_ttl(c, v, o);
        },
        [](Config& c) { c.shadow_ttls.clear(); }},
-      // Routing (resolver/query/local_names.h, docs/local-names.md).
+      // Routing (resolver/routing_settings.h, docs/local-names.md).
       {"forward", Kind::List, "ZONE=ADDR[:PORT][,...]",
        "Send names at or below ZONE to these servers instead of the upstreams (the longest "
        "matching zone wins); repeatable; re-read from --config on SIGHUP",

@@ -3,7 +3,10 @@
 //
 // Also the forwarding-loop check. The value types configuration needs have their own files:
 // Endpoint and Cidr in resolver/net/endpoint.h, the resolv.conf reader behind `upstream-file` in
-// resolver/upstream/resolv_conf.h, Checked in resolver/checked.h. All of this runs at start-up (and
+// resolver/upstream/resolv_conf.h, forward zones, local records and hosts files in
+// resolver/routing_settings.h, RedisConfig in resolver/fleet/redis_config.h, Checked in
+// resolver/checked.h. None of them is above query/, which reads this record
+// (cmake/HgLayers.cmake). All of this runs at start-up (and
 // on SIGHUP for the resolv.conf), so it may allocate freely; errors are returned as one
 // human-readable line that names the flag or key, the value given, and what is allowed
 // (docs/architecture.md §7), never thrown.
@@ -25,8 +28,9 @@
 
 #include "resolver/checked.h"
 #include "resolver/cli_doc.h"
+#include "resolver/fleet/redis_config.h"
 #include "resolver/net/endpoint.h"
-#include "resolver/query/local_names.h"
+#include "resolver/routing_settings.h"
 #include "resolver/upstream/resolv_conf.h"
 
 namespace hg::resolver {
@@ -36,25 +40,6 @@ struct TtlCap {
   std::string zone{};  ///< as given, syntax-checked; e.g. "shop.example.com" or "shop.example.com."
   std::chrono::seconds cap{0};
   friend bool operator==(const TtlCap&, const TtlCap&) = default;
-};
-
-/// --redis and friends: the fleet's shared cache (resolver/fleet/fleet_cache.h). Off unless
-/// --redis.
-struct RedisConfig {
-  bool unix_socket = false;
-  std::string host{};  ///< numeric IP when !unix_socket
-  uint16_t port = 6379;
-  std::string path{};           ///< unix socket path
-  std::string target{};         ///< as given: "127.0.0.1:6379" or "unix:/run/redis.sock"
-  std::string password_file{};  ///< as given
-  std::string password{};       ///< read from password_file at start-up
-  std::string user{};           ///< Redis 6 ACL user: AUTH user password; empty: AUTH password
-  std::string key_file{};       ///< --fleet-key-file as given
-  std::string fleet_key{};      ///< its secret: authenticate values and messages (fleet_auth.h)
-  unsigned db = 0;
-  std::string prefix = "hg:";
-  std::chrono::milliseconds timeout{20};
-  bool enabled() const noexcept { return !target.empty(); }
 };
 
 /// Every setting, with the defaults the daemon runs with when given no flags.
@@ -103,7 +88,7 @@ struct Config {
   std::string dnstap_identity{};  ///< --dnstap-identity; empty: the host name
   /// Given on the command line, so SIGHUP keeps them rather than re-reading the file's.
   bool dnstap_from_cli = false, dnstap_identity_from_cli = false;
-  /// --forward ZONE=ADDR,... and --hosts-file PATH (resolver/query/local_names.h); re-read from
+  /// --forward ZONE=ADDR,... and --hosts-file PATH (resolver/routing_settings.h); re-read from
   /// config_file on SIGHUP unless given on the command line.
   std::vector<ForwardZone> forward_zones{};
   std::vector<std::string> hosts_files{};

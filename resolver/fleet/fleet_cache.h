@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "cache/key.h"
-#include "resolver/config.h"
+#include "resolver/fleet/redis_config.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/redis_breaker.h"
 #include "resolver/fleet/redis_conn.h"

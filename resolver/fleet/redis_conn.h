@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "resolver/config.h"
+#include "resolver/fleet/redis_config.h"
 #include "resolver/net/event_loop.h"
 
 struct redisAsyncContext;

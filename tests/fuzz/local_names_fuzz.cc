@@ -12,6 +12,7 @@
 
 #include "resolver/query/admission.h"
 #include "resolver/query/local_names.h"
+#include "resolver/routing_settings.h"
 #include "wire/message.h"
 
 namespace {

@@ -20,11 +20,14 @@ function(write_clean_tree dir)
   file(WRITE ${dir}/resolver/net/event_loop.h "#include \"resolver/checked.h\"\n#include <sys/epoll.h>\n")
   file(WRITE ${dir}/resolver/upstream/upstream.h "#include \"resolver/net/event_loop.h\"\n#include \"wire/name.h\"\n")
   file(WRITE ${dir}/resolver/upstream/upstream.cc "#include \"resolver/upstream/upstream.h\"\n#include <ares.h>\n")
-  file(WRITE ${dir}/resolver/fleet/fleet_cache.h "#include \"resolver/config.h\"\n#include \"resolver/net/event_loop.h\"\n")
+  file(WRITE ${dir}/resolver/fleet/redis_config.h "#pragma once\n")
+  file(WRITE ${dir}/resolver/fleet/fleet_cache.h "#include \"resolver/fleet/redis_config.h\"\n#include \"resolver/net/event_loop.h\"\n")
   file(WRITE ${dir}/resolver/tap/dnstap_writer.h "#include \"resolver/checked.h\"\n")
-  file(WRITE ${dir}/resolver/query/query_engine.h "#include \"resolver/upstream/upstream.h\"\n#include \"resolver/fleet/fleet_cache.h\"\n#include \"resolver/tap/dnstap_writer.h\"\n#include \"cache/cache.h\"\n")
+  file(WRITE ${dir}/resolver/query/query_engine.h "#include \"resolver/upstream/upstream.h\"\n#include \"resolver/fleet/fleet_cache.h\"\n#include \"resolver/tap/dnstap_writer.h\"\n#include \"cache/cache.h\"\n#include \"resolver/config.h\"\n#include \"resolver/routing_settings.h\"\n")
   file(WRITE ${dir}/resolver/ops/control.h "#include \"resolver/query/query_engine.h\"\n#include \"resolver/config.h\"\n")
-  file(WRITE ${dir}/resolver/config.h "#include \"resolver/query/query_engine.h\"\n")
+  file(WRITE ${dir}/resolver/routing_settings.h "#include \"resolver/checked.h\"\n#include \"resolver/net/event_loop.h\"\n#include \"resolver/upstream/upstream.h\"\n")
+  file(WRITE ${dir}/resolver/config.h "#include \"resolver/routing_settings.h\"\n#include \"resolver/fleet/redis_config.h\"\n#include \"resolver/tap/dnstap_writer.h\"\n")
+  file(WRITE ${dir}/resolver/config.cc "#include \"resolver/config.h\"\n#include \"resolver/fleet/fleet_cache.h\"\n")
   file(WRITE ${dir}/resolver/server.cc "#include \"resolver/ops/control.h\"\n#include \"resolver/config.h\"\n")
   file(WRITE ${dir}/tools/ctl.cc "#include \"resolver/ops/control.h\"\n")
 endfunction()
@@ -98,6 +101,18 @@ expect_fail(ops_includes_server resolver/ops/control.h "#include \"resolver/serv
             "(resolver/ops/ must not include the top of resolver/")
 expect_fail(upstream_reads_config resolver/upstream/upstream.h "#include \"resolver/config.h\""
             "(resolver/upstream/ must not include the top of resolver/")
+# The settings (config.h, routing_settings.h) sit below query/, their lowest reader.
+expect_fail(config_includes_query resolver/config.h "#include \"resolver/query/query_engine.h\""
+            "resolver/config.h: #include \"resolver/query/query_engine.h\" (the settings must not include resolver/query/")
+expect_fail(settings_cc_include_ops resolver/config.cc "#include \"resolver/ops/control.h\""
+            "(the settings must not include resolver/ops/")
+expect_fail(routing_settings_includes_query resolver/routing_settings.h
+            "#include \"resolver/query/query_engine.h\""
+            "resolver/routing_settings.h: #include \"resolver/query/query_engine.h\" (the settings must not include")
+expect_fail(settings_include_server resolver/config.h "#include \"resolver/server.h\""
+            "(the settings must not include the top of resolver/ but the kit and each other)")
+expect_fail(fleet_reads_config resolver/fleet/fleet_cache.h "#include \"resolver/config.h\""
+            "(resolver/fleet/ must not include the top of resolver/")
 expect_fail(unknown_room resolver/misc/helper.h "#include \"resolver/net/event_loop.h\""
             "resolver/misc/ is not a room of the order")
 # c-ares.

@@ -1,6 +1,8 @@
-// Routing (resolver/query/local_names.h): the parsers, which rule a name takes, the answers given
-// here, and the query engine sending a forward zone's misses to that zone's servers only.
+// Routing (resolver/query/local_names.h) and its settings (resolver/routing_settings.h): the
+// parsers, which rule a name takes, the answers given here, and the query engine sending a forward
+// zone's misses to that zone's servers only.
 #include "resolver/query/local_names.h"
+#include "resolver/routing_settings.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "cache/key.h"
-#include "resolver/fleet/redis_config.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/redis_breaker.h"
+#include "resolver/fleet/redis_config.h"
 #include "resolver/fleet/redis_conn.h"
 #include "resolver/fleet/redis_value.h"
 #include "resolver/net/event_loop.h"

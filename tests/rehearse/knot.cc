@@ -2,10 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -143,18 +140,8 @@ std::unique_ptr<Knot> Knot::start(const std::vector<ZoneText>& zones) {
 
   const std::string conf_path = k->dir_ + "/knot.conf";
   const std::string log_path = k->dir_ + "/knotd.log";
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    std::FILE* log = std::fopen(log_path.c_str(), "w");
-    if (log != nullptr) {
-      dup2(fileno(log), 1);
-      dup2(fileno(log), 2);
-    }
-    execlp("knotd", "knotd", "-c", conf_path.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  k->pid_ = pid;
+  k->child_ =
+      std::make_unique<test::Child>(std::vector<std::string>{"knotd", "-c", conf_path}, log_path);
   for (const auto& z : zones) {
     if (!k->wait_serial(z.apex, 0, 15000)) {
       ADD_FAILURE() << "knotd did not serve " << z.apex << " on port " << k->port_ << ": "
@@ -192,44 +179,10 @@ bool Knot::replace_zone(const ZoneText& zone, uint32_t serial) {
 }
 
 Knot::~Knot() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    int st = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds{50});
-    }
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &st, 0);
-    }
-  }
+  child_.reset();  // stopped by its PID (bounded, then SIGKILL) before its directory goes
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
-
-namespace {
-
-void stop_pid(pid_t& pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  int st = 0;
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      pid = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  pid = -1;
-}
-
-}  // namespace
 
 std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_port) {
   std::unique_ptr<Unbound> u(new Unbound());
@@ -254,18 +207,8 @@ std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_p
   const std::string conf_path = u->dir_ + "/unbound.conf";
   write_file(conf_path, conf);
   const std::string log_path = u->dir_ + "/unbound.log";
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    std::FILE* log = std::fopen(log_path.c_str(), "w");
-    if (log != nullptr) {
-      dup2(fileno(log), 1);
-      dup2(fileno(log), 2);
-    }
-    execlp("unbound", "unbound", "-d", "-c", conf_path.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  u->pid_ = pid;
+  u->child_ = std::make_unique<test::Child>(
+      std::vector<std::string>{"unbound", "-d", "-c", conf_path}, log_path);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
   while (std::chrono::steady_clock::now() < deadline) {
     auto r = run(
@@ -280,7 +223,7 @@ std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_p
 }
 
 Unbound::~Unbound() {
-  stop_pid(pid_);
+  child_.reset();
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/child.h"
 #include "tests/support/command.h"
 #include "tests/support/ports.h"
 
@@ -35,7 +36,7 @@ class Knot {
 
   uint16_t port() const noexcept { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  pid_t pid() const noexcept { return pid_; }
+  pid_t pid() const noexcept { return child_ ? child_->pid() : -1; }
   /// Rewrites the zone and reloads it; true once `serial` is served.
   bool replace_zone(const ZoneText& zone, uint32_t serial);
 
@@ -44,7 +45,7 @@ class Knot {
   bool wait_serial(const std::string& apex, uint32_t serial, int timeout_ms);
   std::string dir_;
   uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<test::Child> child_;
 };
 
 /// A real Unbound on 127.0.0.1 (a kernel-picked port) as a recursive resolver whose one zone
@@ -64,7 +65,7 @@ class Unbound {
   Unbound() = default;
   std::string dir_;
   uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<test::Child> child_;
 };
 
 using test::free_port;  // tests/support/ports.h

@@ -3,19 +3,17 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "tests/support/command.h"
+#include "tests/support/eventually.h"
+#include "tests/support/ports.h"
+#include "tests/support/resp_client.h"
 
 namespace hg::test {
 
@@ -49,24 +47,10 @@ int connect_loopback(uint16_t port) {
 
 }  // namespace
 
-uint16_t free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sin;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0)
-    port = ntohs(sin.sin_port);
-  ::close(fd);
-  return port;
-}
-
 RedisServer::RedisServer() {
   char tmpl[] = "/tmp/hg-redis-XXXXXX";
   if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
-  port_ = free_tcp_port();
+  port_ = free_port();
 }
 
 RedisServer::~RedisServer() {
@@ -83,55 +67,60 @@ std::string RedisServer::address() const {
 }
 
 bool RedisServer::start() {
-  if (pid_ > 0 || dir_.empty() || port_ == 0) return false;
-  const std::string port = std::to_string(port_);
-  const pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // Quiet: its log goes to a file in the temp dir.
-    const std::string log = dir_ + "/redis.log";
-    const std::string sock = unix_socket_path();
-    if (with_unix_socket) {
-      execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
-             "--enable-debug-command", "local", "--unixsocket", sock.c_str(), "--unixsocketperm",
-             "660", static_cast<char*>(nullptr));
+  if (child_ || dir_.empty() || port_ == 0) return false;
+  // The port was free when chosen, but another test's program may have taken it since. On
+  // the first start another port is tried then; a restart keeps its port (the instances
+  // reconnect to it).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (launch()) {
+      started_ = true;
+      return true;
     }
-    execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save",
-           "", "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
-           "--enable-debug-command", "local", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  pid_ = pid;
-  // Ready when PING answers; at most 10 s.
-  for (int i = 0; i < 200; ++i) {
-    if (cli({"PING"}) == "PONG") return true;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (started_) return false;
+    port_ = free_port();
+    if (port_ == 0) return false;
   }
   return false;
 }
 
+bool RedisServer::launch() {
+  std::vector<std::string> argv{"redis-server",
+                                "--port",
+                                std::to_string(port_),
+                                "--bind",
+                                "127.0.0.1",
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                dir_,
+                                "--logfile",
+                                dir_ + "/redis.log",
+                                "--enable-debug-command",
+                                "local"};
+  if (with_unix_socket)
+    argv.insert(argv.end(), {"--unixsocket", unix_socket_path(), "--unixsocketperm", "660"});
+  child_ = std::make_unique<Child>(argv, dir_ + "/redis.out");
+  // Ready when PING answers on our own connection, each try bounded to 200 ms (a program other than
+  // Redis on the port never answers PONG); at most 10 s.
+  const bool up = eventually(
+      [&] {
+        if (!child_->running()) return true;
+        Resp r(port_);
+        if (!r.send({"PING"})) return false;
+        const auto pong = r.read(std::chrono::milliseconds{200});
+        return pong && *pong == std::vector<std::string>{"PONG"};
+      },
+      std::chrono::seconds{10}, std::chrono::milliseconds{50});
+  if (up && child_->running()) return true;
+  stop();
+  return false;
+}
+
 void RedisServer::stop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
-  for (int i = 0; i < 60; ++i) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  if (child_) child_->stop(SIGTERM, std::chrono::seconds{3});
+  child_.reset();
 }
 
 std::string RedisServer::cli(const std::vector<std::string>& args) const {
@@ -145,8 +134,8 @@ std::string RedisServer::cli(const std::vector<std::string>& args) const {
 }
 
 bool RedisServer::sleeping() const {
-  if (pid_ <= 0) return false;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/wchan");
+  if (!child_ || child_->pid() <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(child_->pid()) + "/wchan");
   std::string where;
   std::getline(in, where);
   return where.find("nanosleep") != std::string::npos;

@@ -1,17 +1,18 @@
 // RedisServer: a real redis-server (Debian's redis-server package) for the fleet tests, on a
 // free loopback port found by binding port 0 (redis itself reads port 0 as "no TCP"), in a
-// temporary directory, with persistence off. Started with fork+exec (PR_SET_PDEATHSIG, so a
-// killed test binary takes it along) and stopped by its PID; restartable on the same port.
+// temporary directory, with persistence off. Started as a test::Child (so a killed test
+// binary takes it along) and stopped by its PID; restartable on the same port.
 //
 // cli() runs redis-cli against it (popen, bounded by `timeout`); send_async() writes one
 // command on a fresh socket without waiting for the reply (DEBUG SLEEP from the side).
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/support/child.h"
 
 namespace hg::test {
 
@@ -22,11 +23,12 @@ class RedisServer {
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
-  /// Starts redis-server and waits (bounded) until it answers PING. False if it did not.
+  /// Starts redis-server and waits (bounded) until it answers PING. False if it did not. The
+  /// first start moves to another free port if the chosen one was taken meanwhile.
   bool start();
   /// SIGTERM, then SIGKILL after 3 s; waits for the process. Idempotent.
   void stop();
-  bool running() const noexcept { return pid_ > 0; }
+  bool running() const noexcept { return child_ != nullptr; }
 
   /// Set before start(): also listen on a unix socket, mode 0660 (`--unixsocketperm 660`),
   /// at unix_socket_path().
@@ -49,11 +51,11 @@ class RedisServer {
  private:
   std::string dir_;
   uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  bool launch();
+
+  std::unique_ptr<Child> child_;  ///< while started
+  bool started_ = false;          ///< once: a restart keeps the port
   int async_fd_ = -1;
 };
-
-/// A free TCP port on 127.0.0.1 (bound to 0, read back, closed).
-uint16_t free_tcp_port();
 
 }  // namespace hg::test

@@ -240,7 +240,7 @@ TEST_F(FleetTest, RedisDownRestartedSlowAndFullNeverCostsAnAnswer) {
 
   // Slow: Redis sleeps 2 s. Misses wait at most the Redis timeout (20 ms; asserted loosely),
   // then go upstream; hits never touch Redis.
-  ASSERT_TRUE(redis_.send_async("DEBUG SLEEP 2"));
+  ASSERT_TRUE(redis_.send_async({"DEBUG", "SLEEP", "2"}));
   ASSERT_TRUE(eventually([&] { return redis_.sleeping(); }));
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();

@@ -1,10 +1,7 @@
 #include "tests/support/redis_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -31,20 +28,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-int connect_loopback(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 }  // namespace
 
 RedisServer::RedisServer() {
@@ -54,7 +37,7 @@ RedisServer::RedisServer() {
 }
 
 RedisServer::~RedisServer() {
-  if (async_fd_ >= 0) ::close(async_fd_);
+  async_.reset();
   stop();
   if (!dir_.empty()) {
     std::error_code ec;
@@ -141,13 +124,9 @@ bool RedisServer::sleeping() const {
   return where.find("nanosleep") != std::string::npos;
 }
 
-bool RedisServer::send_async(const std::string& inline_command) {
-  if (async_fd_ >= 0) ::close(async_fd_);
-  async_fd_ = connect_loopback(port_);
-  if (async_fd_ < 0) return false;
-  const std::string line = inline_command + "\r\n";
-  return ::send(async_fd_, line.data(), line.size(), MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(line.size());
+bool RedisServer::send_async(const std::vector<std::string>& command) {
+  async_ = std::make_unique<Resp>(port_);
+  return async_->send(command);
 }
 
 }  // namespace hg::test

@@ -3,8 +3,8 @@
 // temporary directory, with persistence off. Started as a test::Child (so a killed test
 // binary takes it along) and stopped by its PID; restartable on the same port.
 //
-// cli() runs redis-cli against it (popen, bounded by `timeout`); send_async() writes one
-// command on a fresh socket without waiting for the reply (DEBUG SLEEP from the side).
+// cli() runs redis-cli against it (bounded); send_async() writes one command on a fresh
+// connection without waiting for the reply (DEBUG SLEEP from the side).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/support/child.h"
+#include "tests/support/resp_client.h"
 
 namespace hg::test {
 
@@ -41,9 +42,9 @@ class RedisServer {
 
   /// redis-cli -p PORT ARGS... (each argument shell-quoted); stdout without the final newline.
   std::string cli(const std::vector<std::string>& args) const;
-  /// Sends an inline command on a new connection and leaves the reply unread; the
+  /// Sends `command` on a new connection and leaves the reply unread; the
   /// connection is closed by the destructor (or the next send_async).
-  bool send_async(const std::string& inline_command);
+  bool send_async(const std::vector<std::string>& command);
   /// Whether the server's main thread is asleep in the kernel's nanosleep (as inside DEBUG
   /// SLEEP, which blocks every client), read from /proc/PID/wchan.
   bool sleeping() const;
@@ -55,7 +56,7 @@ class RedisServer {
 
   std::unique_ptr<Child> child_;  ///< while started
   bool started_ = false;          ///< once: a restart keeps the port
-  int async_fd_ = -1;
+  std::unique_ptr<Resp> async_;   ///< send_async()'s connection, reply unread
 };
 
 }  // namespace hg::test

@@ -204,27 +204,20 @@ TEST_F(ServeStaleTest, ServfailWithEde22Within3sWhenUdpIsDroppedOrTcpIsMute) {
   auto r = dig(port(), "mute-udp2.test A", 5);
   EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
   EXPECT_TRUE(r.contains("EDE: 22")) << r.output;
-  {
-    SCOPED_TRACE("silent over UDP");
-    auto [a, took] = over_udp.get();
+  for (const auto& [what, answer] : {std::pair{"silent over UDP", &over_udp},
+                                     std::pair{"TC over UDP, mute over TCP", &over_tcp}}) {
+    SCOPED_TRACE(what);
+    auto [a, took] = answer->get();
     ASSERT_TRUE(a) << "no answer within 5 s";
     EXPECT_EQ(a->rcode(), RCode::ServFail);
     EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
     EXPECT_LE(took, Millis{3200});
     EXPECT_GE(took, Millis{2500}) << "the upstream timeout is 3 s";
   }
-  {
-    SCOPED_TRACE("TC over UDP, mute over TCP");
-    auto [a, took] = over_tcp.get();
-    ASSERT_TRUE(a) << "no answer within 5 s";
-    EXPECT_EQ(a->rcode(), RCode::ServFail);
-    EXPECT_EQ(a->ede(), wire::ede::NoReachableAuthority) << a->text();
-    EXPECT_LE(took, Millis{3200});
-    // TC sends the attempt to TCP; the retransmission timer then waits twice the RTO (1 s
-    // before any sample) for it, so at most one more UDP try fits in the 3 s.
-    EXPECT_GE(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
-    EXPECT_LE(upstream_.queries("mute-tcp.test", Transport::Udp), 2u);
-  }
+  // TC sends the attempt to TCP; the retransmission timer then waits twice the RTO (1 s
+  // before any sample) for it, so at most one more UDP try fits in the 3 s.
+  EXPECT_GE(upstream_.queries("mute-tcp.test", Transport::Udp), 1u);
+  EXPECT_LE(upstream_.queries("mute-tcp.test", Transport::Udp), 2u);
 }
 
 TEST_F(ServeStaleTest, TcpClientAlsoGetsServfailOnTime) {

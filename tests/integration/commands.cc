@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,7 +19,10 @@ CommandResult ctl(const std::string& socket, const std::string& args) {
 }
 
 int64_t ctl_stat(const std::string& socket, const std::string& name) {
-  const std::string out = ctl(socket, "stats").output;
+  return stat_in(ctl(socket, "stats").output, name);
+}
+
+int64_t stat_in(const std::string& out, const std::string& name) {
   const std::string needle = name + " ";
   for (std::size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) {
     if (at != 0 && out[at - 1] != '\n') continue;  // a longer name ending in this one
@@ -33,14 +37,38 @@ int64_t ctl_stat(const std::string& socket, const std::string& name) {
   return -1;
 }
 
-std::string http_get(uint16_t port, const std::string& path) {
+std::map<std::string, std::string> upstream_line(const std::string& text,
+                                                 const std::string& server) {
+  std::map<std::string, std::string> out;
+  const auto at = text.find(server + " ");
+  if (at == std::string::npos) return out;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  std::size_t i = line.find(' ');
+  while (i != std::string::npos) {
+    const std::size_t next = line.find(' ', i + 1);
+    const std::string field = line.substr(i + 1, next == std::string::npos ? next : next - i - 1);
+    const auto eq = field.find('=');
+    if (eq != std::string::npos) out[field.substr(0, eq)] = field.substr(eq + 1);
+    i = next;
+  }
+  return out;
+}
+
+std::string http_get(uint16_t port, const std::string& path, const char* from) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  timeval tv{3, 0};  // connect() is bounded too
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_port = htons(port);
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
+  if (::inet_pton(AF_INET, from, &src.sin_addr) == 1 &&
+      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
     const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "wire/message.h"
 #include "wire/name.h"
 #include "wire/print.h"
+#include "wire/rdata.h"
 #include "wire/writer.h"
 
 #ifndef HOURGLASSD
@@ -200,6 +202,47 @@ std::optional<Answer> tcp_query(uint16_t port, const Bytes& query, Millis timeou
   }
   close(fd);
   return result;
+}
+
+std::vector<std::string> a_records(const Answer& a) {
+  std::vector<std::string> out;
+  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
+    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
+      const auto& b = v4->address;
+      out.push_back(std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) +
+                    "." + std::to_string(b[3]));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, TimedAnswer> ask_all(uint16_t port, const std::vector<std::string>& names,
+                                           std::size_t window, Millis wait) {
+  std::map<std::string, TimedAnswer> got;
+  for (std::size_t start = 0; start < names.size(); start += window) {
+    UdpClient client;
+    std::map<uint16_t, std::pair<std::string, Clock::time_point>> pending;
+    for (std::size_t i = start; i < names.size() && i < start + window; ++i) {
+      const auto id = static_cast<uint16_t>(i + 1);
+      if (client.send(port, build_query({.name = names[i], .id = id})))
+        pending[id] = {names[i], Clock::now()};
+    }
+    const auto deadline = Clock::now() + wait;
+    while (!pending.empty() && Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      auto bytes = client.receive(std::max(left, Millis{1}));
+      if (!bytes) break;
+      auto a = parse_answer(*bytes);
+      if (!a) continue;
+      const auto it = pending.find(a->id());
+      if (it == pending.end()) continue;
+      const double ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - it->second.second).count();
+      got.emplace(it->second.first, TimedAnswer{std::move(*a), ms});
+      pending.erase(it);
+    }
+  }
+  return got;
 }
 
 // --- dig ------------------------------------------------------------------------------------

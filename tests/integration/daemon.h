@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -98,6 +99,21 @@ class UdpClient {
  private:
   int fd_ = -1;
 };
+
+/// The A records of an answer's answer section, as dotted quads.
+std::vector<std::string> a_records(const Answer& a);
+
+/// An answer collected by ask_all(), and the milliseconds from its query's send to its arrival.
+struct TimedAnswer {
+  Answer answer;
+  double ms = 0;
+};
+
+/// Sends every name of `names` (type A) over UDP, `window` queries at a time from a fresh
+/// client socket per window (query IDs: the name's index + 1), and collects the answers, each
+/// window waiting at most `wait`. Returns name -> answer; a name without an answer is absent.
+std::map<std::string, TimedAnswer> ask_all(uint16_t port, const std::vector<std::string>& names,
+                                           std::size_t window, Millis wait);
 
 /// Output and exit status of one `dig` run.
 struct DigResult {

@@ -292,15 +292,9 @@ const Pki* pki() {
 
 // The value of `key=` on the upstreams line of `server` ("127.0.0.1:853").
 int64_t upstream_value(const std::string& text, const std::string& server, const std::string& key) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(server + " ", 0) != 0) continue;
-    const auto at = line.find(" " + key + "=");
-    if (at == std::string::npos) return -1;
-    return std::stoll(line.substr(at + key.size() + 2));
-  }
-  return -1;
+  const auto fields = upstream_line(text, server);
+  const auto it = fields.find(key);
+  return it == fields.end() ? -1 : std::stoll(it->second);
 }
 
 bool contains_ci(const std::string& hay, const std::string& needle) {

@@ -21,6 +21,7 @@
 #include "resolver/fleet/redis_value.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/fleet_fixture.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
@@ -96,41 +97,17 @@ std::string value_key(const std::string& name, const std::string& prefix = "hg:"
   return prefix + "c:" + name + ". 1 1 0";
 }
 
-struct Member {
-  std::unique_ptr<Daemon> d;
-  std::string socket;
-};
-
-class FleetSecurityTest : public ::testing::Test {
+class FleetSecurityTest : public FleetFixture {
  protected:
   void SetUp() override {
-    if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
-      HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
-    ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
+    FleetFixture::SetUp();
     upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.20")}));
   }
 
+  /// A member, with --fleet-key-file (the test's key) unless `with_key` is false.
   Member start(std::vector<std::string> extra = {}, bool with_key = true) {
-    Member m;
-    m.socket = "/tmp/hg-fsec-" + random_label(12) + ".ctl";
-    std::vector<std::string> args{"--upstream",     upstream_.address(), "--redis",
-                                  redis_.address(), "--control",         m.socket,
-                                  "--log-queries"};
-    if (with_key) {
-      args.push_back("--fleet-key-file");
-      args.push_back(key_.path);
-    }
-    args.insert(args.end(), extra.begin(), extra.end());
-    m.d = Daemon::start(args);
-    EXPECT_TRUE(m.d->ready()) << m.d->output();
-    EXPECT_TRUE(eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= 1; }))
-        << m.d->output();
-    return m;
-  }
-
-  std::optional<Answer> ask(const Member& m, const std::string& name,
-                            Millis timeout = Millis{4000}) {
-    return udp_query(m.d->port(), build_query({.name = name}), timeout);
+    if (with_key) extra.insert(extra.begin(), {"--fleet-key-file", key_.path});
+    return start_member(extra);
   }
 
   static std::string first_address(const Answer& a) {
@@ -140,8 +117,6 @@ class FleetSecurityTest : public ::testing::Test {
     return "?";
   }
 
-  RedisServer redis_;
-  FakeUpstream upstream_;
   ModeFile key_{kSecret, 0600};
 };
 
@@ -443,8 +418,7 @@ TEST_F(FleetSecurityTest, AFleetOnAUnixSocketWithMode0660SharesAuthenticatedValu
     m.d = Daemon::start({"--upstream", upstream_.address(), "--redis", "unix:" + path, "--control",
                          m.socket, "--fleet-key-file", key_.path});
     ASSERT_TRUE(m.d->ready()) << m.d->output();
-    ASSERT_TRUE(eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= 1; }))
-        << m.d->output();
+    ASSERT_TRUE(wait_connected(m)) << m.d->output();
     members.push_back(std::move(m));
   }
   const std::string name = random_label() + ".unix.test";

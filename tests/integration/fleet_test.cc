@@ -14,6 +14,7 @@
 #include "resolver/fleet/redis_value.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/fleet_fixture.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
@@ -34,51 +35,15 @@ namespace fleet = resolver::fleet;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
 
-/// A fleet member: hourglassd with --redis and its own control socket.
-struct Member {
-  std::unique_ptr<Daemon> d;
-  std::string socket;
-};
-
-class FleetTest : public ::testing::Test {
+class FleetTest : public FleetFixture {
  protected:
-  void SetUp() override {
-    if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
-      HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
-    ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
-  }
-
-  Member start_member(std::vector<std::string> extra = {}) {
-    Member m;
-    m.socket = "/tmp/hg-fleet-" + random_label(12) + ".ctl";
-    std::vector<std::string> args{"--upstream",     upstream_.address(), "--redis",
-                                  redis_.address(), "--control",         m.socket,
-                                  "--log-queries"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    m.d = Daemon::start(args);
-    EXPECT_TRUE(m.d->ready()) << m.d->output();
-    // Connected to Redis before the test starts asking.
-    EXPECT_TRUE(wait_connected(m)) << m.d->output();
-    return m;
-  }
-
-  bool wait_connected(const Member& m, int64_t workers = 1) {
-    return eventually([&] { return ctl_stat(m.socket, "fleet.connected_workers") >= workers; });
-  }
   /// Until `redis-cli ARGS` prints `want` (10 s at most).
   bool redis_says(const std::vector<std::string>& args, const std::string& want) {
     return eventually([&] { return redis_.cli(args) == want; });
   }
 
   static std::string redis_key(const std::string& name) { return "hg:c:" + name + ". 1 1 0"; }
-
-  RedisServer redis_;
-  FakeUpstream upstream_;
 };
-
-std::optional<Answer> ask(const Member& m, const std::string& name, Millis timeout = Millis{4000}) {
-  return udp_query(m.d->port(), build_query({.name = name}), timeout);
-}
 
 TEST_F(FleetTest, MissOnOneInstanceIsAHitOnAnotherWithTheTtlCountedFromTheFirstInsert) {
   const std::string name = random_label() + ".fleet.test";

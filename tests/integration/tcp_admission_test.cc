@@ -120,39 +120,6 @@ class Attacker {
   std::string failures_;
 };
 
-/// GET /metrics from `from`: the whole response, or "" when the server closed or reset the
-/// connection without one (bounded, 5 s).
-std::string scrape_from(const char* from, uint16_t port) {
-  const int fd = connect_from(from, port);
-  if (fd < 0) return "";
-  std::string out;
-  const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
-    char buf[16384];
-    while (Clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 200) <= 0) continue;
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
-/// The value of `key` in `hourglass-ctl stats` output, or -1.
-int64_t stat_value(const std::string& stats, const std::string& key) {
-  std::istringstream in(stats);
-  std::string k;
-  int64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
-  }
-  return -1;
-}
-
 class TcpAdmission : public ::testing::Test {
  protected:
   TcpAdmission() {
@@ -180,7 +147,7 @@ class TcpAdmission : public ::testing::Test {
           static_cast<uint16_t>(std::stoi(lines[0].substr(lines[0].find("127.0.0.1:") + 10)));
   }
   std::string stats() { return ctl(socket_, "stats").output; }
-  int64_t stat(const std::string& key) { return stat_value(stats(), key); }
+  int64_t stat(const std::string& key) { return stat_in(stats(), key); }
 
   /// 10 ordinary TCP queries with the real dig and 10 from code, all from 127.0.0.1; before
   /// each, `between` runs (the attacker opening more). Every one must be answered.
@@ -218,15 +185,15 @@ TEST_F(TcpAdmission, TwoThousandIdleConnectionsFromAnAllowedAddressCannotLockOut
   ASSERT_TRUE(eventually(
       [&] {
         const std::string s = stats();
-        return stat_value(s, "tcp.connections") + stat_value(s, "tcp.evicted_idle") == 2000;
+        return stat_in(s, "tcp.connections") + stat_in(s, "tcp.evicted_idle") == 2000;
       },
       kWait))
       << stats();
   const std::string held = stats();
-  EXPECT_EQ(stat_value(held, "tcp.connections"), 64) << held;
-  EXPECT_EQ(stat_value(held, "tcp.evicted_idle"), 2000 - 64) << held;
-  EXPECT_EQ(stat_value(held, "tcp.per_source_limit"), 2000 - 64) << held;
-  EXPECT_EQ(stat_value(held, "tcp.refused_no_room"), 0) << held;
+  EXPECT_EQ(stat_in(held, "tcp.connections"), 64) << held;
+  EXPECT_EQ(stat_in(held, "tcp.evicted_idle"), 2000 - 64) << held;
+  EXPECT_EQ(stat_in(held, "tcp.per_source_limit"), 2000 - 64) << held;
+  EXPECT_EQ(stat_in(held, "tcp.refused_no_room"), 0) << held;
   // Meanwhile, and with the attacker opening 50 more before each query: 10 of 10 and 10 of 10.
   ten_and_ten_answered([&] { attacker.open(50, daemon_->port()); });
   EXPECT_EQ(attacker.size(), 2000u + 20 * 50);
@@ -252,9 +219,9 @@ TEST_F(TcpAdmission, TwoThousandConnectionsFromADisallowedAddressAreResetAtAccep
 TEST_F(TcpAdmission, MetricsAreServedOnlyToTheAllowList) {
   start({"--allow", "127.0.0.1/32", "--metrics", "127.0.0.1:0"});
   ASSERT_NE(metrics_port_, 0);
-  const std::string denied = scrape_from("127.0.0.2", metrics_port_);
+  const std::string denied = http_get(metrics_port_, "/metrics", "127.0.0.2");
   EXPECT_EQ(denied, "") << "a disallowed address got: " << denied.substr(0, 200);
-  const std::string ok = scrape_from("127.0.0.1", metrics_port_);
+  const std::string ok = http_get(metrics_port_, "/metrics", "127.0.0.1");
   EXPECT_TRUE(ok.starts_with("HTTP/1.1 200 OK\r\n")) << ok.substr(0, 200);
   EXPECT_EQ(metric_sample(ok,
                           "hourglass_connections_refused_total{listener=\"metrics\","
@@ -267,8 +234,8 @@ TEST_F(TcpAdmission, MetricsAreServedOnlyToTheAllowList) {
 TEST_F(TcpAdmission, MetricsAllowReplacesTheAllowListForMetrics) {
   start({"--metrics", "127.0.0.1:0", "--metrics-allow", "127.0.0.2/32"});
   ASSERT_NE(metrics_port_, 0);
-  EXPECT_EQ(scrape_from("127.0.0.1", metrics_port_), "") << "127.0.0.1 is in --allow only";
-  EXPECT_TRUE(scrape_from("127.0.0.2", metrics_port_).starts_with("HTTP/1.1 200 OK\r\n"));
+  EXPECT_EQ(http_get(metrics_port_, "/metrics", "127.0.0.1"), "") << "127.0.0.1 is in --allow only";
+  EXPECT_TRUE(http_get(metrics_port_, "/metrics", "127.0.0.2").starts_with("HTTP/1.1 200 OK\r\n"));
   // DNS itself still follows --allow (the default, loopback).
   EXPECT_EQ(dig(daemon_->port(), "+tcp www.still.test A").status(), "NOERROR");
 }
@@ -292,7 +259,7 @@ TEST_F(TcpAdmission, SixteenIdleMetricsConnectionsDoNotBlockAScrape) {
     attackers.push_back(std::make_unique<Attacker>("127.0.0.3"));
     ASSERT_EQ(attackers[attackers.size() - 2]->open(16, metrics_port_), 16);
     ASSERT_EQ(attackers.back()->open(16, metrics_port_), 16);
-    const std::string r = scrape_from("127.0.0.1", metrics_port_);
+    const std::string r = http_get(metrics_port_, "/metrics", "127.0.0.1");
     const bool quick = Clock::now() - t0 < std::chrono::seconds(2);
     ASSERT_TRUE(r.starts_with("HTTP/1.1 200 OK\r\n")) << "scrape " << round << ": " << r;
     const double evicted =
@@ -428,8 +395,8 @@ TEST_F(TcpAdmission, OutOfDescriptorsTheDaemonNeitherSpinsNorCrashesAndTcpStillA
   ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &saved, nullptr), 0);
   ::close(ctl_fd);
   const std::string s = stats();
-  EXPECT_GT(stat_value(s, "tcp.fd_limit"), 0) << s;
-  EXPECT_GT(stat_value(s, "tcp.evicted_idle"), 0) << s;
+  EXPECT_GT(stat_in(s, "tcp.fd_limit"), 0) << s;
+  EXPECT_GT(stat_in(s, "tcp.evicted_idle"), 0) << s;
   ASSERT_TRUE(daemon_->running()) << daemon_->output();
 }
 

@@ -19,6 +19,7 @@
 #include "base/bytes.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/fleet_fixture.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
@@ -65,14 +66,6 @@ struct ClientLoad {
     clients.clear();
   }
 };
-
-/// One "NAME VALUE" counter from `hourglass-ctl stats`; -1 when absent.
-int64_t stat_of(const std::string& socket, const std::string& name) {
-  const std::string out = ctl(socket, "stats").output;
-  const auto at = out.find(name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stoll(out.substr(at + name.size() + 1));
-}
 
 /// The data frames of a Frame Streams file (a length of 0 escapes a control frame); -1 when
 /// the file is cut short or does not end with STOP.
@@ -153,7 +146,7 @@ TEST(Threads, TwoWorkersAnswerHotAndNewNamesOverBothTransportsThroughReloads) {
 // the other does, a second instance's fleet flush is applied to the shared cache by worker 0
 // under the clients' queries, and the control thread reads the fleet's counters meanwhile.
 TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
-  if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
+  if (!redis_installed())
     HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
   RedisServer redis;
   ASSERT_TRUE(redis.start()) << "redis-server did not start on port " << redis.port();
@@ -167,9 +160,9 @@ TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
       {"--upstream", upstream.address(), "--redis", redis.address(), "--control", sock_b});
   ASSERT_TRUE(a->ready()) << a->output();
   ASSERT_TRUE(b->ready()) << b->output();
-  ASSERT_TRUE(eventually([&] { return stat_of(sock_a, "fleet.connected_workers") >= 2; }, kWait))
+  ASSERT_TRUE(eventually([&] { return ctl_stat(sock_a, "fleet.connected_workers") >= 2; }, kWait))
       << ctl(sock_a, "stats").output;
-  ASSERT_TRUE(eventually([&] { return stat_of(sock_b, "fleet.connected_workers") >= 1; }, kWait));
+  ASSERT_TRUE(eventually([&] { return ctl_stat(sock_b, "fleet.connected_workers") >= 1; }, kWait));
 
   constexpr int kClients = 4;
   constexpr int kPerClient = 40;
@@ -180,12 +173,12 @@ TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
   // A's control thread reads the fleet counters the workers bump.
   for (int r = 0; r < 3; ++r) {
     EXPECT_NE(ctl(sock_b, "flush --fleet").output.find("fleet: sent"), std::string::npos);
-    EXPECT_GE(stat_of(sock_a, "fleet.l2_misses"), 0);
+    EXPECT_GE(ctl_stat(sock_a, "fleet.l2_misses"), 0);
   }
   load.join();
   EXPECT_EQ(load.answered.load(), kClients * kPerClient) << a->output();
   EXPECT_EQ(load.wrong.load(), 0);
-  EXPECT_TRUE(eventually([&] { return stat_of(sock_a, "fleet.fleet_received") == 3; }, kWait))
+  EXPECT_TRUE(eventually([&] { return ctl_stat(sock_a, "fleet.fleet_received") == 3; }, kWait))
       << ctl(sock_a, "stats").output;
   // After the flushes: what A stores in Redis answers B without a new upstream query.
   const std::string name = "after." + run + ".test";
@@ -230,7 +223,7 @@ TEST(Threads, TwoWorkersRecordDnstapWhileSighupReopensTheFile) {
   load.join();
   EXPECT_EQ(load.answered.load(), kClients * kPerClient) << d->output();
   EXPECT_EQ(load.wrong.load(), 0);
-  const int64_t dropped = stat_of(sock, "dnstap.dropped");
+  const int64_t dropped = ctl_stat(sock, "dnstap.dropped");
   EXPECT_GE(dropped, 0) << ctl(sock, "stats").output;
   EXPECT_TRUE(d->signal(SIGTERM));
   EXPECT_EQ(d->wait_exit(Millis{10000}), 0) << d->output();

@@ -17,12 +17,14 @@
 
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "wire/rdata.h"
 
 namespace hg::integration {
 namespace {
 
+using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -30,50 +32,14 @@ using test::ReceivedQuery;
 using test::Transport;
 using Clock = std::chrono::steady_clock;
 
-// Polls (bounded: 10 s) until `pred` holds.
-template <class F>
-bool eventually(F pred) {
-  const auto deadline = Clock::now() + Millis{10000};
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Millis{10});
-  }
-  return pred();
-}
-
-// key=value fields of the `upstreams` line for `server`.
-std::map<std::string, std::string> upstream_line(const std::string& text,
-                                                 const std::string& server) {
-  std::map<std::string, std::string> out;
-  const auto at = text.find(server + " ");
-  if (at == std::string::npos) return out;
-  const std::string line = text.substr(at, text.find('\n', at) - at);
-  std::size_t i = line.find(' ');
-  while (i != std::string::npos) {
-    const std::size_t next = line.find(' ', i + 1);
-    const std::string field = line.substr(i + 1, next == std::string::npos ? next : next - i - 1);
-    const auto eq = field.find('=');
-    if (eq != std::string::npos) out[field.substr(0, eq)] = field.substr(eq + 1);
-    i = next;
-  }
-  return out;
-}
-
 uint64_t field(const std::map<std::string, std::string>& f, const std::string& key) {
   const auto it = f.find(key);
   return it == f.end() ? ~uint64_t{0} : std::stoull(it->second);
 }
 
 bool has_a(const Answer& a, const std::string& want) {
-  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
-    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
-      const auto& b = v4->address;
-      const std::string got = std::to_string(b[0]) + "." + std::to_string(b[1]) + "." +
-                              std::to_string(b[2]) + "." + std::to_string(b[3]);
-      if (got == want) return true;
-    }
-  }
-  return false;
+  const auto recs = a_records(a);
+  return std::find(recs.begin(), recs.end(), want) != recs.end();
 }
 
 // The UDP queries the fake got for `names` (lowercase, no trailing dot).
@@ -91,32 +57,6 @@ std::size_t distinct_ports(const std::vector<ReceivedQuery>& qs) {
   for (const auto& q : qs)
     ports.insert(q.source_port);
   return ports.size();
-}
-
-// Sends every name of `names` from its own client socket, `window` at a time, and collects
-// the answers (each waited for at most `wait`). Returns name -> answer (absent: none came).
-std::map<std::string, Answer> ask_all(uint16_t port, const std::vector<std::string>& names,
-                                      std::size_t window, Millis wait) {
-  std::map<std::string, Answer> got;
-  for (std::size_t start = 0; start < names.size(); start += window) {
-    UdpClient client;
-    std::map<uint16_t, std::string> pending;
-    for (std::size_t i = start; i < names.size() && i < start + window; ++i) {
-      const auto id = static_cast<uint16_t>(i + 1);
-      if (client.send(port, build_query({.name = names[i], .id = id}))) pending[id] = names[i];
-    }
-    const auto deadline = Clock::now() + wait;
-    while (!pending.empty() && Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-      auto bytes = client.receive(std::max(left, Millis{1}));
-      if (!bytes) break;
-      auto a = parse_answer(*bytes);
-      if (!a || pending.count(a->id()) == 0) continue;
-      got.emplace(pending[a->id()], std::move(*a));
-      pending.erase(a->id());
-    }
-  }
-  return got;
 }
 
 std::vector<std::string> names(const std::string& prefix, int n, const std::string& zone) {
@@ -276,7 +216,7 @@ TEST_F(UpstreamPorts, WarmUpstreamWithEveryThirdNameSlowGetsAtMostOnePointFiftee
   const auto got = ask_all(daemon_->port(), asked, 10, Millis{3200});
   std::size_t answered = 0;
   for (const auto& [name, a] : got)
-    answered += has_a(a, "192.0.2.10") ? 1 : 0;
+    answered += has_a(a.answer, "192.0.2.10") ? 1 : 0;
   EXPECT_EQ(answered, asked.size());
   const auto qs = udp_queries_for(up_, std::set<std::string>(asked.begin(), asked.end()));
   EXPECT_LE(qs.size() * 100, asked.size() * 115)

@@ -127,17 +127,6 @@ class Unbound : public Resolver {
   bool ready_ = false;
 };
 
-std::vector<std::string> a_records(const Answer& a) {
-  std::vector<std::string> out;
-  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
-    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
-      const auto& b = v4->address;
-      out.push_back(std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) +
-                    "." + std::to_string(b[3]));
-    }
-  }
-  return out;
-}
 // dnsmasq forwarding to the fakes, all defaults but what keeps it on loopback, in the
 // foreground, without a cache file or /etc/resolv.conf; stopped by its PID.
 class Dnsmasq : public Resolver {
@@ -189,31 +178,15 @@ struct Result {
 Result run(uint16_t port, const std::vector<std::string>& names, int batch,
            const std::string& expect) {
   Result r;
-  for (std::size_t b = 0; b < names.size(); b += static_cast<std::size_t>(batch)) {
-    UdpClient client;
-    std::map<uint16_t, Clock::time_point> pending;
-    for (std::size_t i = b; i < names.size() && i < b + static_cast<std::size_t>(batch); ++i) {
-      const auto id = static_cast<uint16_t>(i + 1);
-      client.send(port, build_query({.name = names[i], .id = id}));
-      pending[id] = Clock::now();
-      ++r.asked;
-    }
-    const auto deadline = Clock::now() + Millis{3200};
-    while (!pending.empty() && Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-      auto bytes = client.receive(std::max(left, Millis{1}));
-      if (!bytes) break;
-      auto a = parse_answer(*bytes);
-      if (!a || pending.count(a->id()) == 0) continue;
-      const auto recs = a_records(*a);
-      if (a->rcode() == wire::RCode::NoError && recs == std::vector<std::string>{expect}) {
-        ++r.answered;
-        r.ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - pending[a->id()]).count());
-      } else if (!recs.empty()) {
-        ++r.wrong;
-      }
-      pending.erase(a->id());
+  r.asked = static_cast<int>(names.size());
+  for (const auto& [name, got] :
+       ask_all(port, names, static_cast<std::size_t>(batch), Millis{3200})) {
+    const auto recs = a_records(got.answer);
+    if (got.answer.rcode() == wire::RCode::NoError && recs == std::vector<std::string>{expect}) {
+      ++r.answered;
+      r.ms.push_back(got.ms);
+    } else if (!recs.empty()) {
+      ++r.wrong;
     }
   }
   return r;

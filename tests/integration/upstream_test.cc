@@ -26,38 +26,6 @@ using test::FakeReply;
 using test::FakeUpstream;
 using Clock = std::chrono::steady_clock;
 
-// key=value fields of the `upstreams` line for `server`.
-std::map<std::string, std::string> upstream_line(const std::string& text,
-                                                 const std::string& server) {
-  std::map<std::string, std::string> out;
-  const auto at = text.find(server + " ");
-  if (at == std::string::npos) return out;
-  const std::string line = text.substr(at, text.find('\n', at) - at);
-  std::size_t i = line.find(' ');
-  while (i != std::string::npos) {
-    const std::size_t next = line.find(' ', i + 1);
-    const std::string field = line.substr(i + 1, next == std::string::npos ? next : next - i - 1);
-    const auto eq = field.find('=');
-    if (eq != std::string::npos) out[field.substr(0, eq)] = field.substr(eq + 1);
-    i = next;
-  }
-  return out;
-}
-
-// The A records of an answer, as text.
-std::vector<std::string> a_records(const Answer& a) {
-  std::vector<std::string> out;
-  for (const auto& rr : a.msg.section(wire::Section::Answer)) {
-    if (rr.type != wire::RRType::A) continue;
-    if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata)) {
-      const auto& b = v4->address;
-      out.push_back(std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) +
-                    "." + std::to_string(b[3]));
-    }
-  }
-  return out;
-}
-
 class UpstreamRobustness : public ::testing::Test {
  protected:
   UpstreamRobustness() {
@@ -131,33 +99,22 @@ TEST_F(UpstreamRobustness, HalfTheQueriesLostStillAnswersNinetyNinePercentWithDa
   // 200 new names, 20 at a time, each asked once; an answer counts only with data and
   // within 3.2 s (a stub resolver's patience, and past hourglassd's 3 s deadline).
   constexpr int kNames = 200, kBatch = 20;
+  std::vector<std::string> names;
+  for (int i = 0; i < kNames; ++i)
+    names.push_back("n" + std::to_string(i) + ".loss.test");
+  const auto got = ask_all(daemon_->port(), names, kBatch, Millis{3200});
   int answered = 0;
   std::vector<std::string> failed;
-  for (int b = 0; b < kNames / kBatch; ++b) {
-    UdpClient client;
-    std::map<uint16_t, std::string> pending;
-    for (int i = 0; i < kBatch; ++i) {
-      const std::string name = "n" + std::to_string(b * kBatch + i) + ".loss.test";
-      const auto id = static_cast<uint16_t>(b * kBatch + i + 1);
-      ASSERT_TRUE(client.send(daemon_->port(), build_query({.name = name, .id = id})));
-      pending[id] = name;
-    }
-    const auto deadline = Clock::now() + Millis{3200};
-    while (!pending.empty() && Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-      auto bytes = client.receive(std::max(left, Millis{1}));
-      if (!bytes) break;
-      auto a = parse_answer(*bytes);
-      if (!a || pending.count(a->id()) == 0) continue;
-      if (a->rcode() == wire::RCode::NoError && !a_records(*a).empty()) {
-        ++answered;
-      } else {
-        failed.push_back(pending[a->id()] + " " + std::string(wire::to_string(a->rcode())));
-      }
-      pending.erase(a->id());
-    }
-    for (const auto& [id, name] : pending)
+  for (const auto& name : names) {
+    const auto it = got.find(name);
+    if (it == got.end()) {
       failed.push_back(name + " (no answer)");
+    } else if (const Answer& a = it->second.answer;
+               a.rcode() == wire::RCode::NoError && !a_records(a).empty()) {
+      ++answered;
+    } else {
+      failed.push_back(name + " " + std::string(wire::to_string(a.rcode())));
+    }
   }
   EXPECT_GE(answered, kNames * 99 / 100) << "failed: " << ::testing::PrintToString(failed) << "\n"
                                          << upstreams();

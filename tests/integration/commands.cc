@@ -4,12 +4,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include "tests/support/ports.h"
 
 namespace hg::integration {
 
@@ -55,31 +56,20 @@ std::map<std::string, std::string> upstream_line(const std::string& text,
 }
 
 std::string http_get(uint16_t port, const std::string& path, const char* from) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = test::connect_tcp(test::ipv4_address("127.0.0.1", port), from, 0,
+                                   std::chrono::milliseconds{3000});
   if (fd < 0) return "";
-  timeval tv{3, 0};  // connect() is bounded too
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
-  if (::inet_pton(AF_INET, from, &src.sin_addr) == 1 &&
-      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
-      ::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      char buf[16384];
-      while (std::chrono::steady_clock::now() < deadline) {
-        pollfd pfd{fd, POLLIN, 0};
-        if (::poll(&pfd, 1, 200) <= 0) continue;
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-      }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    char buf[16384];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd pfd{fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 200) <= 0) continue;
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
     }
   }
   ::close(fd);

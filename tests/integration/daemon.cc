@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "tests/support/command.h"
+#include "tests/support/ports.h"
 #include "wire/edns.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -41,14 +42,6 @@ uint32_t random_u32() {
   if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
     v = static_cast<uint32_t>(std::rand());
   return v;
-}
-
-sockaddr_in loopback(const char* ip, uint16_t port) {
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) std::abort();
-  return sin;
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -138,13 +131,8 @@ std::string Answer::text() const {
 }
 
 UdpClient::UdpClient(const char* from) {
-  fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) return;
-  sockaddr_in sin = loopback(from, 0);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) {
-    close(fd_);
-    fd_ = -1;
-  }
+  sockaddr_in bound{};
+  fd_ = test::bind_any_port(SOCK_DGRAM | SOCK_NONBLOCK, bound, from);
 }
 
 UdpClient::~UdpClient() {
@@ -153,7 +141,7 @@ UdpClient::~UdpClient() {
 
 bool UdpClient::send(uint16_t port, const Bytes& query) {
   if (fd_ < 0) return false;
-  sockaddr_in to = loopback("127.0.0.1", port);
+  sockaddr_in to = test::ipv4_address("127.0.0.1", port);
   return sendto(fd_, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
          static_cast<ssize_t>(query.size());
 }
@@ -185,17 +173,15 @@ std::optional<Answer> udp_query(uint16_t port, const Bytes& query, Millis timeou
 
 std::optional<Answer> tcp_query(uint16_t port, const Bytes& query, Millis timeout) {
   const auto deadline = Clock::now() + timeout;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = test::connect_tcp(test::ipv4_address("127.0.0.1", port));
   if (fd < 0) return std::nullopt;
   std::optional<Answer> result;
-  sockaddr_in to = loopback("127.0.0.1", port);
   Bytes framed;
   framed.push_back(static_cast<uint8_t>(query.size() >> 8));
   framed.push_back(static_cast<uint8_t>(query.size()));
   framed.insert(framed.end(), query.begin(), query.end());
   uint8_t len[2];
-  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
-      send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(framed.size()) &&
+  if (send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(framed.size()) &&
       read_full(fd, len, 2, deadline)) {
     Bytes buf(static_cast<std::size_t>((len[0] << 8) | len[1]));
     if (read_full(fd, buf.data(), buf.size(), deadline)) result = parse_answer(std::move(buf));

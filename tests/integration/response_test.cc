@@ -12,6 +12,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 #include "wire/edns.h"
 
 namespace hg::integration {
@@ -95,13 +96,9 @@ TEST_F(ResponseTest, DigWithoutEdnsGetsNoOpt) {
 class AdUpstream {
  public:
   AdUpstream() {
-    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) std::abort();
-    socklen_t len = sizeof sin;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&sin), &len);
+    fd_ = test::bind_any_port(SOCK_DGRAM, sin);
+    if (fd_ < 0) std::abort();
     port_ = ntohs(sin.sin_port);
     thread_ = std::thread([this] { serve(); });
   }

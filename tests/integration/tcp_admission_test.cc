@@ -31,6 +31,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::integration {
 namespace {
@@ -52,33 +53,6 @@ bool raise_own_fd_limit(rlim_t want) {
   return ::setrlimit(RLIMIT_NOFILE, &r) == 0;
 }
 
-sockaddr_in address(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-/// A TCP connection from `from` to 127.0.0.1:port, or -1 (errno set). Connect is bounded
-/// to 3 s.
-int connect_from(const char* from, uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  const sockaddr_in src = address(from, 0);
-  timeval tv{3, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  const sockaddr_in to = address("127.0.0.1", port);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) != 0 ||
-      ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-    const int err = errno;
-    ::close(fd);
-    errno = err;
-    return -1;
-  }
-  return fd;
-}
-
 /// Connections opened and then left idle, all from one address; closed at the end.
 class Attacker {
  public:
@@ -94,7 +68,8 @@ class Attacker {
   int open(int n, uint16_t port) {
     int ok = 0;
     for (int i = 0; i < n; ++i) {
-      const int fd = connect_from(from_, port);
+      const int fd =
+          test::connect_tcp(test::ipv4_address("127.0.0.1", port), from_, 0, Millis{3000});
       if (fd < 0 && errno == ECONNRESET) {
         // The handshake completed and the daemon reset the connection (refused at accept)
         // before connect() returned: a connection made, and refused.

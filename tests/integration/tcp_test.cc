@@ -11,6 +11,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::integration {
 namespace {
@@ -20,19 +21,6 @@ using test::FakeReply;
 using test::FakeUpstream;
 using wire::RCode;
 using Clock = std::chrono::steady_clock;
-
-int connect_tcp(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 bool send_framed(int fd, const Bytes& q) {
   Bytes f{static_cast<uint8_t>(q.size() >> 8), static_cast<uint8_t>(q.size())};
@@ -71,7 +59,7 @@ TEST(Tcp, PipelinedQueriesAreAnsweredAsTheyComplete) {
   ASSERT_TRUE(d->ready()) << d->output();
   ASSERT_TRUE(udp_query(d->port(), build_query({.name = "fast.tcp.test"})));  // cache it
 
-  int fd = connect_tcp(d->port());
+  int fd = test::connect_tcp(test::ipv4_address("127.0.0.1", d->port()));
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(send_framed(fd, build_query({.name = "slow.tcp.test", .id = 1})));
   ASSERT_TRUE(send_framed(fd, build_query({.name = "fast.tcp.test", .id = 2})));
@@ -90,7 +78,7 @@ TEST(Tcp, ClientStalledMidMessageBlocksNobody) {
   upstream.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.1")}));
   auto d = Daemon::start({"--upstream", upstream.address()});
   ASSERT_TRUE(d->ready()) << d->output();
-  int stalled = connect_tcp(d->port());
+  int stalled = test::connect_tcp(test::ipv4_address("127.0.0.1", d->port()));
   ASSERT_GE(stalled, 0);
   Bytes q = build_query({.name = "stall.tcp.test"});
   Bytes partial{0, static_cast<uint8_t>(q.size()), q[0], q[1], q[2]};  // length + 3 bytes

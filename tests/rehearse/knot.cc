@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/ports.h"
+
 #ifndef HOURGLASS_REHEARSE
 #error "HOURGLASS_REHEARSE (path of the tool) must be defined by the build"
 #endif
@@ -29,17 +31,8 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 int bound_socket(int type, uint16_t& port) {
-  int fd = socket(AF_INET, type, 0);
-  if (fd < 0) return -1;
   sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sin;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) != 0) {
-    close(fd);
-    return -1;
-  }
+  const int fd = hg::test::bind_any_port(type, sin);
   port = ntohs(sin.sin_port);
   return fd;
 }

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "resolver/net/stream_server.h"
+#include "tests/support/fd_limit.h"
+#include "tests/support/ports.h"
 
 namespace hg::resolver {
 namespace {
@@ -108,15 +110,8 @@ class StreamAdmissionTest : public ::testing::Test {
   // with a reply too big for the client's receive buffer, so the connection stays busy.
   void open(StreamServerSettings s) {
     s.counters = &counters_;
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd = test::listen_any_port(addr_, 64, SOCK_NONBLOCK);
     ASSERT_GE(fd, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(fd, 64), 0);
-    socklen_t len = sizeof addr_;
-    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr_), &len), 0);
     server_ = StreamServer::start(loop_, fd, s, [](std::string_view in, bool, std::string& out) {
       StreamServer::Reply r;
       const auto nl = in.find('\n');
@@ -153,14 +148,7 @@ class StreamAdmissionTest : public ::testing::Test {
     for (int i = 0; i < n; ++i)
       loop_.run_once(Millis{0});
   }
-  static bool closed_by_server(int fd) {
-    char b[256];
-    for (;;) {  // skip what was answered before
-      const ssize_t n = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
-      if (n > 0) continue;
-      return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-    }
-  }
+  static bool closed_by_server(int fd) { return test::closed_by_peer(fd); }
   /// Sends "ping\n" and whether "ok\n" comes back.
   bool answered(int fd) {
     if (::send(fd, "ping\n", 5, MSG_NOSIGNAL) != 5) return false;
@@ -291,34 +279,12 @@ TEST_F(StreamAdmissionTest, TheRequestTimeoutStartsAgainAfterEachReply) {
   EXPECT_TRUE(closed_by_server(fd));
 }
 
-// Lowers this process's descriptor limit so that no new descriptor can be made, and puts it
-// back when it goes.
-class NoMoreDescriptors {
- public:
-  NoMoreDescriptors() {
-    ::getrlimit(RLIMIT_NOFILE, &saved_);
-    const int probe = ::dup(0);  // the lowest free number: every one below it is in use
-    ::close(probe);
-    rlimit low = saved_;
-    low.rlim_cur = static_cast<rlim_t>(probe);
-    ok_ = probe >= 0 && ::setrlimit(RLIMIT_NOFILE, &low) == 0;
-  }
-  ~NoMoreDescriptors() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
-  NoMoreDescriptors(const NoMoreDescriptors&) = delete;
-  NoMoreDescriptors& operator=(const NoMoreDescriptors&) = delete;
-  bool ok() const noexcept { return ok_; }
-
- private:
-  rlimit saved_{};
-  bool ok_ = false;
-};
-
 TEST_F(StreamAdmissionTest, OutOfDescriptorsTheListenerPausesInsteadOfSpinning) {
   open({});  // no eviction (the control socket): nothing can make room
   const int pending = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   clients_.push_back(pending);
   {
-    NoMoreDescriptors limit;
+    test::NoMoreDescriptors limit;
     ASSERT_TRUE(limit.ok());
     ASSERT_EQ(::connect(pending, reinterpret_cast<sockaddr*>(&addr_), sizeof addr_), 0);
     loop_.run_once(Millis{10});  // accept fails with EMFILE
@@ -341,7 +307,7 @@ TEST_F(StreamAdmissionTest, OutOfDescriptorsAnIdleConnectionMakesRoom) {
   const int fresh = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   clients_.push_back(fresh);
   {
-    NoMoreDescriptors limit;
+    test::NoMoreDescriptors limit;
     ASSERT_TRUE(limit.ok());
     ASSERT_EQ(::connect(fresh, reinterpret_cast<sockaddr*>(&addr_), sizeof addr_), 0);
     spin();

@@ -18,6 +18,7 @@
 #include "resolver/config.h"
 #include "resolver/net/event_loop.h"
 #include "resolver/upstream/upstream_board.h"
+#include "tests/support/ports.h"
 #include "wire/message.h"
 
 namespace hg::resolver {
@@ -340,26 +341,15 @@ class DotChannelTest : public ::testing::Test {
   }
   // A TCP port on 127.0.0.1 that accepts connections (the kernel does) but never speaks.
   Endpoint silent_server() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sin;
-    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
-    EXPECT_EQ(listen(listen_fd_, 8), 0);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sin), &len);
+    listen_fd_ = test::listen_any_port(sin, 8, SOCK_NONBLOCK);
+    EXPECT_GE(listen_fd_, 0);
     return *Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&sin), sizeof sin);
   }
   // A port nothing listens on.
   Endpoint closed_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sin;
-    bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
-    close(fd);
+    close(test::bind_any_port(SOCK_STREAM, sin));
     return *Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&sin), sizeof sin);
   }
   std::unique_ptr<DotChannel> channel(Endpoint e) {

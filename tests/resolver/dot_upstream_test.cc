@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "resolver/upstream/upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::resolver {
 namespace {
@@ -114,14 +115,8 @@ class TlsServer {
     ctx_ = SSL_CTX_new(TLS_server_method());
     SSL_CTX_use_certificate(ctx_, id.cert);
     SSL_CTX_use_PrivateKey(ctx_, id.key);
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sin;
-    bind(fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-    listen(fd_, 8);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&sin), &len);
+    fd_ = test::listen_any_port(sin, 8);
     endpoint_ = *Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&sin), sizeof sin);
     thread_ = std::thread([this] { serve(); });
   }

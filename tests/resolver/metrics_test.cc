@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cache/key.h"
+#include "tests/support/ports.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -67,13 +68,8 @@ class MetricsTest : public ::testing::Test {
 
   /// Sends `request` raw on a fresh connection and reads until the server closes (bounded).
   HttpReply fetch_raw(const std::string& request) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(metrics_->local().port());
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-    EXPECT_TRUE(rc == 0 || errno == EINPROGRESS);
+    const int fd = test::connect_tcp(address(), "127.0.0.1", SOCK_NONBLOCK);
+    EXPECT_GE(fd, 0);
     std::string out = request, raw;
     bool closed = false;
     for (int i = 0; i < 400 && !closed; ++i) {
@@ -96,6 +92,7 @@ class MetricsTest : public ::testing::Test {
     ::close(fd);
     return parse_http(raw, closed);
   }
+  sockaddr_in address() const { return test::ipv4_address("127.0.0.1", metrics_->local().port()); }
   HttpReply get(const std::string& path) {
     return fetch_raw("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n");
   }
@@ -238,12 +235,8 @@ TEST_F(MetricsTest, OversizedRequestHeadGets431AndIsClosed) {
 }
 
 TEST_F(MetricsTest, SilentClientIsClosedAfterTheIdleTimeout) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(metrics_->local().port());
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+  const int fd = test::connect_tcp(address());
+  ASSERT_GE(fd, 0);
   ASSERT_EQ(::send(fd, "GET /met", 8, MSG_NOSIGNAL), 8);
   for (int i = 0; i < 5; ++i)
     loop_.run_once(Millis{5});
@@ -259,12 +252,8 @@ TEST_F(MetricsTest, SilentClientIsClosedAfterTheIdleTimeout) {
 TEST_F(MetricsTest, ARequestHeadIsDueWithinThreeSecondsOfTheAccept) {
   // Trickled a byte at a time, a request keeps the connection active but never completes:
   // the request timeout (shorter than the idle timeout) ends it.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(metrics_->local().port());
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+  const int fd = test::connect_tcp(address());
+  ASSERT_GE(fd, 0);
   char buf[64];
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(::send(fd, "G", 1, MSG_NOSIGNAL), 1);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "tests/support/ports.h"
+
 namespace hg::resolver {
 namespace {
 
@@ -24,15 +26,8 @@ class StreamServerTest : public ::testing::Test {
 
   // A server whose every request starts an endless reply, produced 16 kB at a time.
   void open() {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd = test::listen_any_port(addr_, 4, SOCK_NONBLOCK);
     ASSERT_GE(fd, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(fd, 4), 0);
-    socklen_t len = sizeof addr_;
-    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr_), &len), 0);
     server_ =
         StreamServer::start(loop_, fd, {}, [this](std::string_view in, bool, std::string& out) {
           out += "dump\n";

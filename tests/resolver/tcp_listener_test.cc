@@ -16,6 +16,9 @@
 #include <memory>
 #include <vector>
 
+#include "tests/support/fd_limit.h"
+#include "tests/support/ports.h"
+
 namespace hg::resolver {
 namespace {
 
@@ -35,23 +38,15 @@ class TcpListenerTest : public ::testing::Test {
   }
   /// A client from `from` (an address in 127.0.0.0/8), connected and accepted.
   int connect_client(const char* from = "127.0.0.1") {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in src{};
-    src.sin_family = AF_INET;
-    ::inet_pton(AF_INET, from, &src.sin_addr);
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src), 0);
-    EXPECT_EQ(::connect(fd, listener_->local().sockaddr_ptr(), listener_->local().sockaddr_len()),
-              0);
+    const int fd =
+        test::connect_tcp(test::ipv4_address("127.0.0.1", listener_->local().port()), from);
+    EXPECT_GE(fd, 0);
     clients_.push_back(fd);
     spin();
     return fd;
   }
   /// Whether the server has closed `fd`: end of stream or a reset, not "nothing yet".
-  static bool closed_by_server(int fd) {
-    char b;
-    const ssize_t n = ::recv(fd, &b, 1, MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-  }
+  static bool closed_by_server(int fd) { return test::closed_by_peer(fd); }
   void spin(int n = 5) {
     for (int i = 0; i < n; ++i)
       loop_.run_once(Millis{10});
@@ -352,28 +347,6 @@ TEST_F(TcpListenerTest, WhenEveryConnectionIsBusyTheNewOneIsRefused) {
   EXPECT_EQ(listener_->connections(), 2u);
 }
 
-// Lowers this process's descriptor limit so that no new descriptor can be made, and puts it
-// back when it goes.
-class NoMoreDescriptors {
- public:
-  NoMoreDescriptors() {
-    ::getrlimit(RLIMIT_NOFILE, &saved_);
-    const int probe = ::dup(0);  // the lowest free number: every one below it is in use
-    ::close(probe);
-    rlimit low = saved_;
-    low.rlim_cur = static_cast<rlim_t>(probe);
-    ok_ = probe >= 0 && ::setrlimit(RLIMIT_NOFILE, &low) == 0;
-  }
-  ~NoMoreDescriptors() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
-  NoMoreDescriptors(const NoMoreDescriptors&) = delete;
-  NoMoreDescriptors& operator=(const NoMoreDescriptors&) = delete;
-  bool ok() const noexcept { return ok_; }
-
- private:
-  rlimit saved_{};
-  bool ok_ = false;
-};
-
 TEST_F(TcpListenerTest, OutOfDescriptorsAnIdleConnectionMakesRoomAndNothingSpins) {
   ConnCounters counters;
   TcpListener::Settings s;
@@ -390,7 +363,7 @@ TEST_F(TcpListenerTest, OutOfDescriptorsAnIdleConnectionMakesRoomAndNothingSpins
   clients_.push_back(third);
   const auto& to = listener_->local();
   {
-    NoMoreDescriptors limit;
+    test::NoMoreDescriptors limit;
     ASSERT_TRUE(limit.ok());
     ASSERT_EQ(::connect(second, to.sockaddr_ptr(), to.sockaddr_len()), 0);
     spin();

@@ -19,6 +19,7 @@
 
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
+#include "tests/support/ports.h"
 
 namespace hg::resolver {
 namespace {
@@ -27,15 +28,9 @@ using namespace std::chrono_literals;
 
 // A UDP socket bound to 127.0.0.1 on a port the kernel picks.
 struct Socket {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
-  Socket() {
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  }
+  int fd = test::bind_any_port(SOCK_DGRAM | SOCK_NONBLOCK, addr);
+  Socket() { EXPECT_GE(fd, 0); }
   ~Socket() { ::close(fd); }
   // The datagrams waiting on this socket, as strings.
   std::vector<std::string> drain() const {

@@ -3,7 +3,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace hg::test {
 
@@ -25,6 +29,68 @@ uint16_t free_port(const char* ipv4) {
     if (udp_free) return ntohs(sin.sin_port);
   }
   return 0;
+}
+
+sockaddr_in ipv4_address(const char* ip, uint16_t port) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) std::abort();
+  return sin;
+}
+
+namespace {
+
+int close_keeping_errno(int fd) {
+  const int err = errno;
+  close(fd);
+  errno = err;
+  return -1;
+}
+
+}  // namespace
+
+int bind_any_port(int type, sockaddr_in& bound, const char* ip) {
+  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  bound = ipv4_address(ip, 0);
+  socklen_t len = sizeof bound;
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&bound), sizeof bound) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    return close_keeping_errno(fd);
+  return fd;
+}
+
+int listen_any_port(sockaddr_in& bound, int backlog, int flags, const char* ip) {
+  const int fd = bind_any_port(SOCK_STREAM | flags, bound, ip);
+  if (fd >= 0 && listen(fd, backlog) != 0) return close_keeping_errno(fd);
+  return fd;
+}
+
+int connect_tcp(const sockaddr_in& to, const char* from, int flags,
+                std::chrono::milliseconds send_bound) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  if (fd < 0) return -1;
+  if (send_bound.count() > 0) {
+    timeval tv{static_cast<time_t>(send_bound.count() / 1000),
+               static_cast<suseconds_t>(send_bound.count() % 1000 * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  const sockaddr_in src = ipv4_address(from, 0);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) != 0)
+    return close_keeping_errno(fd);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)
+    return close_keeping_errno(fd);
+  return fd;
+}
+
+bool closed_by_peer(int fd) {
+  char b[256];
+  for (;;) {
+    const ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    if (n > 0) continue;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
 }
 
 }  // namespace hg::test

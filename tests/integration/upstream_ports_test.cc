@@ -24,7 +24,6 @@
 namespace hg::integration {
 namespace {
 
-using test::eventually;
 using test::FakeRecord;
 using test::FakeReply;
 using test::FakeUpstream;
@@ -102,7 +101,7 @@ class UpstreamPorts : public ::testing::Test {
     for (const auto& h : hanging)
       ASSERT_TRUE(hang_client_.send(daemon_->port(), build_query({.name = h})));
     const std::set<std::string> set(hanging.begin(), hanging.end());
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(test::eventually([&] {
       std::set<std::string> seen;
       for (const auto& q : udp_queries_for(up_, set))
         seen.insert(q.qname);
@@ -170,7 +169,7 @@ TEST_F(UpstreamPorts, AnswerSentToAnotherQuerysPortIsDroppedAndCounted) {
   ASSERT_TRUE(a);
   EXPECT_FALSE(has_a(*a, "203.0.113.99")) << a->text();
   EXPECT_EQ(a->rcode(), wire::RCode::ServFail) << a->text();
-  EXPECT_TRUE(eventually([&] { return field(stats(), "dropped_wrong_port") >= 1; }))
+  EXPECT_TRUE(test::eventually([&] { return field(stats(), "dropped_wrong_port") >= 1; }))
       << stats_text();
   // Answers that come where they belong are still taken.
   auto b = udp_query(daemon_->port(), build_query({.name = "fine.wrongport.test"}));

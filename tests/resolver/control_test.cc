@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cache/key.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -129,19 +130,10 @@ class ControlTest : public ::testing::Test {
   /// Caches an A answer for `name` with one record per TTL given.
   void insert_a(std::string_view name, std::initializer_list<uint32_t> ttls,
                 bool dnssec_ok = false) {
-    PacketBuilder b;
-    b.id(7).flags(0x8180).question(name, 1);
-    uint8_t last = 1;
-    for (uint32_t ttl : ttls)
-      b.rr(0, name, 1, ttl, Bytes{192, 0, 2, last++});
-    insert(name, b.build(), dnssec_ok);
+    insert(name, a_response(name, ttls), dnssec_ok);
   }
   void insert(std::string_view name, const Bytes& response, bool dnssec_ok = false) {
-    wire::Message m;
-    ASSERT_TRUE(m.parse(response, wire::ParseMode::Strict).has_value());
-    const auto key = cache::CacheKey::make(wire::Name::from_text(name).value(), wire::RRType::A, 1,
-                                           dnssec_ok, false);
-    ASSERT_EQ(shared_.cache.insert(key, m, now_), cache::InsertOutcome::Cached);
+    cache_answer(shared_.cache, name, response, now_, dnssec_ok);
   }
 
   MonoTime now_{Millis{50'000'000}};

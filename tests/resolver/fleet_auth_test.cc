@@ -7,6 +7,7 @@
 
 #include "cache/key.h"
 #include "resolver/fleet/redis_value.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -24,19 +25,6 @@ std::unique_ptr<FleetAuth> auth_of(const std::string& s) {
   auto a = FleetAuth::create(bytes(s), &why);
   EXPECT_TRUE(a) << why;
   return a;
-}
-
-cache::CacheKey key_of(std::string_view name) {
-  return cache::CacheKey::make(*wire::Name::from_text(name), wire::RRType::A, 1, false, false);
-}
-
-Bytes response(std::string_view name) {
-  return PacketBuilder()
-      .id(0)
-      .flags(0x8180)
-      .question(name, 1)
-      .rr(0, name, 1, 300, {192, 0, 2, 1})
-      .build();
 }
 
 TEST(FleetAuth, HmacMatchesRfc4231TestCase2) {
@@ -63,10 +51,10 @@ TEST(FleetAuth, ASecretShorterThan32BytesIsRefused) {
 
 TEST(FleetAuth, ASealedValueOpensOnlyUnderItsNameWithItsKeyAndUnaltered) {
   auto a = auth_of(kSecret);
-  const auto key = key_of("www.example.com");
+  const auto key = query_key("www.example.com");
   const std::string name = "hg:c:www.example.com. 1 1 0";
-  auto v = encode_value(key, 1'700'000'000'000, response("www.example.com"), true);
-  const auto plain = encode_value(key, 1'700'000'000'000, response("www.example.com"));
+  auto v = encode_value(key, 1'700'000'000'000, a_response("www.example.com"), true);
+  const auto plain = encode_value(key, 1'700'000'000'000, a_response("www.example.com"));
   // Exactly the tag more than a value without a key.
   EXPECT_EQ(v.size(), plain.size() + kTagSize);
   seal_value(*a, name, v);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cache/key.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/support/ports.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
@@ -98,14 +99,7 @@ class MetricsTest : public ::testing::Test {
   }
 
   void insert_a(std::string_view name, uint32_t ttl) {
-    PacketBuilder b;
-    b.id(7).flags(0x8180).question(name, 1).rr(0, name, 1, ttl, Bytes{192, 0, 2, 1});
-    const Bytes bytes = b.build();
-    wire::Message m;
-    ASSERT_TRUE(m.parse(bytes, wire::ParseMode::Strict).has_value());
-    const auto key = cache::CacheKey::make(wire::Name::from_text(name).value(), wire::RRType::A, 1,
-                                           false, false);
-    ASSERT_EQ(shared_.cache.insert(key, m, now_), cache::InsertOutcome::Cached);
+    cache_answer(shared_.cache, name, a_response(name, {ttl}), now_);
   }
 
   MonoTime now_{Millis{50'000'000}};

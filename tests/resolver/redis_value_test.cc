@@ -5,6 +5,7 @@
 #include "cache/key.h"
 #include "resolver/fleet/redis_breaker.h"
 #include "resolver/fleet/redis_value.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -15,23 +16,9 @@ using namespace fleet;
 using wire::test::Bytes;
 using wire::test::PacketBuilder;
 
-cache::CacheKey key_of(std::string_view name, wire::RRType t = wire::RRType::A, bool dok = false,
-                       bool cd = false) {
-  return cache::CacheKey::make(*wire::Name::from_text(name), t, 1, dok, cd);
-}
-
-Bytes response(std::string_view name) {
-  return PacketBuilder()
-      .id(0)
-      .flags(0x8180)
-      .question(name, 1)
-      .rr(0, name, 1, 300, {192, 0, 2, 1})
-      .build();
-}
-
 TEST(RedisValue, RoundTripsTheMessageAndTheInsertTime) {
-  const auto key = key_of("WWW.Example.com");
-  const Bytes msg = response("www.example.com");
+  const auto key = query_key("WWW.Example.com");
+  const Bytes msg = a_response("www.example.com");
   const auto v = encode_value(key, 1'700'000'123'456, msg);
   wire::Message parsed;
   const auto d = decode_value(v, key, parsed);
@@ -42,8 +29,8 @@ TEST(RedisValue, RoundTripsTheMessageAndTheInsertTime) {
 }
 
 TEST(RedisValue, EveryFlippedByteIsDetected) {
-  const auto key = key_of("www.example.com");
-  const auto v = encode_value(key, 1'700'000'000'000, response("www.example.com"));
+  const auto key = query_key("www.example.com");
+  const auto v = encode_value(key, 1'700'000'000'000, a_response("www.example.com"));
   for (std::size_t i = 0; i < v.size(); ++i) {
     auto bad = v;
     bad[i] ^= 0x01;
@@ -53,8 +40,8 @@ TEST(RedisValue, EveryFlippedByteIsDetected) {
 }
 
 TEST(RedisValue, TruncationsAndExtensionsAreCorrupt) {
-  const auto key = key_of("www.example.com");
-  const auto v = encode_value(key, 1, response("www.example.com"));
+  const auto key = query_key("www.example.com");
+  const auto v = encode_value(key, 1, a_response("www.example.com"));
   for (std::size_t n = 0; n < v.size(); ++n) {
     wire::Message parsed;
     const auto s = decode_value(std::span(v).first(n), key, parsed).status;
@@ -67,7 +54,7 @@ TEST(RedisValue, TruncationsAndExtensionsAreCorrupt) {
 }
 
 TEST(RedisValue, ForeignVersionAndKeyMismatchAreTold) {
-  const auto key = key_of("www.example.com");
+  const auto key = query_key("www.example.com");
   wire::Message parsed;
   const std::string garbage = "some other program's value";
   EXPECT_EQ(
@@ -75,20 +62,20 @@ TEST(RedisValue, ForeignVersionAndKeyMismatchAreTold) {
                    parsed)
           .status,
       ValueStatus::Foreign);
-  auto v = encode_value(key, 1, response("www.example.com"));
-  EXPECT_EQ(decode_value(v, key_of("www.example.org"), parsed).status, ValueStatus::KeyMismatch);
-  EXPECT_EQ(decode_value(v, key_of("www.example.com", wire::RRType::AAAA), parsed).status,
+  auto v = encode_value(key, 1, a_response("www.example.com"));
+  EXPECT_EQ(decode_value(v, query_key("www.example.org"), parsed).status, ValueStatus::KeyMismatch);
+  EXPECT_EQ(decode_value(v, query_key("www.example.com", wire::RRType::AAAA), parsed).status,
             ValueStatus::KeyMismatch);
-  EXPECT_EQ(decode_value(v, key_of("www.example.com", wire::RRType::A, true), parsed).status,
+  EXPECT_EQ(decode_value(v, query_key("www.example.com", wire::RRType::A, true), parsed).status,
             ValueStatus::KeyMismatch);
   v[4] = 2;  // version
   EXPECT_EQ(decode_value(v, key, parsed).status, ValueStatus::BadVersion);
 }
 
 TEST(RedisValue, AMessageForAnotherQuestionIsRefused) {
-  const auto key = key_of("www.example.com");
+  const auto key = query_key("www.example.com");
   // A valid value whose embedded answer asks about another name.
-  const auto v = encode_value(key, 1, response("evil.example.com"));
+  const auto v = encode_value(key, 1, a_response("evil.example.com"));
   wire::Message parsed;
   EXPECT_EQ(decode_value(v, key, parsed).status, ValueStatus::BadMessage);
   const Bytes junk{1, 2, 3};
@@ -103,7 +90,7 @@ TEST(RedisValue, AgeIsClampedBothWays) {
 }
 
 TEST(RedisValue, KeysAndPatterns) {
-  const auto key = key_of("WWW.Example.COM", wire::RRType::AAAA, true, true);
+  const auto key = query_key("WWW.Example.COM", wire::RRType::AAAA, true, true);
   EXPECT_EQ(cache_key("hg:", key), "hg:c:www.example.com. 28 1 3");
   EXPECT_EQ(lock_key("hg:", key), "hg:l:www.example.com. 28 1 3");
   EXPECT_EQ(done_channel("x", key), "xd:www.example.com. 28 1 3");

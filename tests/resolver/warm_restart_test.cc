@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "cache/key.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 #include "wire/reader.h"
@@ -38,17 +39,9 @@ class PeriodicSaverTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void insert_a(std::string_view name) {
-    PacketBuilder b;
-    b.id(7).flags(0x8180).question(name, 1);
-    b.rr(0, name, 1, 300, Bytes{192, 0, 2, 1});
-    const Bytes response = b.build();
-    wire::Message m;
-    ASSERT_TRUE(m.parse(response, wire::ParseMode::Strict).has_value());
-    const auto key = cache::CacheKey::make(wire::Name::from_text(name).value(), wire::RRType::A, 1,
-                                           false, false);
     // The saver stamps files with the real clocks: insert at the real monotonic now.
-    const auto now = std::chrono::time_point_cast<Millis>(std::chrono::steady_clock::now());
-    ASSERT_EQ(shared_->cache.insert(key, m, now), cache::InsertOutcome::Cached);
+    cache_answer(shared_->cache, name, a_response(name),
+                 std::chrono::time_point_cast<Millis>(std::chrono::steady_clock::now()));
   }
   // The answer count in the file's header; -1 when there is no complete file.
   int64_t answers_in_file() const {

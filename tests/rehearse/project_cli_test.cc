@@ -8,27 +8,14 @@
 #include <random>
 #include <string>
 
+#include "tests/rehearse/tool_run.h"
 #include "tests/rehearse/trace_test_util.h"
 
 namespace hg::rehearse::test {
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string out, err;
-};
-
 ToolRun project(const std::string& args, const TempDir& dir) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd =
-      std::string(HG_REHEARSE_BIN) + " project " + args + " >" + out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  ToolRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  const Bytes o = read_file(out), e = read_file(err);
-  r.out.assign(o.begin(), o.end());
-  r.err.assign(e.begin(), e.end());
-  return r;
+  return run_rehearse("project", args, dir);
 }
 
 constexpr int64_t kT0 = 1'767'225'600LL * 1'000'000'000;

@@ -11,29 +11,15 @@
 #include <random>
 #include <string>
 
+#include "tests/rehearse/tool_run.h"
 #include "tests/rehearse/trace_test_util.h"
 
 namespace hg::rehearse::test {
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs the tool with `args` (a shell-quoted string), capturing stdout and stderr.
-// `env`: "NAME=VALUE" set for this run only, or empty.
+// hourglass-rehearse replay ARGS; `env`: "NAME=VALUE" for this run only, or empty.
 ToolRun rehearse(const std::string& args, const TempDir& dir, const std::string& env = "") {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(HG_REHEARSE_BIN) +
-                          " replay " + args + " >" + out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  ToolRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  const Bytes o = read_file(out), e = read_file(err);
-  r.out.assign(o.begin(), o.end());
-  r.err.assign(e.begin(), e.end());
-  return r;
+  return run_rehearse("replay", args, dir, env);
 }
 
 constexpr int64_t kT0 = 1'767'225'600LL * 1'000'000'000;

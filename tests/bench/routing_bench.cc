@@ -19,22 +19,13 @@
 
 #include "resolver/query/query_engine.h"
 #include "tests/bench/bench_answers.h"
+#include "tests/bench/hit_path.h"
 #include "wire/owned.h"
 
 namespace {
 
 using namespace hg;
 using bench::name_of;
-using resolver::MonoTime;
-
-std::vector<uint8_t> query_for(const std::string& qname) {
-  wire::OwnedMessage m;
-  m.header.id = 0x1234;
-  m.header.set(wire::flag::RD, true);
-  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
-  m.edns = wire::OwnedEdns{};
-  return wire::to_wire(m);
-}
 
 enum Mode : int64_t { kNone = 0, kDefault = 1, kLoaded = 2 };
 
@@ -59,37 +50,11 @@ std::shared_ptr<const resolver::Routing> routing(Mode mode) {
 
 void BM_Hit(benchmark::State& state) {
   const auto mode = static_cast<Mode>(state.range(0));
-  MonoTime now{std::chrono::milliseconds{10'000'000}};
-  resolver::EventLoop loop(resolver::EventLoop::Options{.clock = [&now] { return now; }});
-  resolver::Shared shared{resolver::Config{}};
-  resolver::QueryEngine engine(
-      shared, loop, [](std::span<const uint8_t>, const resolver::Upstream::Callback&) {}, 0);
+  bench::HitPath hit(state);
   if (mode != kNone)
-    engine.set_routing(routing(mode),
-                       [](uint32_t, std::span<const uint8_t>, resolver::Upstream::Callback) {});
-  constexpr int kNames = 1000;
-  std::vector<std::vector<uint8_t>> queries;
-  for (int i = 0; i < kNames; ++i) {
-    const std::string n = "host" + std::to_string(i) + ".bench.example.com";
-    const auto bytes = bench::cdn_answer_for(n);
-    wire::Message msg;
-    if (!msg.parse(bytes, wire::ParseMode::Strict)) state.SkipWithError("bad answer");
-    shared.cache.insert(cache::CacheKey::make(name_of(n), wire::RRType::A, 1, false, false), msg,
-                        now);
-    queries.push_back(query_for(n));
-  }
-  std::vector<uint8_t> out(1232);
-  resolver::Route route;
-  for (const auto& q : queries)
-    benchmark::DoNotOptimize(engine.on_query(q, nullptr, route, out));
-  std::size_t i = 0;
-  for (auto _ : state) {
-    auto r = engine.on_query(queries[i], nullptr, route, out);
-    benchmark::DoNotOptimize(r);
-    if (++i == queries.size()) i = 0;
-  }
-  if (shared.stats.hits.load() != static_cast<uint64_t>(state.iterations()) + kNames)
-    state.SkipWithError("not every query was a hit");
+    hit.engine.set_routing(routing(mode),
+                           [](uint32_t, std::span<const uint8_t>, resolver::Upstream::Callback) {});
+  hit.run(state);
   state.SetLabel(mode == kNone      ? "no routing"
                  : mode == kDefault ? "special-use zones only"
                                     : "50 forward zones + 5000 hosts lines");

@@ -19,6 +19,7 @@
 
 #include "resolver/server.h"
 #include "tests/bench/bench_answers.h"
+#include "tests/bench/hit_path.h"
 #include "wire/owned.h"
 #include "wire/rdata.h"
 
@@ -26,59 +27,17 @@ namespace {
 
 using namespace hg;
 using bench::name_of;
-using resolver::MonoTime;
-
-std::vector<uint8_t> answer_for(const std::string& qname) {
-  return bench::cdn_answer_for(qname);
-}
-
-std::vector<uint8_t> query_for(const std::string& qname) {
-  wire::OwnedMessage m;
-  m.header.id = 0x1234;
-  m.header.set(wire::flag::RD, true);
-  m.questions.push_back({name_of(qname), wire::RRType::A, 1});
-  m.edns = wire::OwnedEdns{};
-  return wire::to_wire(m);
-}
 
 enum Mode : int64_t { kOff = 0, kInZone = 1, kInZoneTtl0 = 2, kOtherZone = 3 };
 
 void BM_Hit(benchmark::State& state) {
   const auto mode = static_cast<Mode>(state.range(0));
-  MonoTime now{std::chrono::milliseconds{10'000'000}};
-  resolver::EventLoop loop(resolver::EventLoop::Options{.clock = [&now] { return now; }});
-  resolver::Shared shared{resolver::Config{}};
-  resolver::QueryEngine engine(
-      shared, loop, [](std::span<const uint8_t>, const resolver::Upstream::Callback&) {}, 0);
   // 1000 cached names, asked round robin (so the shadow table holds 1000 entries too).
-  constexpr int kNames = 1000;
-  std::vector<std::vector<uint8_t>> queries;
-  for (int i = 0; i < kNames; ++i) {
-    const std::string n = "host" + std::to_string(i) + ".bench.example.com";
-    const auto bytes = answer_for(n);
-    wire::Message msg;
-    if (!msg.parse(bytes, wire::ParseMode::Strict)) state.SkipWithError("bad answer");
-    shared.cache.insert(cache::CacheKey::make(name_of(n), wire::RRType::A, 1, false, false), msg,
-                        now);
-    queries.push_back(query_for(n));
-  }
-  if (mode == kInZone) shared.shadow.set(name_of("example.com"), 3600, now);
-  if (mode == kInZoneTtl0) shared.shadow.set(name_of("example.com"), 0, now);
-  if (mode == kOtherZone) shared.shadow.set(name_of("example.org"), 60, now);
-  std::vector<uint8_t> out(1232);
-  resolver::Route route;
-  // One pass before timing: the shadow table holds every name (as after the daemon's own
-  // fills), so the loop measures the steady state, also under callgrind's few iterations.
-  for (const auto& q : queries)
-    benchmark::DoNotOptimize(engine.on_query(q, nullptr, route, out));
-  std::size_t i = 0;
-  for (auto _ : state) {
-    auto r = engine.on_query(queries[i], nullptr, route, out);
-    benchmark::DoNotOptimize(r);
-    if (++i == queries.size()) i = 0;
-  }
-  if (shared.stats.hits.load() != static_cast<uint64_t>(state.iterations()) + kNames)
-    state.SkipWithError("not every query was a hit");
+  bench::HitPath hit(state);
+  if (mode == kInZone) hit.shared.shadow.set(name_of("example.com"), 3600, hit.now);
+  if (mode == kInZoneTtl0) hit.shared.shadow.set(name_of("example.com"), 0, hit.now);
+  if (mode == kOtherZone) hit.shared.shadow.set(name_of("example.org"), 60, hit.now);
+  hit.run(state);
   state.SetLabel(mode == kOff          ? "no shadow zone"
                  : mode == kInZone     ? "in a shadow zone, shadow hit"
                  : mode == kInZoneTtl0 ? "in a shadow zone, shadow miss + refill"

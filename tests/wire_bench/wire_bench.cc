@@ -29,6 +29,13 @@ std::vector<uint8_t> load(const std::string& name) {
   return bytes;
 }
 
+// `packet` parsed (Strict); a vector that does not parse ends the run.
+Message parsed(const std::vector<uint8_t>& packet) {
+  Message m;
+  if (!m.parse(packet)) std::abort();
+  return m;
+}
+
 // Parses one vector repeatedly with a reused Message (steady state: no allocation).
 void BM_ParseLenient(benchmark::State& state, const char* name) {
   const auto packet = load(name);
@@ -62,9 +69,7 @@ BENCHMARK(BM_ParseFreshMessage);
 // Decoding the compressed owner of the last record of ns.bin (a pointer into the question).
 void BM_ReadName(benchmark::State& state) {
   const auto packet = load("srv");
-  Message m;
-  if (!m.parse(packet)) std::abort();
-  const auto offset = m.records().back().offset;
+  const auto offset = parsed(packet).records().back().offset;
   for (auto _ : state) {
     WireReader r(packet, offset);
     auto n = read_name(r);
@@ -75,9 +80,7 @@ BENCHMARK(BM_ReadName);
 
 void BM_SkipName(benchmark::State& state) {
   const auto packet = load("srv");
-  Message m;
-  if (!m.parse(packet)) std::abort();
-  const auto offset = m.records().back().offset;
+  const auto offset = parsed(packet).records().back().offset;
   for (auto _ : state) {
     WireReader r(packet, offset);
     auto st = skip_name(r);
@@ -108,8 +111,7 @@ BENCHMARK(BM_WriterAnswer);
 // The slow, convenient paths, for scale: owned model, rewrite, and dig-style text.
 void BM_ToOwned(benchmark::State& state) {
   const auto packet = load("ns");
-  Message m;
-  if (!m.parse(packet)) std::abort();
+  const Message m = parsed(packet);
   for (auto _ : state) {
     auto o = to_owned(m);
     benchmark::DoNotOptimize(o);
@@ -119,8 +121,7 @@ BENCHMARK(BM_ToOwned);
 
 void BM_WriteOwned(benchmark::State& state) {
   const auto packet = load("ns");
-  Message m;
-  if (!m.parse(packet)) std::abort();
+  const Message m = parsed(packet);
   const auto o = to_owned(m).value();
   std::vector<uint8_t> buf(65535);
   for (auto _ : state) {
@@ -133,8 +134,7 @@ BENCHMARK(BM_WriteOwned);
 
 void BM_Print(benchmark::State& state) {
   const auto packet = load("ns");
-  Message m;
-  if (!m.parse(packet)) std::abort();
+  const Message m = parsed(packet);
   for (auto _ : state) {
     auto s = print_message(m);
     benchmark::DoNotOptimize(s);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,5 +72,18 @@ struct HitPath {
       state.SkipWithError("not every query was a hit");
   }
 };
+
+/// main() of a hit-path benchmark: HG_BENCH_ITERATIONS=N runs each case of `hit` exactly N
+/// iterations once (no timing-driven runs), for instruction counts under callgrind, where two
+/// N give the exact cost per hit; then the benchmarks the command line selects.
+inline int run_benchmarks(int argc, char** argv, benchmark::internal::Benchmark* hit) {
+  if (const char* n = std::getenv("HG_BENCH_ITERATIONS"); n != nullptr && std::atoll(n) > 0)
+    hit->Iterations(std::atoll(n));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
 
 }  // namespace hg::bench

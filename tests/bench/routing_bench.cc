@@ -74,11 +74,5 @@ void BM_Route(benchmark::State& state) {
 int main(int argc, char** argv) {
   auto* b = benchmark::RegisterBenchmark("BM_Hit", BM_Hit)->Arg(kNone)->Arg(kDefault)->Arg(kLoaded);
   benchmark::RegisterBenchmark("BM_Route", BM_Route)->Arg(0)->Arg(1)->Arg(2);
-  if (const char* n = std::getenv("HG_BENCH_ITERATIONS"); n != nullptr && std::atoll(n) > 0)
-    b->Iterations(std::atoll(n));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return hg::bench::run_benchmarks(argc, argv, b);
 }

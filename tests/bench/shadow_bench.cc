@@ -45,19 +45,12 @@ void BM_Hit(benchmark::State& state) {
 }
 }  // namespace
 
-// HG_BENCH_ITERATIONS=N runs each case exactly N iterations once (no timing-driven runs):
-// for instruction counts under callgrind, where two N give the exact cost per hit.
+// HG_BENCH_ITERATIONS=N: see run_benchmarks().
 int main(int argc, char** argv) {
   auto* b = benchmark::RegisterBenchmark("BM_Hit", BM_Hit)
                 ->Arg(kOff)
                 ->Arg(kInZone)
                 ->Arg(kInZoneTtl0)
                 ->Arg(kOtherZone);
-  if (const char* n = std::getenv("HG_BENCH_ITERATIONS"); n != nullptr && std::atoll(n) > 0)
-    b->Iterations(std::atoll(n));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return hg::bench::run_benchmarks(argc, argv, b);
 }

@@ -16,6 +16,15 @@ namespace {
 
 using namespace hg::cache::testing;
 
+/// Caches an answer for `k`'s name (one A record, TTL 300) in `c` at `now`; its entry.
+std::shared_ptr<const Entry> cache_a(Cache& c, const CacheKey& k, Time now) {
+  OwnedMessage r = response(k.qname.to_text());
+  r.answer.push_back(A(k.qname.to_text(), 300));
+  Packet p(r);
+  c.insert(k, p.msg, now);
+  return c.peek(k, now).entry;
+}
+
 class ShadowTest : public ::testing::Test {
  protected:
   ShadowTest() : cache_(settings()), shadow_(ShadowSettings{.max_bytes = 1 << 20, .shards = 4}) {}
@@ -195,13 +204,7 @@ TEST(ShadowBounds, FullTableEvictsTheEntryFilledLongestAgo) {
   ShadowTable t(ShadowSettings{.max_bytes = 10 * ShadowTable::kBytesPerEntry, .shards = 1});
   t.set(N("example"), 60, clock.now());
   Cache c(CacheSettings{.shards = 1, .prefetch = false});
-  auto entry_for = [&](const CacheKey& k) {
-    OwnedMessage r = response(k.qname.to_text());
-    r.answer.push_back(A(k.qname.to_text(), 300));
-    Packet p(r);
-    c.insert(k, p.msg, clock.now());
-    return c.peek(k, clock.now()).entry;
-  };
+  auto entry_for = [&](const CacheKey& k) { return cache_a(c, k, clock.now()); };
   std::vector<CacheKey> keys;
   for (int i = 0; i < 15; ++i) {
     keys.push_back(key(nm("n", i, ".example")));
@@ -225,12 +228,8 @@ TEST(ShadowThreads, ConcurrentQueriesAreAllCounted) {
   ShadowTable t;
   t.set(N("example"), 60, clock.now());
   Cache c(CacheSettings{.prefetch = false});
-  OwnedMessage r = response("www.example");
-  r.answer.push_back(A("www.example", 300));
-  Packet p(r);
   const CacheKey k = key("www.example");
-  c.insert(k, p.msg, clock.now());
-  const auto e = c.peek(k, clock.now()).entry;
+  const auto e = cache_a(c, k, clock.now());
   constexpr int kPerThread = 20000;
   auto work = [&] {
     for (int i = 0; i < kPerThread; ++i)
@@ -252,12 +251,8 @@ TEST(ShadowThreads, ZoneChangesWhileThreadsQueryAreSafeAndSeenByEveryThread) {
   ShadowTable t;
   t.set(N("example"), 60, clock.now());
   Cache c(CacheSettings{.prefetch = false});
-  OwnedMessage r = response("www.example");
-  r.answer.push_back(A("www.example", 300));
-  Packet p(r);
   const CacheKey k = key("www.example");
-  c.insert(k, p.msg, clock.now());
-  const auto e = c.peek(k, clock.now()).entry;
+  const auto e = cache_a(c, k, clock.now());
   std::atomic<bool> stop{false};
   auto reader = [&] {
     for (int i = 0; i < 2'000'000 && !stop.load(std::memory_order_relaxed); ++i) {
@@ -303,13 +298,7 @@ TEST(ShadowThreads, ZoneChangesWhileThreadsQueryAreSafeAndSeenByEveryThread) {
 TEST(ShadowThreads, TablesUsedByTurnsInOneThreadKeepTheirOwnZones) {
   ManualClock clock;
   Cache c(CacheSettings{.prefetch = false});
-  auto entry_for = [&](const CacheKey& k) {
-    OwnedMessage r = response(k.qname.to_text());
-    r.answer.push_back(A(k.qname.to_text(), 300));
-    Packet p(r);
-    c.insert(k, p.msg, clock.now());
-    return c.peek(k, clock.now()).entry;
-  };
+  auto entry_for = [&](const CacheKey& k) { return cache_a(c, k, clock.now()); };
   const CacheKey ka = key("www.a.example");
   const CacheKey kb = key("www.b.example");
   const auto ea = entry_for(ka);

@@ -16,6 +16,7 @@
 
 #include "cache/clock.h"
 #include "cache_test_util.h"
+#include "tests/support/temp_dir.h"
 #include "tests/wire/answer_cases.h"
 
 namespace hg::cache::persist {
@@ -322,18 +323,12 @@ TEST_F(DamagedFile, AnAnswerTheCacheWouldRefuseIsSkippedNotLoaded) {
 
 class PersistFileTest : public PersistTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hg-persist-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  test::TempDir dir_{"hg-persist"};
 };
 
 TEST_F(PersistFileTest, SaveReplacesAtomicallyWithMode0600AndLoadReadsItBack) {
   fill();
-  const std::string path = dir_ + "/cache";
+  const std::string path = dir_.file("cache");
   { std::ofstream(path) << "an older file"; }
   const SaveReport s = save_file(cache_, path, clock_.now(), kWall0);
   ASSERT_TRUE(s.ok) << s.error;
@@ -343,7 +338,7 @@ TEST_F(PersistFileTest, SaveReplacesAtomicallyWithMode0600AndLoadReadsItBack) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // Nothing but the file itself is left in the directory (no temporary files).
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_),
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()),
                           std::filesystem::directory_iterator{}),
             1);
   Cache restored(settings_);
@@ -354,14 +349,14 @@ TEST_F(PersistFileTest, SaveReplacesAtomicallyWithMode0600AndLoadReadsItBack) {
 
 TEST_F(PersistFileTest, AMissingFileIsAFirstStartNotAnError) {
   Cache restored(settings_);
-  EXPECT_EQ(load_file(restored, dir_ + "/none", clock_.now(), kWall0).status, Status::Missing);
+  EXPECT_EQ(load_file(restored, dir_.file("none"), clock_.now(), kWall0).status, Status::Missing);
   // A directory where the file should be is an error, said as such.
-  const LoadReport r = load_file(restored, dir_, clock_.now(), kWall0);
+  const LoadReport r = load_file(restored, dir_.path(), clock_.now(), kWall0);
   EXPECT_EQ(r.status, Status::Rejected);
 }
 
 TEST_F(PersistFileTest, SavingIntoAMissingDirectoryFailsWithTheReason) {
-  const SaveReport s = save_file(cache_, dir_ + "/no/such/cache", clock_.now(), kWall0);
+  const SaveReport s = save_file(cache_, dir_.file("no/such/cache"), clock_.now(), kWall0);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.error.find("No such file or directory"), std::string::npos) << s.error;
 }
@@ -372,7 +367,7 @@ class PlantedFile : public PersistFileTest {
  protected:
   void SetUp() override {
     PersistFileTest::SetUp();
-    path_ = dir_ + "/cache";
+    path_ = dir_.file("cache");
     fill();
     ASSERT_TRUE(save_file(cache_, path_, clock_.now(), kWall0).ok);
   }
@@ -419,7 +414,7 @@ TEST_F(PlantedFile, AFileOthersCanWriteIsRefused) {
 }
 
 TEST_F(PlantedFile, ASymbolicLinkIsRefusedWhereverItPoints) {
-  const std::string real = dir_ + "/real";
+  const std::string real = dir_.file("real");
   ASSERT_EQ(::rename(path_.c_str(), real.c_str()), 0);
   ASSERT_EQ(::symlink(real.c_str(), path_.c_str()), 0);
   const LoadReport r = try_load();
@@ -516,7 +511,7 @@ TEST_F(PlantedFile, TheSavedFileIs0600WhateverTheUmask) {
   const mode_t old = ::umask(0);
   const SaveReport open_umask = save_file(cache_, path_, clock_.now(), kWall0);
   ::umask(0277);  // would leave the owner read-only
-  const std::string other = dir_ + "/other";
+  const std::string other = dir_.file("other");
   const SaveReport tight_umask = save_file(cache_, other, clock_.now(), kWall0);
   ::umask(old);
   ASSERT_TRUE(open_umask.ok && tight_umask.ok) << open_umask.error << tight_umask.error;

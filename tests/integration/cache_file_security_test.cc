@@ -22,6 +22,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -38,13 +39,9 @@ constexpr uint64_t kCacheBytes = uint64_t{64} << 20;  // the default --cache-siz
 class CacheFileAttack : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hg-planted-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/cache";
+    path_ = dir_.file("cache");
     upstream_.on(kBank, FakeReply::records({FakeRecord::a("", 300, kHonest)}));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::vector<std::string> args(std::vector<std::string> extra = {}) const {
     std::vector<std::string> a{"--upstream", upstream_.address(), "--cache-file", path_};
@@ -124,7 +121,7 @@ class CacheFileAttack : public ::testing::Test {
   }
 
   test::FakeUpstream upstream_;
-  std::string dir_;
+  test::TempDir dir_{"hg-planted"};
   std::string path_;
 };
 
@@ -155,7 +152,7 @@ TEST_F(CacheFileAttack, AWorldWritableFileIsRefused) {
 
 TEST_F(CacheFileAttack, ASymbolicLinkIsRefused) {
   const auto f = planted_file();
-  const std::string elsewhere = dir_ + "/elsewhere";
+  const std::string elsewhere = dir_.file("elsewhere");
   ASSERT_EQ(::rename(path_.c_str(), elsewhere.c_str()), 0);
   ASSERT_EQ(::symlink(elsewhere.c_str(), path_.c_str()), 0);
   start_and_expect_refusal("is a symbolic link");

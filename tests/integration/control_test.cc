@@ -19,6 +19,7 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -29,12 +30,7 @@ using test::FakeUpstream;
 
 class ControlIntegrationTest : public ::testing::Test {
  protected:
-  ControlIntegrationTest() {
-    char tmpl[] = "/tmp/hg-ctl-integ-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
-  }
-  ~ControlIntegrationTest() override { std::filesystem::remove_all(dir_); }
+  ControlIntegrationTest() { socket_ = dir_.file("control"); }
 
   void start() {
     daemon_ = Daemon::start(
@@ -49,7 +45,7 @@ class ControlIntegrationTest : public ::testing::Test {
   }
 
   FakeUpstream upstream_;
-  std::string dir_;
+  test::TempDir dir_{"hg-ctl-integ"};
   std::string socket_;
   std::unique_ptr<Daemon> daemon_;
   uint16_t metrics_port_ = 0;

@@ -16,6 +16,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -25,19 +26,11 @@ using test::FakeReply;
 
 class Hardening : public DaemonTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hg-harden-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    daemon_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { daemon_.reset(); }
   std::optional<Answer> ask(const std::string& name) {
     return udp_query(port(), build_query(Query{.name = name}), Millis{6000});
   }
-  std::string dir_;
+  test::TempDir dir_{"hg-harden"};
 };
 
 // ttl-cap ZONE=0: "do not cache this zone". Every query goes upstream, and the client is told
@@ -84,7 +77,7 @@ TEST_F(Hardening, TtlCapZeroAppliesToANegativeAnswerPassedThrough) {
 // served stale when the upstream fails.
 TEST_F(Hardening, TtlCapZeroAtRunTimeDropsTheCachedAnswers) {
   upstream_.on("www.late.test", FakeReply::records({FakeRecord::a("", 300, "192.0.2.73")}));
-  const std::string socket = dir_ + "/ctl";
+  const std::string socket = dir_.file("ctl");
   start({"--control", socket});
   ASSERT_TRUE(ask("www.late.test"));
   ASSERT_TRUE(ask("www.late.test"));
@@ -101,7 +94,7 @@ TEST_F(Hardening, TtlCapZeroAtRunTimeDropsTheCachedAnswers) {
 // The dnstap file holds client addresses and names: 0600 even when hourglassd is started with
 // umask 0 (outside systemd's UMask=0077).
 TEST_F(Hardening, TheDnstapFileIs0600WhateverTheUmask) {
-  const std::string file = dir_ + "/dnstap.fstrm";
+  const std::string file = dir_.file("dnstap.fstrm");
   const mode_t old = ::umask(0);
   start({"--dnstap", file});
   ::umask(old);
@@ -114,8 +107,8 @@ TEST_F(Hardening, TheDnstapFileIs0600WhateverTheUmask) {
 // keeps the zones in force), and the dnstap reload, which reads only its own keys, says
 // nothing.
 TEST_F(Hardening, SighupReportsABadShadowTtlAsShadowTtlNotDnstap) {
-  const std::string conf = dir_ + "/hourglass.toml";
-  const std::string tap = dir_ + "/dnstap.fstrm";
+  const std::string conf = dir_.file("hourglass.toml");
+  const std::string tap = dir_.file("dnstap.fstrm");
   std::ofstream(conf) << "dnstap = \"" << tap << "\"\nshadow-ttl = [\"a.test=60\"]\n";
   start({"--config", conf});
   std::ofstream(conf) << "dnstap = \"" << tap << "\"\nshadow-ttl = [\"a.test=forever\"]\n";

@@ -27,6 +27,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -38,12 +39,7 @@ using test::FakeUpstream;
 
 class RehearsalIntegrationTest : public ::testing::Test {
  protected:
-  RehearsalIntegrationTest() {
-    char tmpl[] = "/tmp/hg-rehearse-integ-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
-  }
-  ~RehearsalIntegrationTest() override { std::filesystem::remove_all(dir_); }
+  RehearsalIntegrationTest() { socket_ = dir_.file("control"); }
 
   void start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"--upstream", upstream_.address(), "--control",
@@ -63,7 +59,7 @@ class RehearsalIntegrationTest : public ::testing::Test {
   }
 
   FakeUpstream upstream_;
-  std::string dir_;
+  test::TempDir dir_{"hg-rehearse-integ"};
   std::string socket_;
   std::unique_ptr<Daemon> daemon_;
   uint16_t metrics_port_ = 0;
@@ -130,7 +126,7 @@ TEST_F(RehearsalIntegrationTest, ShadowZonesCountProjectedUpstreamQueriesInMetri
 
 TEST_F(RehearsalIntegrationTest, SighupReloadsShadowZonesFromTheConfigFile) {
   upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
-  const std::string conf = dir_ + "/hourglass.toml";
+  const std::string conf = dir_.file("hourglass.toml");
   std::ofstream(conf) << "shadow-ttl = [\"a.test=60\", \"b.test=30\"]\n";
   start({"--config", conf});
   EXPECT_EQ(ctl(socket_, "shadow list").output, "a.test. 60\nb.test. 30\n");

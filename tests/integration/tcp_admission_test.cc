@@ -32,6 +32,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/ports.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -98,15 +99,10 @@ class Attacker {
 class TcpAdmission : public ::testing::Test {
  protected:
   TcpAdmission() {
-    char tmpl[] = "/tmp/hg-tcpadmit-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
+    socket_ = dir_.file("control");
     upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.53")}));
   }
-  ~TcpAdmission() override {
-    daemon_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  ~TcpAdmission() override { daemon_.reset(); }
 
   void start(std::vector<std::string> extra) {
     // 2,000 attacker connections and 1,000 more opened during the queries, kept open.
@@ -145,7 +141,7 @@ class TcpAdmission : public ::testing::Test {
   }
 
   FakeUpstream upstream_;
-  std::string dir_;
+  test::TempDir dir_{"hg-tcpadmit"};
   std::string socket_;
   std::unique_ptr<Daemon> daemon_;
   uint16_t metrics_port_ = 0;

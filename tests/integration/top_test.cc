@@ -16,6 +16,7 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -54,14 +55,10 @@ std::map<std::string, uint64_t> top_totals(const std::string& top) {
 
 class TopIntegrationTest : public ::testing::Test {
  protected:
-  TopIntegrationTest() {
-    char tmpl[] = "/tmp/hg-top-integ-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
-  }
-  ~TopIntegrationTest() override { std::filesystem::remove_all(dir_); }
+  TopIntegrationTest() { socket_ = dir_.file("control"); }
   FakeUpstream upstream_;
-  std::string dir_, socket_;
+  test::TempDir dir_{"hg-top-integ"};
+  std::string socket_;
 };
 
 TEST_F(TopIntegrationTest, OnceShowsTheCountersOfStatsAndTheBusiestNames) {

@@ -19,6 +19,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 #include "wire/rdata.h"
 
 namespace hg::integration {
@@ -68,12 +69,9 @@ std::vector<std::string> names(const std::string& prefix, int n, const std::stri
 class UpstreamPorts : public ::testing::Test {
  protected:
   UpstreamPorts() {
-    char tmpl[] = "/tmp/hg-ports-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
+    socket_ = dir_.file("control");
     up_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.10")}));
   }
-  ~UpstreamPorts() override { std::filesystem::remove_all(dir_); }
 
   void start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--control", socket_, "--upstream", up_.address()};
@@ -109,7 +107,7 @@ class UpstreamPorts : public ::testing::Test {
     }));
   }
 
-  std::string dir_;
+  test::TempDir dir_{"hg-ports"};
   std::string socket_;
   FakeUpstream up_;
   UdpClient hang_client_;

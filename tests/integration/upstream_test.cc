@@ -16,6 +16,7 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 #include "wire/rdata.h"
 
 namespace hg::integration {
@@ -28,12 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 class UpstreamRobustness : public ::testing::Test {
  protected:
-  UpstreamRobustness() {
-    char tmpl[] = "/tmp/hg-upstream-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
-  }
-  ~UpstreamRobustness() override { std::filesystem::remove_all(dir_); }
+  UpstreamRobustness() { socket_ = dir_.file("control"); }
 
   void start(const std::vector<const FakeUpstream*>& ups, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--control", socket_};
@@ -47,7 +43,7 @@ class UpstreamRobustness : public ::testing::Test {
   }
   std::string upstreams() const { return ctl(socket_, "upstreams").output; }
 
-  std::string dir_;
+  test::TempDir dir_{"hg-upstream"};
   std::string socket_;
   std::unique_ptr<Daemon> daemon_;
 };

@@ -14,6 +14,7 @@
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -24,13 +25,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 class WarmRestart : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hg-warm-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/cache";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { path_ = dir_.file("cache"); }
 
   std::unique_ptr<Daemon> start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--upstream", upstream_.address(), "--cache-file", path_};
@@ -83,7 +78,7 @@ class WarmRestart : public ::testing::Test {
   }
 
   test::FakeUpstream upstream_;
-  std::string dir_;
+  test::TempDir dir_{"hg-warm"};
   std::string path_;
 };
 
@@ -165,7 +160,7 @@ TEST_F(WarmRestart, ARecordPastItsStaleWindowIsNotLoaded) {
 TEST_F(WarmRestart, CtlSaveWritesTheFileWhileRunning) {
   const std::string name = random_label() + ".saved.example";
   upstream_.on(name, FakeReply::records({FakeRecord::a("", 300, "192.0.2.47")}));
-  const std::string ctl = dir_ + "/control";
+  const std::string ctl = dir_.file("control");
   auto first = start({"--control", ctl});
   ASSERT_TRUE(ask(*first, name));
   const auto saved = integration::ctl(ctl, "save");

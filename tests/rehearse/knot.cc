@@ -46,16 +46,6 @@ SilentPort::~SilentPort() {
   if (fd_ >= 0) close(fd_);
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/hg-rehearse-XXXXXX";
-  const char* p = mkdtemp(tmpl);
-  path_ = p != nullptr ? p : "/tmp";
-}
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (path_ != "/tmp") std::filesystem::remove_all(path_, ec);
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream ss;

@@ -18,6 +18,7 @@
 #include "tests/support/child.h"
 #include "tests/support/command.h"
 #include "tests/support/ports.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::rehearse_test {
 
@@ -91,17 +92,7 @@ RunResult rehearse(const std::string& args, int timeout_seconds = 60);
 /// The path of the built hourglass-rehearse.
 std::string rehearse_path();
 
-/// A temporary directory, removed with its files on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const noexcept { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = test::TempDir;
 
 std::string read_file(const std::string& path);
 /// Extracts one value from a JSON file with python3's json module: `expr` is a Python

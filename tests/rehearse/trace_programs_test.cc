@@ -46,12 +46,12 @@ class Knot {
                                                "86400 60\n@ NS ns\nns A 127.0.0.1\n"
                                                "www 120 A 192.0.2.1\n";
     std::ofstream(dir.file("knot.conf"))
-        << "server:\n  rundir: " << dir.path.string() << "\n  listen: 127.0.0.1@" << port
-        << "\ndatabase:\n  storage: " << dir.path.string()
+        << "server:\n  rundir: " << dir.path() << "\n  listen: 127.0.0.1@" << port
+        << "\ndatabase:\n  storage: " << dir.path()
         << "\nmod-dnstap:\n  - id: tap\n    sink: " << tap
         << "\n    log-queries: on\n    log-responses: on\n"
            "template:\n  - id: default\n    storage: "
-        << dir.path.string()
+        << dir.path()
         << "\n    global-module: mod-dnstap/tap\n"
            "zone:\n  - domain: example\n    file: example.zone\n";
     proc_ = std::make_unique<Child>(std::vector<std::string>{"knotd", "-c", dir.file("knot.conf")},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "tests/support/temp_dir.h"
 #include "tools/rehearse/trace.h"
 
 namespace hg::rehearse::test {
@@ -205,19 +206,7 @@ inline void write_file(const std::string& path, const Bytes& b) {
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-/// A fresh temporary directory for one test, removed by the destructor.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/hg-trace-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using TempDir = hg::test::TempDir;
 
 /// Reads every event (copying messages); stops at End or Bad.
 struct ReadAll {

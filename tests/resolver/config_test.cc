@@ -15,10 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace hg::resolver {
 namespace {
 
 using namespace std::chrono_literals;
+using test::TempDir;
 using ::testing::HasSubstr;
 
 Endpoint ep(std::string_view text) {
@@ -26,32 +29,6 @@ Endpoint ep(std::string_view text) {
   EXPECT_TRUE(e.has_value()) << text;
   return e.value_or(Endpoint{});
 }
-
-// A scratch directory for config and resolv.conf files, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "hg_config_XXXXXX";
-    path_ = mkdtemp(tmpl.data()) ? tmpl : std::string();
-    EXPECT_FALSE(path_.empty());
-  }
-  ~TempDir() {
-    for (const auto& f : files_)
-      unlink(f.c_str());
-    rmdir(path_.c_str());
-  }
-  std::string write(const std::string& name, std::string_view contents) {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << contents;
-    files_.push_back(p);
-    return p;
-  }
-  std::string path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
 
 ParseOptions no_local_addresses() {
   ParseOptions o;
@@ -380,7 +357,7 @@ TEST(ParseConfig, UpstreamFlagBeatsUpstreamFile) {
 
 TEST(ParseConfig, UnreadableUpstreamFileNamesFlagPathAndFix) {
   TempDir dir;
-  std::string missing = dir.path("nope.conf");
+  std::string missing = dir.file("nope.conf");
   ConfigExit e = fails(parse({"--upstream-file", missing}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--upstream-file \"" + missing + "\""));
@@ -469,7 +446,7 @@ TEST(ParseConfig, CacheSaveIntervalTakesSecondsAndZeroTurnsItOff) {
   }
   // --check-config's TOML carries it with the cache file, and reads back the same.
   TempDir dir;
-  Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-file", dir.path("cache"),
+  Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-file", dir.file("cache"),
                        "--cache-save-interval", "2m"}));
   const std::string text = to_toml(c);
   EXPECT_THAT(text, HasSubstr("cache-save-interval = 120\n"));
@@ -569,9 +546,9 @@ TEST(ParseConfigFile, SyntaxErrorNamesTheLine) {
 
 TEST(ParseConfigFile, MissingFileIsAnError) {
   TempDir dir;
-  ConfigExit e = fails(parse({"--config", dir.path("absent.toml")}));
+  ConfigExit e = fails(parse({"--config", dir.file("absent.toml")}));
   EXPECT_EQ(e.exit_code, 2);
-  EXPECT_THAT(e.message, HasSubstr(dir.path("absent.toml")));
+  EXPECT_THAT(e.message, HasSubstr(dir.file("absent.toml")));
 }
 
 TEST(ConfigToToml, ReadsBackToTheSameConfig) {

@@ -19,6 +19,7 @@
 
 #include "cache/key.h"
 #include "tests/resolver/cached_answers.h"
+#include "tests/support/temp_dir.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -80,15 +81,10 @@ std::optional<std::size_t> reply_end(const std::string& s, std::size_t from) {
 class ControlTest : public ::testing::Test {
  protected:
   ControlTest() : loop_(EventLoop::Options{.clock = [this] { return now_; }}), shared_(Config{}) {
-    char tmpl[] = "/tmp/hg-control-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/control";
+    path_ = dir_.file("control");
     loop_.run_once(Millis{0});
   }
-  ~ControlTest() override {
-    control_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  ~ControlTest() override { control_.reset(); }
 
   void open() {
     auto c = Control::open(loop_, shared_, path_);
@@ -139,7 +135,7 @@ class ControlTest : public ::testing::Test {
   MonoTime now_{Millis{50'000'000}};
   EventLoop loop_;
   Shared shared_;
-  std::string dir_;
+  test::TempDir dir_{"hg-control-test"};
   std::string path_;
   std::unique_ptr<Control> control_;
 };
@@ -361,7 +357,7 @@ TEST_F(ControlTest, RefusesToReplaceAFileThatIsNotASocket) {
 }
 
 TEST_F(ControlTest, MissingDirectoryIsAClearStartError) {
-  auto c = Control::open(loop_, shared_, dir_ + "/no/such/dir/control");
+  auto c = Control::open(loop_, shared_, dir_.file("no/such/dir/control"));
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().find("does its directory exist?"), std::string::npos) << c.error();
 }

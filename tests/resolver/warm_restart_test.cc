@@ -15,6 +15,7 @@
 
 #include "cache/key.h"
 #include "tests/resolver/cached_answers.h"
+#include "tests/support/temp_dir.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 #include "wire/reader.h"
@@ -28,16 +29,10 @@ using wire::test::PacketBuilder;
 class PeriodicSaverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hg-saver-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    config_.cache_file = dir_ + "/cache";
+    config_.cache_file = dir_.file("cache");
     shared_ = std::make_unique<Shared>(config_);
   }
-  void TearDown() override {
-    shared_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { shared_.reset(); }
   void insert_a(std::string_view name) {
     // The saver stamps files with the real clocks: insert at the real monotonic now.
     cache_answer(shared_->cache, name, a_response(name),
@@ -51,7 +46,7 @@ class PeriodicSaverTest : public ::testing::Test {
     return base::load_u32(f.data() + 12);
   }
 
-  std::string dir_;
+  test::TempDir dir_{"hg-saver"};
   Config config_;
   std::unique_ptr<Shared> shared_;
 };
@@ -86,15 +81,15 @@ TEST_F(PeriodicSaverTest, SavesOnlyWhatChangedSinceTheLastSave) {
 TEST_F(PeriodicSaverTest, AFailedSaveWritesNothingAndIsTriedAgain) {
   PeriodicSaver saver(*shared_, std::chrono::hours{1});
   const std::string real = config_.cache_file;
-  shared_->config.cache_file = dir_ + "/missing/cache";
+  shared_->config.cache_file = dir_.file("missing/cache");
   insert_a("www.example.com");
   EXPECT_FALSE(saver.save_if_changed());
   EXPECT_EQ(saver.saves(), 0u);
   // The directory appears: the next tick saves the change it could not save before.
-  std::filesystem::create_directory(dir_ + "/missing");
+  std::filesystem::create_directory(dir_.file("missing"));
   EXPECT_TRUE(saver.save_if_changed());
   EXPECT_EQ(saver.saves(), 1u);
-  EXPECT_TRUE(std::filesystem::exists(dir_ + "/missing/cache"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.file("missing/cache")));
 }
 
 }  // namespace

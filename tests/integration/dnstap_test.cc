@@ -27,6 +27,7 @@
 #include "tests/support/child.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -39,20 +40,6 @@ using test::FakeReply;
 std::string run(const std::string& cmd) {
   return run_command(cmd).output;
 }
-
-// A scratch directory, removed with its files afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    char tmpl[] = "/tmp/hg-dnstap-XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() { run("rm -rf '" + path_ + "'"); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // One line of `dnstap-ldns -r`: "DATE TIME CQ 127.0.0.1 UDP 56b "name." IN A".
 struct TapLine {
@@ -105,7 +92,7 @@ class Dnstap : public DaemonTest {
     ASSERT_TRUE(code.has_value()) << daemon_->output();
     EXPECT_EQ(*code, 0) << daemon_->output();
   }
-  ScratchDir dir_;
+  test::TempDir dir_{"hg-dnstap"};
 };
 
 TEST_F(Dnstap, FileHoldsEveryClientQueryAndUpstreamTrafficForMissesOnly) {

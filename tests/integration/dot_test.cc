@@ -46,6 +46,7 @@
 #include "tests/support/fake_upstream.h"
 #include "tests/support/ports.h"
 #include "tests/support/requires.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -134,25 +135,19 @@ class Unbound {
  public:
   Unbound(const char* ip, std::string cert, uint16_t forward_to = 0)
       : ip_(ip), cert_(std::move(cert)), forward_to_(forward_to) {
-    char tmpl[] = "/tmp/hg-dot-unbound-XXXXXX";
-    dir_ = mkdtemp(tmpl);
     tls_port_ = free_port(ip);
     plain_port_ = free_port(ip);
   }
-  ~Unbound() {
-    child_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~Unbound() { child_.reset(); }
   // Starts it and waits (bounded) until its plain port answers; false with the log if not.
   bool start(const std::string& extra = "") {
-    const std::string conf = dir_ + "/unbound.conf";
+    const std::string conf = dir_.file("unbound.conf");
     std::string c =
         "server:\n  interface: " + ip_ + "@" + std::to_string(tls_port_) + "\n  interface: " + ip_ +
         "@" + std::to_string(plain_port_) + "\n  tls-port: " + std::to_string(tls_port_) +
         "\n  tls-service-key: \"" + pki()->key(cert_) + "\"\n  tls-service-pem: \"" +
         pki()->pem(cert_) +
-        "\"\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + dir_ +
+        "\"\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + dir_.path() +
         "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
         "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
         "  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n"
@@ -164,7 +159,7 @@ class Unbound {
       c += "forward-zone:\n  name: \"fw.test.\"\n  forward-addr: 127.0.0.1@" +
            std::to_string(forward_to_) + "\n";
     write_file(conf, c);
-    log_ = dir_ + "/unbound.log";
+    log_ = dir_.file("unbound.log");
     child_ = std::make_unique<Child>(std::vector<std::string>{"unbound", "-d", "-c", conf}, log_);
     const bool up = eventually([&] {
       if (!child_->running()) return true;
@@ -188,7 +183,9 @@ class Unbound {
   std::string log() const { return read_file(log_); }
 
  private:
-  std::string ip_, cert_, dir_, log_;
+  std::string ip_, cert_;
+  test::TempDir dir_{"hg-dot-unbound"};
+  std::string log_;
   uint16_t forward_to_ = 0, tls_port_ = 0, plain_port_ = 0;
   std::unique_ptr<Child> child_;
 };
@@ -197,10 +194,8 @@ class Unbound {
 class Capture {
  public:
   explicit Capture(const std::string& filter) {
-    char tmpl[] = "/tmp/hg-dot-pcap-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    file_ = dir_ + "/lo.pcap";
-    log_ = dir_ + "/tcpdump.log";
+    file_ = dir_.file("lo.pcap");
+    log_ = dir_.file("tcpdump.log");
     child_ = std::make_unique<Child>(
         std::vector<std::string>{"tcpdump", "-i", "lo", "-n", "--immediate-mode", "-U", "-Z",
                                  "root", "-s", "0", "-w", file_, filter},
@@ -209,11 +204,7 @@ class Capture {
                         Millis{5000}) &&
              child_->running();
   }
-  ~Capture() {
-    child_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~Capture() { child_.reset(); }
   bool ready() const { return ready_; }
   std::string why() const { return read_file(log_); }
 
@@ -266,7 +257,8 @@ class Capture {
   }
 
  private:
-  std::string dir_, file_, log_;
+  test::TempDir dir_{"hg-dot-pcap"};
+  std::string file_, log_;
   std::unique_ptr<Child> child_;
   bool ready_ = false;
 };
@@ -316,7 +308,7 @@ class Dot : public ::testing::Test {
         std::vector<std::string>{"openssl", "s_server", "-quiet", "-accept",
                                  "127.0.0.1:" + std::to_string(port), "-cert", pki()->pem("server"),
                                  "-key", pki()->key("server")},
-        dir_ + "/s_server.log", Child::Options{.open_stdin = true});
+        dir_.file("s_server.log"), Child::Options{.open_stdin = true});
     const bool up = eventually([&] {
       return run_command("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + "'", 5)
                  .exit_code == 0;
@@ -327,15 +319,9 @@ class Dot : public ::testing::Test {
     if (pki() == nullptr) GTEST_SKIP() << "the openssl command could not make the certificates";
     if (run_command("which unbound", 5).exit_code != 0)
       HG_SKIP_UNLESS_CI("unbound is not installed");
-    char tmpl[] = "/tmp/hg-dot-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    socket_ = dir_ + "/control";
+    socket_ = dir_.file("control");
   }
-  void TearDown() override {
-    daemon_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { daemon_.reset(); }
   void start(std::vector<std::string> args) {
     args.insert(args.end(), {"--control", socket_, "--tls-ca-file", pki()->ca});
     daemon_ = Daemon::start(args);
@@ -368,7 +354,8 @@ class Dot : public ::testing::Test {
     return good;
   }
 
-  std::string dir_, socket_;
+  test::TempDir dir_{"hg-dot"};
+  std::string socket_;
   std::unique_ptr<Daemon> daemon_;
 };
 
@@ -598,7 +585,7 @@ TEST_F(Dot, DnstapRecordsTheForwarderMessagesAsDot) {
   // (tests/dnstap_reference/reference_decoder.h).
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
-  const std::string tap = dir_ + "/tap.fstrm";
+  const std::string tap = dir_.file("tap.fstrm");
   start({"--upstream", ub.spec(), "--dnstap", tap});
   ASSERT_TRUE(ask("tapped-" + random_label(6) + ".lz.test"));
   ASSERT_TRUE(daemon_->signal(SIGTERM));
@@ -681,7 +668,7 @@ TEST_F(Dot, AServerThatStallsMidStreamDoesNotStallAnotherServer) {
   // reads the queries and never answers: a server stalled mid-stream.
   const uint16_t stall_port = free_port("127.0.0.1");
   auto stalled = start_stalled_server(stall_port);
-  ASSERT_TRUE(stalled) << read_file(dir_ + "/s_server.log");
+  ASSERT_TRUE(stalled) << read_file(dir_.file("s_server.log"));
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
   start({"--upstream", ub.spec(), "--forward",
@@ -721,7 +708,7 @@ TEST_F(Dot, AStalledFirstServerOfTheListLosesItsQueriesToTheNextOne) {
   // connection, but its timeouts make it suspect and the queries go to Unbound; none fails.
   const uint16_t stall_port = free_port("127.0.0.1");
   auto stalled = start_stalled_server(stall_port);
-  ASSERT_TRUE(stalled) << read_file(dir_ + "/s_server.log");
+  ASSERT_TRUE(stalled) << read_file(dir_.file("s_server.log"));
   Unbound ub("127.0.0.1", "server");
   ASSERT_TRUE(ub.start());
   start({"--upstream", "tls://127.0.0.1:" + std::to_string(stall_port) + "#dns.test", "--upstream",
@@ -743,7 +730,7 @@ TEST_F(Dot, QueriesOnAConnectionThatDiesAreWrittenOnANewOneThenFail) {
   // openssl s_server takes the queries and prints them (decrypted) without answering; when its
   // stdin ends it closes the connection, and every later one right after the handshake.
   const uint16_t port = free_port("127.0.0.1");
-  const std::string log = dir_ + "/s_server.log";
+  const std::string log = dir_.file("s_server.log");
   Child server({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port),
                 "-cert", pki()->pem("server"), "-key", pki()->key("server")},
                log, {.open_stdin = true});

@@ -15,6 +15,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -31,10 +32,8 @@ class NotifySocket {
     std::string text;
   };
   NotifySocket() {
-    char tmpl[] = "/tmp/hg-notify-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return;
-    dir_ = tmpl;
-    path_ = dir_ + "/notify";
+    if (dir_.path().empty()) return;
+    path_ = dir_.file("notify");
     fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_un sun{};
     sun.sun_family = AF_UNIX;
@@ -46,7 +45,6 @@ class NotifySocket {
   }
   ~NotifySocket() {
     if (fd_ >= 0) ::close(fd_);
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   bool ok() const { return fd_ >= 0; }
   std::string env() const { return "NOTIFY_SOCKET=" + path_; }
@@ -85,7 +83,8 @@ class NotifySocket {
   const std::vector<Message>& log() const { return log_; }
 
  private:
-  std::string dir_, path_;
+  test::TempDir dir_{"hg-notify"};
+  std::string path_;
   int fd_ = -1;
   std::vector<Message> log_;
 };

@@ -24,6 +24,7 @@
 #include "tests/support/fake_upstream.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/requires.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -203,12 +204,10 @@ TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
 TEST(Threads, TwoWorkersRecordDnstapWhileSighupReopensTheFile) {
   FakeUpstream upstream;
   upstream.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.9")}));
-  char dir_tmpl[] = "/tmp/hg-tdnstap-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_tmpl), nullptr);
-  const std::string dir = dir_tmpl;
-  const std::string file = dir + "/threads.dnstap";
-  const std::string rotated = dir + "/threads.dnstap.1";
-  const std::string sock = dir + "/ctl";
+  const test::TempDir dir("hg-tdnstap");
+  const std::string file = dir.file("threads.dnstap");
+  const std::string rotated = dir.file("threads.dnstap.1");
+  const std::string sock = dir.file("ctl");
   auto d = Daemon::start(
       {"--upstream", upstream.address(), "--threads", "2", "--dnstap", file, "--control", sock});
   ASSERT_TRUE(d->ready()) << d->output();
@@ -234,9 +233,6 @@ TEST(Threads, TwoWorkersRecordDnstapWhileSighupReopensTheFile) {
   EXPECT_GE(before, 0) << "the rotated file is whole, START to STOP";
   EXPECT_GE(after, 0) << "the new file is whole, START to STOP";
   EXPECT_GE(before + after + dropped, 2 * kClients * kPerClient);
-  std::remove(rotated.c_str());
-  std::remove(file.c_str());
-  ::rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include "tests/support/child.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/ports.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::integration {
 namespace {
@@ -57,9 +58,7 @@ class Resolver {
 class Hourglass : public Resolver {
  public:
   explicit Hourglass(const std::vector<const FakeUpstream*>& ups) {
-    char tmpl[] = "/tmp/hg-scen-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    std::vector<std::string> args{"--control", dir_ + "/control"};
+    std::vector<std::string> args{"--control", dir_.file("control")};
     for (const auto* u : ups) {
       args.push_back("--upstream");
       args.push_back(u->address());
@@ -68,32 +67,29 @@ class Hourglass : public Resolver {
   }
   ~Hourglass() override {
     // What hourglass-ctl upstreams says at the end of the scenario.
-    const std::string cmd =
-        "timeout 20 " HOURGLASS_CTL " --socket '" + dir_ + "/control' upstreams | sed 's/^/    /'";
+    const std::string cmd = "timeout 20 " HOURGLASS_CTL " --socket '" + dir_.file("control") +
+                            "' upstreams | sed 's/^/    /'";
     std::fflush(stdout);
     if (std::system(cmd.c_str()) != 0) std::printf("    (hourglass-ctl failed)\n");
     d_.reset();
-    std::filesystem::remove_all(dir_);
   }
   uint16_t port() const override { return d_->port(); }
   bool ready() const override { return d_->ready(); }
 
  private:
-  std::string dir_;
+  test::TempDir dir_{"hg-scen"};
   std::unique_ptr<Daemon> d_;
 };
 
 class Unbound : public Resolver {
  public:
   Unbound(const std::vector<const FakeUpstream*>& ups, bool caps) {
-    char tmpl[] = "/tmp/hg-unbound-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     port_ = free_port();
-    std::ofstream conf(dir_ + "/unbound.conf");
+    std::ofstream conf(dir_.file("unbound.conf"));
     conf << "server:\n  interface: 127.0.0.1\n  port: " << port_
          << "\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  username: \"\"\n"
             "  chroot: \"\"\n  directory: \""
-         << dir_
+         << dir_.path()
          << "\"\n  pidfile: \"\"\n  num-threads: 1\n  verbosity: 0\n"
             "  do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n"
             "  module-config: \"iterator\"\n  local-zone: \"test.\" nodefault\n"
@@ -104,8 +100,8 @@ class Unbound : public Resolver {
       conf << "  forward-addr: 127.0.0.1@" << u->port() << "\n";
     conf.close();
     child_ = std::make_unique<test::Child>(
-        std::vector<std::string>{"unbound", "-d", "-c", dir_ + "/unbound.conf"},
-        dir_ + "/unbound.log");
+        std::vector<std::string>{"unbound", "-d", "-c", dir_.file("unbound.conf")},
+        dir_.file("unbound.log"));
     // Ready when it answers version.server CH TXT (from itself, no upstream involved).
     for (int i = 0; i < 100 && !ready_; ++i) {
       auto a = udp_query(port_, build_query({.name = "version.server", .type = 16, .klass = 3}),
@@ -115,13 +111,12 @@ class Unbound : public Resolver {
   }
   ~Unbound() override {
     child_.reset();  // stopped by its PID (bounded, then SIGKILL) before its directory goes
-    std::filesystem::remove_all(dir_);
   }
   uint16_t port() const override { return port_; }
   bool ready() const override { return ready_; }
 
  private:
-  std::string dir_;
+  test::TempDir dir_{"hg-unbound"};
   uint16_t port_ = 0;
   std::unique_ptr<test::Child> child_;
   bool ready_ = false;

@@ -13,6 +13,7 @@
 
 #include "resolver/config.h"
 #include "resolver/tap/dnstap_writer.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::resolver {
 namespace {
@@ -21,21 +22,8 @@ using ::testing::HasSubstr;
 
 class DnstapConfig : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "hg_dnstap_cfg_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (const auto& f : files_)
-      unlink(f.c_str());
-    rmdir(dir_.c_str());
-  }
   std::string file(const std::string& name, std::string_view contents) {
-    const std::string p = dir_ + "/" + name;
-    std::ofstream(p) << contents;
-    files_.push_back(p);
-    return p;
+    return dir_.write(name, contents);
   }
 
   static std::variant<Config, ConfigExit> parse(std::vector<std::string> args) {
@@ -59,8 +47,7 @@ class DnstapConfig : public ::testing::Test {
     return e->message;
   }
 
-  std::string dir_;
-  std::vector<std::string> files_;
+  test::TempDir dir_{"hg-dnstap-cfg"};
 };
 
 TEST_F(DnstapConfig, OffByDefault) {
@@ -72,7 +59,7 @@ TEST_F(DnstapConfig, OffByDefault) {
 }
 
 TEST_F(DnstapConfig, FlagsAreStored) {
-  const std::string path = dir_ + "/out.dnstap";
+  const std::string path = dir_.file("out.dnstap");
   auto r = parse({"--dnstap", path, "--dnstap-identity", "ns1.example"});
   ASSERT_TRUE(std::holds_alternative<Config>(r));
   const Config& c = std::get<Config>(r);
@@ -81,9 +68,9 @@ TEST_F(DnstapConfig, FlagsAreStored) {
   EXPECT_TRUE(c.dnstap_from_cli);
   EXPECT_TRUE(c.dnstap_identity_from_cli);
 
-  auto u = parse({"--dnstap", "unix:" + dir_ + "/tap.sock"});
+  auto u = parse({"--dnstap", "unix:" + dir_.file("tap.sock")});
   ASSERT_TRUE(std::holds_alternative<Config>(u));
-  EXPECT_EQ(std::get<Config>(u).dnstap, "unix:" + dir_ + "/tap.sock");
+  EXPECT_EQ(std::get<Config>(u).dnstap, "unix:" + dir_.file("tap.sock"));
 }
 
 TEST_F(DnstapConfig, BadValuesNameTheFlagAndWhatIsAllowed) {
@@ -95,7 +82,7 @@ TEST_F(DnstapConfig, BadValuesNameTheFlagAndWhatIsAllowed) {
   EXPECT_THAT(e, HasSubstr("--dnstap \"/nonexistent-hg-dir/out.dnstap\""));
   EXPECT_THAT(e, HasSubstr("the directory \"/nonexistent-hg-dir\" does not exist"));
 
-  e = error({"--dnstap", dir_});
+  e = error({"--dnstap", dir_.path()});
   EXPECT_THAT(e, HasSubstr("this is a directory"));
 
   e = error({"--dnstap", "unix:"});
@@ -112,7 +99,7 @@ TEST_F(DnstapConfig, BadValuesNameTheFlagAndWhatIsAllowed) {
 }
 
 TEST_F(DnstapConfig, TomlKeysAndRoundTrip) {
-  const std::string out = dir_ + "/from-file.dnstap";
+  const std::string out = dir_.file("from-file.dnstap");
   const std::string cfg =
       file("hg.toml", "dnstap = \"" + out + "\"\ndnstap-identity = \"resolver-7\"\n");
   auto r = parse({"--config", cfg});
@@ -137,8 +124,8 @@ TEST_F(DnstapConfig, TomlKeysAndRoundTrip) {
 }
 
 TEST_F(DnstapConfig, RereadTakesTheFileButKeepsCommandLineValues) {
-  const std::string a = dir_ + "/a.dnstap";
-  const std::string b = dir_ + "/b.dnstap";
+  const std::string a = dir_.file("a.dnstap");
+  const std::string b = dir_.file("b.dnstap");
   const std::string cfg = file("hg.toml", "dnstap = \"" + a + "\"\ndnstap-identity = \"one\"\n");
   auto r = parse({"--config", cfg, "--dnstap-identity", "cli-name"});
   ASSERT_TRUE(std::holds_alternative<Config>(r));
@@ -167,7 +154,7 @@ TEST_F(DnstapConfig, RereadTakesTheFileButKeepsCommandLineValues) {
 // SIGHUP re-reads the dnstap keys only: a bad value elsewhere in the file is the problem of
 // the setting it belongs to (reported by its own reload), not a dnstap problem.
 TEST_F(DnstapConfig, RereadIgnoresABadValueOfAnotherKey) {
-  const std::string a = dir_ + "/a.dnstap";
+  const std::string a = dir_.file("a.dnstap");
   const std::string cfg = file("hg.toml", "dnstap = \"" + a + "\"\n");
   auto r = parse({"--config", cfg});
   ASSERT_TRUE(std::holds_alternative<Config>(r));
@@ -187,8 +174,7 @@ TEST_F(DnstapConfig, RereadIgnoresABadValueOfAnotherKey) {
 TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
   DnstapCounters counters;
   DnstapWriter::Options o;
-  o.target = dir_ + "/new.dnstap";
-  files_.push_back(o.target);
+  o.target = dir_.file("new.dnstap");
   const mode_t old_mask = ::umask(0);
   {
     auto w = DnstapWriter::open(o, counters);
@@ -210,8 +196,7 @@ TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
   }
 
   const std::string victim = file("victim", "precious");
-  const std::string link = dir_ + "/link.dnstap";
-  files_.push_back(link);
+  const std::string link = dir_.file("link.dnstap");
   ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
   o.target = link;
   auto w = DnstapWriter::open(o, counters);
@@ -222,8 +207,7 @@ TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
   std::getline(in, text);
   EXPECT_EQ(text, "precious");
 
-  const std::string fifo = dir_ + "/fifo.dnstap";
-  files_.push_back(fifo);
+  const std::string fifo = dir_.file("fifo.dnstap");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   o.target = fifo;
   auto f = DnstapWriter::open(o, counters);  // returns at once: O_NONBLOCK, no reader
@@ -234,7 +218,7 @@ TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
 TEST_F(DnstapConfig, WriterReportsAFileItCannotCreate) {
   DnstapCounters counters;
   DnstapWriter::Options o;
-  o.target = dir_ + "/no-such-dir/x.dnstap";
+  o.target = dir_.file("no-such-dir/x.dnstap");
   auto w = DnstapWriter::open(o, counters);
   ASSERT_FALSE(w);
   EXPECT_THAT(w.error(), HasSubstr("--dnstap \"" + o.target + "\": cannot create the file"));

@@ -16,6 +16,7 @@
 #include "base/bytes.h"
 #include "dnstap/codec.h"
 #include "resolver/tap/dnstap_writer.h"
+#include "tests/support/temp_dir.h"
 
 namespace hg::resolver {
 namespace {
@@ -68,9 +69,8 @@ FrameFile read_frames(const std::string& path) {
 }
 
 TEST(DnstapWriter, FileHoldsEveryFrameWholeAndInOrder) {
-  std::string dir = ::testing::TempDir() + "hg_dnstap_writer_XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  const std::string path = dir + "/out.dnstap";
+  const test::TempDir dir("hg-dnstap-writer");
+  const std::string path = dir.file("out.dnstap");
 
   // Queries of 0..699 bytes (several to a batch), then three answers of 70,000 bytes: each
   // larger than a batch.
@@ -123,17 +123,14 @@ TEST(DnstapWriter, FileHoldsEveryFrameWholeAndInOrder) {
     EXPECT_TRUE(std::equal(got.begin(), got.end(), sent[i].begin(), sent[i].end()))
         << "frame " << i;
   }
-  unlink(path.c_str());
-  rmdir(dir.c_str());
 }
 
 // Two workers' queues, each flushed at its own moments (as each worker does at the end of its
 // loop iterations), with frames larger than a batch among them: per queue, every frame in the
 // order written; the counters count frames, not batches.
 TEST(DnstapWriter, EachQueueKeepsItsOrderAcrossFlushesAndLargeFrames) {
-  std::string dir = ::testing::TempDir() + "hg_dnstap_writer_XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  const std::string path = dir + "/two.dnstap";
+  const test::TempDir dir("hg-dnstap-writer");
+  const std::string path = dir.file("two.dnstap");
 
   constexpr uint32_t kPerQueue = 3000;
   auto size_of = [](uint32_t i) -> std::size_t {
@@ -187,8 +184,6 @@ TEST(DnstapWriter, EachQueueKeepsItsOrderAcrossFlushesAndLargeFrames) {
   }
   EXPECT_EQ(next[0], kPerQueue);
   EXPECT_EQ(next[1], kPerQueue);
-  unlink(path.c_str());
-  rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SystemdNotifier: which environments enable it and its watchdog, datagrams on a socket the
 // test owns; and the watchdog's heartbeat check.
 #include "resolver/ops/systemd.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -67,9 +68,8 @@ std::string receive(int fd) {
 }
 
 TEST(SystemdNotifier, SendsOneDatagramToAPathSocket) {
-  char dir[] = "/tmp/hg-sdtest-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/notify";
+  const test::TempDir dir("hg-sdtest");
+  const std::string path = dir.file("notify");
   const int fd = bind_receiver(path);
   ASSERT_GE(fd, 0);
   const auto n = SystemdNotifier::from_values(path.c_str(), nullptr, nullptr, ::getpid());
@@ -78,7 +78,6 @@ TEST(SystemdNotifier, SendsOneDatagramToAPathSocket) {
   EXPECT_EQ(receive(fd), "READY=1\nSTATUS=serving");
   ::close(fd);
   ::unlink(path.c_str());
-  ::rmdir(dir);
   // The manager went away: the send fails, quietly.
   EXPECT_FALSE(n.send("WATCHDOG=1"));
 }

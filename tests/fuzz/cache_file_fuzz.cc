@@ -32,6 +32,7 @@
 #include "base/crc32c.h"
 #include "cache/cache.h"
 #include "cache/persist.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "wire/message.h"
 #include "wire/reader.h"
 
@@ -44,12 +45,7 @@ using persist::LoadReport;
 const Time kNow{Seconds{1'000'000}};
 const persist::WallTime kWallNow{Millis{1'780'000'000'000}};
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "cache_file_fuzz: property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 CacheSettings settings() {
   CacheSettings s;

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "wire/message.h"
 #include "wire/name.h"
 #include "wire/owned.h"
@@ -38,12 +39,7 @@ namespace {
 
 using namespace hg::wire;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "message_fuzz: property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 void check_name_text(std::span<const uint8_t> data) {
   if (data.size() > 1024) return;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "tools/rehearse/project.h"
 #include "tools/rehearse/trace.h"
 
@@ -18,12 +19,7 @@ namespace {
 
 using namespace hg::rehearse;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "project_fuzz: property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 void check_rate(const Rate& r) {
   check(std::isfinite(r.mid) && std::isfinite(r.lo) && std::isfinite(r.hi), "finite");

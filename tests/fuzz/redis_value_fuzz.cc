@@ -29,6 +29,7 @@
 #include "cache/key.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/redis_value.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "wire/message.h"
 #include "wire/name.h"
 
@@ -37,12 +38,7 @@ namespace {
 using namespace hg;
 using namespace hg::resolver::fleet;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 cache::CacheKey fixed_key() {
   auto n = wire::Name::from_text("www.example.com.");

@@ -15,18 +15,14 @@
 #include <span>
 #include <string>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "tools/rehearse/trace.h"
 
 namespace {
 
 using namespace hg::rehearse;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "trace_fuzz: property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 uint64_t read_through(std::span<const uint8_t> in, bool skip_bad) {
   TraceOptions opt;

@@ -24,17 +24,13 @@
 #include <vector>
 
 #include "resolver/upstream/upstream_wire.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
 namespace uw = hg::resolver::upstream_wire;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "upstream_wire_fuzz: property violated: %s\n", what);
-    std::abort();
-  }
-}
+using hg::fuzz::check;
 
 // The reference for property 5: the letters of the labels, each to the case of its bit.
 void reference_case(std::span<uint8_t> name, const uw::CaseBits& bits) {

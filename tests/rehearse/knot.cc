@@ -65,27 +65,12 @@ RunResult rehearse(const std::string& args, int timeout_seconds) {
   return run(rehearse_path() + " " + args, timeout_seconds);
 }
 
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      o += "'\\''";
-    } else {
-      o += c;
-    }
-  }
-  return o + "'";
-}
-
-}  // namespace
-
 std::string json_get(const std::string& path, const std::string& expr) {
   const std::string script =
       "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))";
-  auto r = run(
-      "python3 -c " + shell_quote(script) + " " + shell_quote(path) + " " + shell_quote(expr), 20);
+  auto r = run("python3 -c " + test::shell_quote(script) + " " + test::shell_quote(path) + " " +
+                   test::shell_quote(expr),
+               20);
   if (r.exit_code != 0) return "ERROR: " + r.output;
   while (!r.output.empty() && r.output.back() == '\n')
     r.output.pop_back();

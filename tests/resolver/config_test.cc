@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/resolver/parse_args.h"
 #include "tests/support/temp_dir.h"
 
 namespace hg::resolver {
@@ -28,22 +29,6 @@ Endpoint ep(std::string_view text) {
   auto e = parse_endpoint(text, 53);
   EXPECT_TRUE(e.has_value()) << text;
   return e.value_or(Endpoint{});
-}
-
-ParseOptions no_local_addresses() {
-  ParseOptions o;
-  o.local_addresses = std::vector<Endpoint>{};
-  return o;
-}
-
-std::variant<Config, ConfigExit> parse(std::initializer_list<std::string> args,
-                                       const ParseOptions& options = no_local_addresses()) {
-  std::vector<std::string> storage = {"hourglassd"};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& s : storage)
-    argv.push_back(s.c_str());
-  return parse_config(static_cast<int>(argv.size()), argv.data(), options);
 }
 
 Config ok(const std::variant<Config, ConfigExit>& r) {
@@ -63,7 +48,7 @@ ConfigExit fails(const std::variant<Config, ConfigExit>& r) {
 // --- defaults and flags ----------------------------------------------------------------------
 
 TEST(ParseConfig, DefaultsMatchTheDesign) {
-  Config c = ok(parse({"--upstream", "192.0.2.1"}));
+  Config c = ok(parse_args({"--upstream", "192.0.2.1"}));
   ASSERT_EQ(c.listen.size(), 1u);
   EXPECT_EQ(c.listen[0], ep("127.0.0.1:53"));
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1:53")});
@@ -89,46 +74,46 @@ TEST(ParseConfig, DefaultsMatchTheDesign) {
 }
 
 TEST(ParseConfig, EveryFlagIsStored) {
-  Config c = ok(parse({"--listen",
-                       "127.0.0.1:5353",
-                       "--listen",
-                       "[::1]:5353",
-                       "--upstream",
-                       "192.0.2.1",
-                       "--upstream",
-                       "[2001:db8::1]:5300",
-                       "--cache-size",
-                       "1GiB",
-                       "--cache-min-ttl",
-                       "60",
-                       "--cache-max-ttl",
-                       "1d",
-                       "--negative-max-ttl",
-                       "5m",
-                       "--stale-max",
-                       "0",
-                       "--stale-ttl",
-                       "10s",
-                       "--client-timeout",
-                       "2s",
-                       "--upstream-timeout",
-                       "2500",
-                       "--allow",
-                       "10.0.0.0/8",
-                       "--allow",
-                       "2001:db8::/32",
-                       "--ttl-cap",
-                       "shop.example.com=60",
-                       "--ttl-cap",
-                       "example.org.=1h",
-                       "--threads",
-                       "4",
-                       "--log-queries",
-                       "--check-config",
-                       "--control",
-                       "/run/hourglass.sock",
-                       "--metrics",
-                       "127.0.0.1:9153"}));
+  Config c = ok(parse_args({"--listen",
+                            "127.0.0.1:5353",
+                            "--listen",
+                            "[::1]:5353",
+                            "--upstream",
+                            "192.0.2.1",
+                            "--upstream",
+                            "[2001:db8::1]:5300",
+                            "--cache-size",
+                            "1GiB",
+                            "--cache-min-ttl",
+                            "60",
+                            "--cache-max-ttl",
+                            "1d",
+                            "--negative-max-ttl",
+                            "5m",
+                            "--stale-max",
+                            "0",
+                            "--stale-ttl",
+                            "10s",
+                            "--client-timeout",
+                            "2s",
+                            "--upstream-timeout",
+                            "2500",
+                            "--allow",
+                            "10.0.0.0/8",
+                            "--allow",
+                            "2001:db8::/32",
+                            "--ttl-cap",
+                            "shop.example.com=60",
+                            "--ttl-cap",
+                            "example.org.=1h",
+                            "--threads",
+                            "4",
+                            "--log-queries",
+                            "--check-config",
+                            "--control",
+                            "/run/hourglass.sock",
+                            "--metrics",
+                            "127.0.0.1:9153"}));
   EXPECT_EQ(c.listen, (std::vector<Endpoint>{ep("127.0.0.1:5353"), ep("[::1]:5353")}));
   EXPECT_EQ(c.upstreams, (std::vector<Endpoint>{ep("192.0.2.1:53"), ep("[2001:db8::1]:5300")}));
   EXPECT_EQ(c.cache_size, uint64_t{1} << 30);
@@ -152,7 +137,7 @@ TEST(ParseConfig, EveryFlagIsStored) {
 }
 
 TEST(ParseConfig, EqualsSyntaxAndLastScalarWins) {
-  Config c = ok(parse({"--upstream=192.0.2.1", "--cache-size=1M", "--cache-size", "2M"}));
+  Config c = ok(parse_args({"--upstream=192.0.2.1", "--cache-size=1M", "--cache-size", "2M"}));
   EXPECT_EQ(c.cache_size, 2u << 20);
 }
 
@@ -164,13 +149,13 @@ TEST(ParseConfig, CacheSizeAcceptsEverySuffix) {
   for (Case k : {Case{"65536", 65536}, Case{"64K", 64u << 10}, Case{"64KiB", 64u << 10},
                  Case{"64M", 64u << 20}, Case{"64mib", 64u << 20}, Case{"2G", 2ull << 30},
                  Case{"2GiB", 2ull << 30}, Case{"100000B", 100000}}) {
-    Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-size", k.text}));
+    Config c = ok(parse_args({"--upstream", "192.0.2.1", "--cache-size", k.text}));
     EXPECT_EQ(c.cache_size, k.bytes) << k.text;
   }
 }
 
 TEST(ParseConfig, BadCacheSizeNamesFlagValueAndWhatIsAllowed) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-size", "64XB"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--cache-size", "64XB"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--cache-size \"64XB\""));
   EXPECT_THAT(e.message, HasSubstr("MiB"));
@@ -178,45 +163,48 @@ TEST(ParseConfig, BadCacheSizeNamesFlagValueAndWhatIsAllowed) {
 }
 
 TEST(ParseConfig, CacheSizeOutOfRangeIsRejected) {
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "1K"})).exit_code, 2);
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "2048G"})).exit_code, 2);
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--cache-size", "99999999999999G"})).exit_code,
-            2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--cache-size", "1K"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--cache-size", "2048G"})).exit_code, 2);
+  EXPECT_EQ(
+      fails(parse_args({"--upstream", "192.0.2.1", "--cache-size", "99999999999999G"})).exit_code,
+      2);
 }
 
 TEST(ParseConfig, TtlAboveRfc2181LimitIsRejected) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483648"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483648"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--cache-max-ttl \"2147483648\""));
   EXPECT_THAT(e.message, HasSubstr("2147483647"));
-  EXPECT_EQ(ok(parse({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483647"})).cache_max_ttl,
-            2147483647s);
+  EXPECT_EQ(
+      ok(parse_args({"--upstream", "192.0.2.1", "--cache-max-ttl", "2147483647"})).cache_max_ttl,
+      2147483647s);
 }
 
 TEST(ParseConfig, NegativeOrFractionalTtlIsRejected) {
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl=-1"})).exit_code, 2);
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl", "1.5"})).exit_code, 2);
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--stale-ttl", "30 s"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--stale-ttl=-1"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--stale-ttl", "1.5"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--stale-ttl", "30 s"})).exit_code, 2);
 }
 
 TEST(ParseConfig, MinTtlAboveMaxTtlNamesBoth) {
-  ConfigExit e =
-      fails(parse({"--upstream", "192.0.2.1", "--cache-min-ttl", "600", "--cache-max-ttl", "60"}));
+  ConfigExit e = fails(
+      parse_args({"--upstream", "192.0.2.1", "--cache-min-ttl", "600", "--cache-max-ttl", "60"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--cache-min-ttl 600"));
   EXPECT_THAT(e.message, HasSubstr("--cache-max-ttl 60"));
 }
 
 TEST(ParseConfig, TimeoutOutsideRangeIsRejected) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--client-timeout", "0"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--client-timeout", "0"}));
   EXPECT_THAT(e.message, HasSubstr("--client-timeout \"0\""));
   EXPECT_THAT(e.message, HasSubstr("1 to 60000"));
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--upstream-timeout", "61s"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--upstream-timeout", "61s"})).exit_code,
+            2);
 }
 
 TEST(ParseConfig, ClientTimeoutAboveUpstreamTimeoutIsRejected) {
-  ConfigExit e = fails(
-      parse({"--upstream", "192.0.2.1", "--client-timeout", "4000", "--upstream-timeout", "3000"}));
+  ConfigExit e = fails(parse_args(
+      {"--upstream", "192.0.2.1", "--client-timeout", "4000", "--upstream-timeout", "3000"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--client-timeout 4000"));
   EXPECT_THAT(e.message, HasSubstr("--upstream-timeout 3000"));
@@ -224,7 +212,7 @@ TEST(ParseConfig, ClientTimeoutAboveUpstreamTimeoutIsRejected) {
 
 TEST(ParseConfig, BadListenAddressIsRejected) {
   for (const char* bad : {"localhost:53", "127.0.0.1:99999", "[::1", "1.2.3:53", ""}) {
-    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--listen", bad}));
+    ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--listen", bad}));
     EXPECT_EQ(e.exit_code, 2) << bad;
     EXPECT_THAT(e.message, HasSubstr("--listen \"" + std::string(bad) + "\""));
     EXPECT_THAT(e.message, HasSubstr("[::1]:53"));
@@ -233,18 +221,18 @@ TEST(ParseConfig, BadListenAddressIsRejected) {
 
 TEST(ParseConfig, DuplicateListenAddressIsRejected) {
   ConfigExit e = fails(
-      parse({"--upstream", "192.0.2.1", "--listen", "127.0.0.1:53", "--listen", "127.0.0.1"}));
+      parse_args({"--upstream", "192.0.2.1", "--listen", "127.0.0.1:53", "--listen", "127.0.0.1"}));
   EXPECT_THAT(e.message, HasSubstr("already listed"));
 }
 
 TEST(ParseConfig, UpstreamPortZeroOrHostNameIsRejected) {
-  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1:0"})).message,
+  EXPECT_THAT(fails(parse_args({"--upstream", "192.0.2.1:0"})).message,
               HasSubstr("--upstream \"192.0.2.1:0\""));
-  EXPECT_THAT(fails(parse({"--upstream", "dns.google"})).message, HasSubstr("numeric"));
+  EXPECT_THAT(fails(parse_args({"--upstream", "dns.google"})).message, HasSubstr("numeric"));
 }
 
 TEST(ParseConfig, AllowWithHostBitsSuggestsTheNetwork) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--allow", "10.1.2.3/8"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--allow", "10.1.2.3/8"}));
   EXPECT_THAT(e.message, HasSubstr("--allow \"10.1.2.3/8\""));
   EXPECT_THAT(e.message, HasSubstr("did you mean 10.0.0.0/8"));
 }
@@ -252,24 +240,25 @@ TEST(ParseConfig, AllowWithHostBitsSuggestsTheNetwork) {
 TEST(ParseConfig, BadTtlCapsAreRejected) {
   for (const char* bad : {"example.com", "example.com=", "=60", "a..b=60", "example.com=abc",
                           "example.com=2147483648", "bad zone=60"}) {
-    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", bad}));
+    ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--ttl-cap", bad}));
     EXPECT_EQ(e.exit_code, 2) << bad;
     EXPECT_THAT(e.message, HasSubstr("--ttl-cap \"" + std::string(bad) + "\""));
     EXPECT_THAT(e.message, HasSubstr("ZONE=SECONDS"));
   }
   std::string long_label(64, 'a');
-  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", long_label + ".com=1"})).message,
-              HasSubstr("63"));
+  EXPECT_THAT(
+      fails(parse_args({"--upstream", "192.0.2.1", "--ttl-cap", long_label + ".com=1"})).message,
+      HasSubstr("63"));
 }
 
 TEST(ParseConfig, SameTtlCapZoneTwiceIsRejected) {
-  ConfigExit e = fails(parse(
+  ConfigExit e = fails(parse_args(
       {"--upstream", "192.0.2.1", "--ttl-cap", "Example.com=60", "--ttl-cap", "example.COM=30"}));
   EXPECT_THAT(e.message, HasSubstr("already has a cap"));
 }
 
 TEST(ParseConfig, RootZoneCapIsAccepted) {
-  Config c = ok(parse({"--upstream", "192.0.2.1", "--ttl-cap", ".=300"}));
+  Config c = ok(parse_args({"--upstream", "192.0.2.1", "--ttl-cap", ".=300"}));
   ASSERT_EQ(c.ttl_caps.size(), 1u);
   EXPECT_EQ(c.ttl_caps[0].zone, ".");
 }
@@ -281,44 +270,46 @@ TEST(ParseConfig, ZoneValidationHookCanRejectAZone) {
     return std::nullopt;
   };
   EXPECT_EQ(
-      ok(parse({"--upstream", "192.0.2.1", "--ttl-cap", "fine.example=5"}, o)).ttl_caps.size(), 1u);
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--ttl-cap", "forbidden.example=5"}, o));
+      ok(parse_args({"--upstream", "192.0.2.1", "--ttl-cap", "fine.example=5"}, o)).ttl_caps.size(),
+      1u);
+  ConfigExit e =
+      fails(parse_args({"--upstream", "192.0.2.1", "--ttl-cap", "forbidden.example=5"}, o));
   EXPECT_THAT(e.message, HasSubstr("this zone is forbidden"));
 }
 
 TEST(ParseConfig, ThreadsOutOfRangeIsRejected) {
-  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--threads", "0"})).message,
+  EXPECT_THAT(fails(parse_args({"--upstream", "192.0.2.1", "--threads", "0"})).message,
               HasSubstr("1 to 256"));
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--threads", "257"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--threads", "257"})).exit_code, 2);
 }
 
 TEST(ParseConfig, ControlPathLongerThanSunPathIsRejected) {
   std::string path = "/" + std::string(120, 'x');
-  EXPECT_THAT(fails(parse({"--upstream", "192.0.2.1", "--control", path})).message,
+  EXPECT_THAT(fails(parse_args({"--upstream", "192.0.2.1", "--control", path})).message,
               HasSubstr("107"));
 }
 
 TEST(ParseConfig, MetricsNeedsAPort) {
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--metrics", "127.0.0.1"})).exit_code, 2);
-  EXPECT_EQ(*ok(parse({"--upstream", "192.0.2.1", "--metrics", "[::1]:9153"})).metrics,
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--metrics", "127.0.0.1"})).exit_code, 2);
+  EXPECT_EQ(*ok(parse_args({"--upstream", "192.0.2.1", "--metrics", "[::1]:9153"})).metrics,
             ep("[::1]:9153"));
 }
 
 TEST(ParseConfig, UnknownFlagExitsTwoNamingIt) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-sise", "1M"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--cache-sise", "1M"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--cache-sise"));
   EXPECT_THAT(e.message, HasSubstr("--help"));
 }
 
 TEST(ParseConfig, MissingValueExitsTwo) {
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-size"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--cache-size"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--cache-size"));
 }
 
 TEST(ParseConfig, HelpExitsZeroListingEveryFlag) {
-  ConfigExit e = fails(parse({"--help"}));
+  ConfigExit e = fails(parse_args({"--help"}));
   EXPECT_EQ(e.exit_code, 0);
   for (const char* flag :
        {"--listen",        "--upstream",       "--upstream-file",    "--cache-size",
@@ -332,7 +323,7 @@ TEST(ParseConfig, HelpExitsZeroListingEveryFlag) {
 }
 
 TEST(ParseConfig, VersionExitsZero) {
-  ConfigExit e = fails(parse({"--version"}));
+  ConfigExit e = fails(parse_args({"--version"}));
   EXPECT_EQ(e.exit_code, 0);
   EXPECT_THAT(e.message, HasSubstr("hourglass"));
 }
@@ -342,7 +333,7 @@ TEST(ParseConfig, VersionExitsZero) {
 TEST(ParseConfig, UpstreamFileIsReadWhenNoUpstreamIsGiven) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\nnameserver 2001:db8::53\n");
-  Config c = ok(parse({"--upstream-file", rc}));
+  Config c = ok(parse_args({"--upstream-file", rc}));
   EXPECT_TRUE(c.upstreams_from_file);
   EXPECT_EQ(c.upstreams, (std::vector<Endpoint>{ep("192.0.2.53"), ep("[2001:db8::53]:53")}));
 }
@@ -350,7 +341,7 @@ TEST(ParseConfig, UpstreamFileIsReadWhenNoUpstreamIsGiven) {
 TEST(ParseConfig, UpstreamFlagBeatsUpstreamFile) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
-  Config c = ok(parse({"--upstream-file", rc, "--upstream", "192.0.2.1"}));
+  Config c = ok(parse_args({"--upstream-file", rc, "--upstream", "192.0.2.1"}));
   EXPECT_FALSE(c.upstreams_from_file);
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});
 }
@@ -358,7 +349,7 @@ TEST(ParseConfig, UpstreamFlagBeatsUpstreamFile) {
 TEST(ParseConfig, UnreadableUpstreamFileNamesFlagPathAndFix) {
   TempDir dir;
   std::string missing = dir.file("nope.conf");
-  ConfigExit e = fails(parse({"--upstream-file", missing}));
+  ConfigExit e = fails(parse_args({"--upstream-file", missing}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--upstream-file \"" + missing + "\""));
   EXPECT_THAT(e.message, HasSubstr("No such file"));
@@ -368,7 +359,7 @@ TEST(ParseConfig, UnreadableUpstreamFileNamesFlagPathAndFix) {
 TEST(ParseConfig, UpstreamFileWithoutNameserversIsAnError) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "search example.com\noptions ndots:2\n");
-  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  ConfigExit e = fails(parse_args({"--upstream-file", rc}));
   EXPECT_THAT(e.message, HasSubstr(rc + "\": has no nameserver line; give --upstream"));
 }
 
@@ -376,7 +367,7 @@ TEST(ParseConfig, UpstreamFileWithoutNameserversIsAnError) {
 TEST(ParseConfig, UpstreamFileWithOnlyInvalidNameserversSaysWhy) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver dns.example\nnameserver 300.1.1.1\n");
-  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  ConfigExit e = fails(parse_args({"--upstream-file", rc}));
   EXPECT_THAT(e.message,
               HasSubstr("has no usable nameserver line: line 1: nameserver \"dns.example\" is "
                         "not a numeric IPv4 or IPv6 address; line 2: nameserver \"300.1.1.1\""));
@@ -385,7 +376,7 @@ TEST(ParseConfig, UpstreamFileWithOnlyInvalidNameserversSaysWhy) {
   rc = dir.write("many.conf",
                  "nameserver a\nnameserver b\nnameserver c\nnameserver d\n"
                  "nameserver e\n");
-  e = fails(parse({"--upstream-file", rc}));
+  e = fails(parse_args({"--upstream-file", rc}));
   EXPECT_THAT(e.message, HasSubstr("line 3: nameserver \"c\" is not a numeric IPv4 or IPv6 "
                                    "address; and 2 more"));
 }
@@ -393,7 +384,7 @@ TEST(ParseConfig, UpstreamFileWithOnlyInvalidNameserversSaysWhy) {
 TEST(ParseConfig, UnusableNameserverLineBecomesAWarning) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver dns.example\nnameserver 192.0.2.9\n");
-  Config c = ok(parse({"--upstream-file", rc}));
+  Config c = ok(parse_args({"--upstream-file", rc}));
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.9")});
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_THAT(c.warnings[0], HasSubstr(rc + ": line 1"));
@@ -407,51 +398,52 @@ TEST(ParseConfig, UnusableNameserverLineBecomesAWarning) {
 TEST(ParseConfigFile, AListKeyGivenAPlainStringIsAnErrorThatShowsTheFix) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "listen = \"127.0.0.1:5300\"\n");
-  ConfigExit e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  ConfigExit e = fails(parse_args({"--config", toml, "--upstream", "192.0.2.1"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr(toml + ": listen = \"127.0.0.1:5300\""));
   EXPECT_THAT(e.message, HasSubstr("listen is a list, even of one value: write listen = "
                                    "[\"127.0.0.1:5300\"]"));
   toml = dir.write("x.toml", "listen = \"x\"\n");
-  e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  e = fails(parse_args({"--config", toml, "--upstream", "192.0.2.1"}));
   EXPECT_THAT(e.message, HasSubstr("write listen = [\"x\"]"));
   toml = dir.write("up.toml", "upstream = 5\n");
-  e = fails(parse({"--config", toml}));
+  e = fails(parse_args({"--config", toml}));
   EXPECT_THAT(e.message, HasSubstr("write upstream = [\"5\"]"));
   toml = dir.write("cap.toml", "ttl-cap = \"example.com=60\"\n");
-  e = fails(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  e = fails(parse_args({"--config", toml, "--upstream", "192.0.2.1"}));
   EXPECT_THAT(e.message, HasSubstr("write ttl-cap = [\"example.com=60\"] (or a [ttl-cap] "
                                    "table of \"ZONE\" = SECONDS)"));
   // The array form of the same is accepted.
   toml = dir.write("ok.toml", "listen = [\"127.0.0.1:5300\"]\n");
-  Config c = ok(parse({"--config", toml, "--upstream", "192.0.2.1"}));
+  Config c = ok(parse_args({"--config", toml, "--upstream", "192.0.2.1"}));
   EXPECT_EQ(c.listen, std::vector<Endpoint>{ep("127.0.0.1:5300")});
 }
 
 TEST(ParseConfig, CacheSaveIntervalTakesSecondsAndZeroTurnsItOff) {
-  EXPECT_EQ(ok(parse({"--upstream", "192.0.2.1"})).cache_save_interval, 5min);
+  EXPECT_EQ(ok(parse_args({"--upstream", "192.0.2.1"})).cache_save_interval, 5min);
+  EXPECT_EQ(ok(parse_args({"--upstream", "192.0.2.1", "--cache-save-interval", "90"}))
+                .cache_save_interval,
+            90s);
+  EXPECT_EQ(ok(parse_args({"--upstream", "192.0.2.1", "--cache-save-interval", "1h"}))
+                .cache_save_interval,
+            1h);
   EXPECT_EQ(
-      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "90"})).cache_save_interval,
-      90s);
-  EXPECT_EQ(
-      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "1h"})).cache_save_interval,
-      1h);
-  EXPECT_EQ(
-      ok(parse({"--upstream", "192.0.2.1", "--cache-save-interval", "0"})).cache_save_interval, 0s);
+      ok(parse_args({"--upstream", "192.0.2.1", "--cache-save-interval", "0"})).cache_save_interval,
+      0s);
   for (const char* bad : {"soon", "8d", "1.5"}) {
-    ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--cache-save-interval", bad}));
+    ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--cache-save-interval", bad}));
     EXPECT_EQ(e.exit_code, 2) << bad;
     EXPECT_THAT(e.message, HasSubstr("--cache-save-interval \"" + std::string(bad) + "\": "));
     EXPECT_THAT(e.message, HasSubstr("0 (off) to 604800"));
   }
   // --check-config's TOML carries it with the cache file, and reads back the same.
   TempDir dir;
-  Config c = ok(parse({"--upstream", "192.0.2.1", "--cache-file", dir.file("cache"),
-                       "--cache-save-interval", "2m"}));
+  Config c = ok(parse_args({"--upstream", "192.0.2.1", "--cache-file", dir.file("cache"),
+                            "--cache-save-interval", "2m"}));
   const std::string text = to_toml(c);
   EXPECT_THAT(text, HasSubstr("cache-save-interval = 120\n"));
   std::string toml = dir.write("round.toml", text);
-  EXPECT_EQ(ok(parse({"--config", toml})).cache_save_interval, 2min);
+  EXPECT_EQ(ok(parse_args({"--config", toml})).cache_save_interval, 2min);
 }
 
 TEST(ParseConfigFile, SetsEveryKindOfKey) {
@@ -471,7 +463,7 @@ threads = 2
 "shop.example.com" = 60
 "example.org" = "5m"
 )");
-  Config c = ok(parse({"--config", toml}));
+  Config c = ok(parse_args({"--config", toml}));
   EXPECT_EQ(c.config_file, toml);
   EXPECT_EQ(c.listen, (std::vector<Endpoint>{ep("127.0.0.1:5300"), ep("[::1]:5300")}));
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});
@@ -494,7 +486,8 @@ listen = ["127.0.0.1:5300", "127.0.0.2:5300"]
 upstream = ["192.0.2.1"]
 log-queries = true
 )");
-  Config c = ok(parse({"--config", toml, "--cache-size", "16MiB", "--listen", "127.0.0.3:53"}));
+  Config c =
+      ok(parse_args({"--config", toml, "--cache-size", "16MiB", "--listen", "127.0.0.3:53"}));
   EXPECT_EQ(c.cache_size, 16u << 20);
   EXPECT_EQ(c.listen, std::vector<Endpoint>{ep("127.0.0.3:53")});  // replaced, not appended
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.1")});  // untouched
@@ -505,7 +498,7 @@ TEST(ParseConfigFile, UpstreamFileFlagBeatsUpstreamsFromTheFile) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\n");
   std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
-  Config c = ok(parse({"--config", toml, "--upstream-file", rc}));
+  Config c = ok(parse_args({"--config", toml, "--upstream-file", rc}));
   EXPECT_TRUE(c.upstreams_from_file);
   EXPECT_EQ(c.upstreams, std::vector<Endpoint>{ep("192.0.2.53")});
 }
@@ -513,7 +506,7 @@ TEST(ParseConfigFile, UpstreamFileFlagBeatsUpstreamsFromTheFile) {
 TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = \"64XB\"\n");
-  ConfigExit e = fails(parse({"--config", toml}));
+  ConfigExit e = fails(parse_args({"--config", toml}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr(toml + ": cache-size = \"64XB\""));
   EXPECT_THAT(e.message, HasSubstr("MiB"));
@@ -522,15 +515,15 @@ TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
 TEST(ParseConfigFile, WrongTypeIsRejected) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = 1.5\n");
-  EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("string or an integer"));
+  EXPECT_THAT(fails(parse_args({"--config", toml})).message, HasSubstr("string or an integer"));
   toml = dir.write("hg2.toml", "upstream = [\"192.0.2.1\"]\nlog-queries = \"yes\"\n");
-  EXPECT_THAT(fails(parse({"--config", toml})).message, HasSubstr("true or false"));
+  EXPECT_THAT(fails(parse_args({"--config", toml})).message, HasSubstr("true or false"));
 }
 
 TEST(ParseConfigFile, UnknownKeyIsNamedWithASuggestion) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "cache_size = \"1M\"\n");
-  ConfigExit e = fails(parse({"--config", toml}));
+  ConfigExit e = fails(parse_args({"--config", toml}));
   EXPECT_THAT(e.message, HasSubstr("unknown key \"cache_size\""));
   EXPECT_THAT(e.message, HasSubstr("did you mean cache-size"));
 }
@@ -538,7 +531,7 @@ TEST(ParseConfigFile, UnknownKeyIsNamedWithASuggestion) {
 TEST(ParseConfigFile, SyntaxErrorNamesTheLine) {
   TempDir dir;
   std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = \n");
-  ConfigExit e = fails(parse({"--config", toml}));
+  ConfigExit e = fails(parse_args({"--config", toml}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--config \"" + toml + "\""));
   EXPECT_THAT(e.message, HasSubstr("line 2"));
@@ -546,30 +539,30 @@ TEST(ParseConfigFile, SyntaxErrorNamesTheLine) {
 
 TEST(ParseConfigFile, MissingFileIsAnError) {
   TempDir dir;
-  ConfigExit e = fails(parse({"--config", dir.file("absent.toml")}));
+  ConfigExit e = fails(parse_args({"--config", dir.file("absent.toml")}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr(dir.file("absent.toml")));
 }
 
 TEST(ConfigToToml, ReadsBackToTheSameConfig) {
   TempDir dir;
-  Config c = ok(parse({"--listen",          "127.0.0.1:5300",
-                       "--listen",          "[::1]:5300",
-                       "--upstream",        "192.0.2.1",
-                       "--upstream",        "[2001:db8::1]:5300",
-                       "--cache-size",      "1536K",
-                       "--cache-min-ttl",   "5",
-                       "--stale-max",       "1h",
-                       "--client-timeout",  "900",
-                       "--allow",           "10.0.0.0/8",
-                       "--ttl-cap",         "shop.example.com=60",
-                       "--threads",         "3",
-                       "--log-queries",     "--control",
-                       "/run/a \"b\".sock", "--metrics",
-                       "127.0.0.1:9153"}));
+  Config c = ok(parse_args({"--listen",          "127.0.0.1:5300",
+                            "--listen",          "[::1]:5300",
+                            "--upstream",        "192.0.2.1",
+                            "--upstream",        "[2001:db8::1]:5300",
+                            "--cache-size",      "1536K",
+                            "--cache-min-ttl",   "5",
+                            "--stale-max",       "1h",
+                            "--client-timeout",  "900",
+                            "--allow",           "10.0.0.0/8",
+                            "--ttl-cap",         "shop.example.com=60",
+                            "--threads",         "3",
+                            "--log-queries",     "--control",
+                            "/run/a \"b\".sock", "--metrics",
+                            "127.0.0.1:9153"}));
   std::string text = to_toml(c);
   std::string file = dir.write("round.toml", text);
-  Config back = ok(parse({"--config", file}));
+  Config back = ok(parse_args({"--config", file}));
   EXPECT_EQ(to_toml(back), text);
   EXPECT_EQ(back.listen, c.listen);
   EXPECT_EQ(back.upstreams, c.upstreams);
@@ -580,26 +573,26 @@ TEST(ConfigToToml, ReadsBackToTheSameConfig) {
 }
 
 TEST(ParseConfig, ConnectionAdmissionKeys) {
-  const Config d = ok(parse({"--upstream", "192.0.2.1"}));
+  const Config d = ok(parse_args({"--upstream", "192.0.2.1"}));
   EXPECT_EQ(d.tcp_max_per_source, 64u);
   EXPECT_TRUE(d.metrics_allow.empty()) << "empty: --metrics follows --allow";
   const Config c =
-      ok(parse({"--upstream", "192.0.2.1", "--tcp-max-per-source", "8", "--metrics-allow",
-                "192.0.2.0/24", "--metrics-allow", "2001:db8::/32"}));
+      ok(parse_args({"--upstream", "192.0.2.1", "--tcp-max-per-source", "8", "--metrics-allow",
+                     "192.0.2.0/24", "--metrics-allow", "2001:db8::/32"}));
   EXPECT_EQ(c.tcp_max_per_source, 8u);
   ASSERT_EQ(c.metrics_allow.size(), 2u);
   EXPECT_EQ(c.metrics_allow[1].to_string(), "2001:db8::/32");
   for (const char* bad : {"0", "257", "x"}) {
-    const ConfigExit e = fails(parse({"--tcp-max-per-source", bad}));
+    const ConfigExit e = fails(parse_args({"--tcp-max-per-source", bad}));
     EXPECT_THAT(e.message, HasSubstr("--tcp-max-per-source")) << bad;
     EXPECT_THAT(e.message, HasSubstr("from 1 to 256")) << bad;
   }
-  EXPECT_THAT(fails(parse({"--metrics-allow", "10.0.0.1/8"})).message,
+  EXPECT_THAT(fails(parse_args({"--metrics-allow", "10.0.0.1/8"})).message,
               HasSubstr("--metrics-allow"));
   TempDir dir;
   const std::string text = to_toml(c);
   EXPECT_THAT(text, HasSubstr("tcp-max-per-source = 8\n"));
-  const Config back = ok(parse({"--config", dir.write("round.toml", text)}));
+  const Config back = ok(parse_args({"--config", dir.write("round.toml", text)}));
   EXPECT_EQ(back.tcp_max_per_source, 8u);
   EXPECT_EQ(back.metrics_allow, c.metrics_allow);
 }
@@ -607,9 +600,9 @@ TEST(ParseConfig, ConnectionAdmissionKeys) {
 TEST(ConfigToToml, UpstreamsFromTheFileStayAComment) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver 192.0.2.53\n");
-  std::string text = to_toml(ok(parse({"--upstream-file", rc})));
+  std::string text = to_toml(ok(parse_args({"--upstream-file", rc})));
   EXPECT_THAT(text, HasSubstr("# upstream (from upstream-file) = [\"192.0.2.53:53\"]"));
-  Config back = ok(parse({"--config", dir.write("round.toml", text)}));
+  Config back = ok(parse_args({"--config", dir.write("round.toml", text)}));
   EXPECT_TRUE(back.upstreams_from_file);
   EXPECT_EQ(back.upstreams, std::vector<Endpoint>{ep("192.0.2.53")});
 }
@@ -617,7 +610,7 @@ TEST(ConfigToToml, UpstreamsFromTheFileStayAComment) {
 // --- forwarding loop -------------------------------------------------------------------------
 
 TEST(ParseConfig, UpstreamEqualToListenAddressIsALoop) {
-  ConfigExit e = fails(parse({"--listen", "127.0.0.1:5353", "--upstream", "127.0.0.1:5353"}));
+  ConfigExit e = fails(parse_args({"--listen", "127.0.0.1:5353", "--upstream", "127.0.0.1:5353"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("forwarding loop"));
   EXPECT_THAT(e.message, HasSubstr("--upstream-file"));
@@ -626,7 +619,7 @@ TEST(ParseConfig, UpstreamEqualToListenAddressIsALoop) {
 TEST(ParseConfig, ResolvConfPointingAtUsIsALoopNamingTheFile) {
   TempDir dir;
   std::string rc = dir.write("resolv.conf", "nameserver 127.0.0.1\n");
-  ConfigExit e = fails(parse({"--upstream-file", rc}));
+  ConfigExit e = fails(parse_args({"--upstream-file", rc}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("forwarding loop"));
   EXPECT_THAT(e.message, HasSubstr(rc));
@@ -636,9 +629,11 @@ TEST(ParseConfig, ResolvConfPointingAtUsIsALoopNamingTheFile) {
 TEST(ParseConfig, WildcardListenAndLocalInterfaceAddressIsALoop) {
   ParseOptions o;
   o.local_addresses = std::vector<Endpoint>{ep("192.168.1.5:0")};
-  EXPECT_EQ(fails(parse({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.5"}, o)).exit_code, 2);
-  EXPECT_EQ(ok(parse({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.6"}, o)).upstreams.size(),
-            1u);
+  EXPECT_EQ(fails(parse_args({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.5"}, o)).exit_code,
+            2);
+  EXPECT_EQ(
+      ok(parse_args({"--listen", "0.0.0.0:53", "--upstream", "192.168.1.6"}, o)).upstreams.size(),
+      1u);
 }
 
 TEST(FindForwardingLoop, SameAddressAndPortIsALoop) {
@@ -888,13 +883,13 @@ namespace hg::resolver {
 namespace {
 
 TEST(ParseConfig, RedisFlags) {
-  Config off = ok(parse({"--upstream", "192.0.2.1"}));
+  Config off = ok(parse_args({"--upstream", "192.0.2.1"}));
   EXPECT_FALSE(off.redis.enabled());
   EXPECT_EQ(off.redis.prefix, "hg:");
   EXPECT_EQ(off.redis.timeout, 20ms);
 
-  Config c = ok(parse({"--upstream", "192.0.2.1", "--redis", "127.0.0.1:6380", "--redis-db", "3",
-                       "--redis-prefix", "dns:", "--redis-timeout", "50"}));
+  Config c = ok(parse_args({"--upstream", "192.0.2.1", "--redis", "127.0.0.1:6380", "--redis-db",
+                            "3", "--redis-prefix", "dns:", "--redis-timeout", "50"}));
   EXPECT_TRUE(c.redis.enabled());
   EXPECT_FALSE(c.redis.unix_socket);
   EXPECT_EQ(c.redis.host, "127.0.0.1");
@@ -903,7 +898,7 @@ TEST(ParseConfig, RedisFlags) {
   EXPECT_EQ(c.redis.prefix, "dns:");
   EXPECT_EQ(c.redis.timeout, 50ms);
 
-  Config u = ok(parse({"--upstream", "192.0.2.1", "--redis", "unix:/run/redis/redis.sock"}));
+  Config u = ok(parse_args({"--upstream", "192.0.2.1", "--redis", "unix:/run/redis/redis.sock"}));
   EXPECT_TRUE(u.redis.unix_socket);
   EXPECT_EQ(u.redis.path, "/run/redis/redis.sock");
 
@@ -922,7 +917,7 @@ TEST(ParseConfig, RedisErrorsNameTheFlagAndWhatIsAllowed) {
            {"--redis-prefix", "a b"},
            {"--redis-timeout", "0"},
            {"--redis-password-file", "/nonexistent/hg-password"}}) {
-    const ConfigExit e = fails(parse({"--upstream", "192.0.2.1", flag, value}));
+    const ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", flag, value}));
     EXPECT_EQ(e.exit_code, 2);
     EXPECT_NE(e.message.find(flag + " \"" + value + "\""), std::string::npos) << e.message;
     EXPECT_NE(e.message.find("expected"), std::string::npos) << e.message;
@@ -931,29 +926,29 @@ TEST(ParseConfig, RedisErrorsNameTheFlagAndWhatIsAllowed) {
 
 // --log-queries=json: the query log as JSON lines (docs/packaging.md).
 TEST(ParseConfig, LogQueriesTakesTextOrJson) {
-  Config c = ok(parse({"--upstream", "192.0.2.1", "--log-queries"}));
+  Config c = ok(parse_args({"--upstream", "192.0.2.1", "--log-queries"}));
   EXPECT_TRUE(c.log_queries);
   EXPECT_FALSE(c.log_queries_json);
-  c = ok(parse({"--upstream", "192.0.2.1", "--log-queries=json"}));
+  c = ok(parse_args({"--upstream", "192.0.2.1", "--log-queries=json"}));
   EXPECT_TRUE(c.log_queries);
   EXPECT_TRUE(c.log_queries_json);
-  c = ok(parse({"--upstream", "192.0.2.1", "--log-queries=text"}));
+  c = ok(parse_args({"--upstream", "192.0.2.1", "--log-queries=text"}));
   EXPECT_FALSE(c.log_queries_json);
-  ConfigExit e = fails(parse({"--upstream", "192.0.2.1", "--log-queries=xml"}));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--log-queries=xml"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("--log-queries=\"xml\""));
   EXPECT_THAT(e.message, HasSubstr("json"));
-  EXPECT_EQ(fails(parse({"--upstream", "192.0.2.1", "--no-0x20=maybe"})).exit_code, 2);
+  EXPECT_EQ(fails(parse_args({"--upstream", "192.0.2.1", "--no-0x20=maybe"})).exit_code, 2);
 
   TempDir dir;
   const std::string toml =
       dir.write("q.toml", "upstream = [\"192.0.2.1\"]\nlog-queries = \"json\"\n");
-  c = ok(parse({"--config", toml}));
+  c = ok(parse_args({"--config", toml}));
   EXPECT_TRUE(c.log_queries_json);
   EXPECT_THAT(to_toml(c), HasSubstr("log-queries = \"json\"\n"));
   // The printed configuration reads back to the same setting.
   const std::string again = dir.write("again.toml", to_toml(c));
-  EXPECT_TRUE(ok(parse({"--config", again})).log_queries_json);
+  EXPECT_TRUE(ok(parse_args({"--config", again})).log_queries_json);
 }
 
 }  // namespace

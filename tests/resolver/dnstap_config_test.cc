@@ -13,6 +13,7 @@
 
 #include "resolver/config.h"
 #include "resolver/tap/dnstap_writer.h"
+#include "tests/resolver/parse_args.h"
 #include "tests/support/temp_dir.h"
 
 namespace hg::resolver {
@@ -27,13 +28,8 @@ class DnstapConfig : public ::testing::Test {
   }
 
   static std::variant<Config, ConfigExit> parse(std::vector<std::string> args) {
-    args.insert(args.begin(), {"hourglassd", "--upstream", "192.0.2.1"});
-    std::vector<const char*> argv;
-    for (const auto& s : args)
-      argv.push_back(s.c_str());
-    ParseOptions o;
-    o.local_addresses = std::vector<Endpoint>{};
-    return parse_config(static_cast<int>(argv.size()), argv.data(), o);
+    args.insert(args.begin(), {"--upstream", "192.0.2.1"});
+    return parse_args(std::move(args));
   }
   static std::string error(std::vector<std::string> args) {
     auto r = parse(std::move(args));

@@ -18,6 +18,7 @@
 #include "resolver/config.h"
 #include "resolver/net/event_loop.h"
 #include "resolver/upstream/upstream_board.h"
+#include "tests/resolver/parse_args.h"
 #include "tests/support/ports.h"
 #include "wire/message.h"
 
@@ -74,22 +75,11 @@ TEST(DotSyntax, PinsAreSha256OfFortyFourBase64Characters) {
 
 // --- configuration --------------------------------------------------------------------------
 
-std::variant<Config, ConfigExit> parse(std::initializer_list<std::string> args) {
-  std::vector<std::string> storage = {"hourglassd"};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& s : storage)
-    argv.push_back(s.c_str());
-  ParseOptions o;
-  o.local_addresses = std::vector<Endpoint>{};
-  return parse_config(static_cast<int>(argv.size()), argv.data(), o);
-}
-
 TEST(DotConfig, TlsUpstreamsForwardZonesCaFileAndPinsAreParsedAndPrinted) {
   const std::string pin = "sha256/" + std::string(43, 'A') + "=";
-  auto r = parse({"--upstream", "tls://192.0.2.1#dns.example", "--upstream", "192.0.2.2",
-                  "--forward", "corp.example=tls://127.0.0.9:8853#ns.corp,127.0.0.10",
-                  "--tls-ca-file", "/etc/ssl/corp.pem", "--tls-pin", pin});
+  auto r = parse_args({"--upstream", "tls://192.0.2.1#dns.example", "--upstream", "192.0.2.2",
+                       "--forward", "corp.example=tls://127.0.0.9:8853#ns.corp,127.0.0.10",
+                       "--tls-ca-file", "/etc/ssl/corp.pem", "--tls-pin", pin});
   ASSERT_TRUE(std::holds_alternative<Config>(r)) << std::get<ConfigExit>(r).message;
   const Config& c = std::get<Config>(r);
   ASSERT_EQ(c.upstreams.size(), 2u);
@@ -113,7 +103,7 @@ TEST(DotConfig, TlsUpstreamsForwardZonesCaFileAndPinsAreParsedAndPrinted) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, toml.data(), toml.size()), static_cast<ssize_t>(toml.size()));
   close(fd);
-  auto back = parse({"--config", tmpl});
+  auto back = parse_args({"--config", tmpl});
   unlink(tmpl);
   ASSERT_TRUE(std::holds_alternative<Config>(back)) << std::get<ConfigExit>(back).message;
   const Config& b = std::get<Config>(back);
@@ -126,16 +116,17 @@ TEST(DotConfig, TlsUpstreamsForwardZonesCaFileAndPinsAreParsedAndPrinted) {
 }
 
 TEST(DotConfig, AServerWithNeitherAuthNameNorPinIsRefused) {
-  auto r = parse({"--upstream", "tls://192.0.2.1"});
+  auto r = parse_args({"--upstream", "tls://192.0.2.1"});
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));
   EXPECT_NE(std::get<ConfigExit>(r).message.find("no #AUTH-NAME"), std::string::npos);
-  r = parse({"--upstream", "192.0.2.2", "--forward", "corp.example=tls://127.0.0.9"});
+  r = parse_args({"--upstream", "192.0.2.2", "--forward", "corp.example=tls://127.0.0.9"});
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));
   EXPECT_NE(std::get<ConfigExit>(r).message.find("--forward corp.example"), std::string::npos);
   // A pin is enough.
-  r = parse({"--upstream", "tls://192.0.2.1", "--tls-pin", "sha256/" + std::string(43, 'A') + "="});
+  r = parse_args(
+      {"--upstream", "tls://192.0.2.1", "--tls-pin", "sha256/" + std::string(43, 'A') + "="});
   EXPECT_TRUE(std::holds_alternative<Config>(r));
-  r = parse({"--upstream", "192.0.2.1", "--tls-pin", "sha256/short"});
+  r = parse_args({"--upstream", "192.0.2.1", "--tls-pin", "sha256/short"});
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));
   EXPECT_NE(std::get<ConfigExit>(r).message.find("sha256/BASE64"), std::string::npos);
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "resolver/query/query_engine.h"
+#include "tests/resolver/parse_args.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -449,16 +450,6 @@ TEST_F(RoutingEngineTest, ForwardZonesMissesGoToTheirOwnSetLongestMatchFirst) {
 
 namespace hg::resolver {
 namespace {
-
-std::variant<Config, ConfigExit> parse_args(std::vector<std::string> args) {
-  args.insert(args.begin(), "hourglassd");
-  std::vector<const char*> argv;
-  for (const auto& s : args)
-    argv.push_back(s.c_str());
-  ParseOptions o;
-  o.local_addresses = std::vector<Endpoint>{};
-  return parse_config(static_cast<int>(argv.size()), argv.data(), o);
-}
 
 std::string write_temp(std::string_view name, std::string_view text) {
   const std::string p =

@@ -19,6 +19,7 @@
 #include "resolver/ops/metrics.h"
 #include "resolver/ops/shadow_control.h"
 #include "resolver/query/query_engine.h"
+#include "tests/resolver/parse_args.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
@@ -440,17 +441,12 @@ TEST_F(RehearsalEngineTest, ShadowZonesPastTheBoundAreRefusedWithOneErrorLine) {
 }
 
 TEST(ShadowConfig, MoreShadowZonesThanTheBoundAreRefused) {
-  ParseOptions o;
-  o.local_addresses = std::vector<Endpoint>{};
-  std::vector<std::string> args{"hourglassd", "--upstream", "192.0.2.53"};
+  std::vector<std::string> args{"--upstream", "192.0.2.53"};
   for (std::size_t i = 0; i <= cache::ShadowTable::kMaxZones; ++i) {
     args.emplace_back("--shadow-ttl");
     args.push_back(fmt::format("z{}.test=60", i));
   }
-  std::vector<const char*> argv;
-  for (const auto& a : args)
-    argv.push_back(a.c_str());
-  auto r = parse_config(static_cast<int>(argv.size()), argv.data(), o);
+  auto r = parse_args(args);
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));
   const ConfigExit& e = std::get<ConfigExit>(r);
   EXPECT_EQ(e.exit_code, 2);

@@ -21,4 +21,16 @@ CommandResult run_command(const std::string& cmd, int seconds, Stderr err) {
   return r;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace hg::test

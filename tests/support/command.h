@@ -20,4 +20,7 @@ enum class Stderr { Merge, Discard };
 /// discarded). CMD is shell text: quote what must not be split.
 CommandResult run_command(const std::string& cmd, int seconds = 30, Stderr err = Stderr::Merge);
 
+/// `s` as one word of shell text: in single quotes, each ' written as '\''.
+std::string shell_quote(const std::string& s);
+
 }  // namespace hg::test

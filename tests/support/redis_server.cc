@@ -14,22 +14,6 @@
 
 namespace hg::test {
 
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-}  // namespace
-
 RedisServer::RedisServer() {
   char tmpl[] = "/tmp/hg-redis-XXXXXX";
   if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;

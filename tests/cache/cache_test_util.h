@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cache/key.h"
+#include "tests/wire/test_names.h"
 #include "wire/edns.h"
 #include "wire/header.h"
 #include "wire/message.h"
@@ -27,11 +28,7 @@ using wire::OwnedMessage;
 using wire::OwnedRecord;
 using wire::RRType;
 
-inline Name N(std::string_view text) {
-  auto n = Name::from_text(text);
-  EXPECT_TRUE(n.has_value()) << text;
-  return n ? *n : Name{};
-}
+using wire::test::N;
 
 /// "<prefix><i><suffix>", e.g. nm("host", 7, ".example") → "host7.example". (Built with
 /// snprintf: GCC 12 at -O3 raises a false -Wrestrict on `"lit" + std::to_string(i)`, PR105329.)

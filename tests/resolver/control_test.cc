@@ -19,6 +19,7 @@
 
 #include "cache/key.h"
 #include "tests/resolver/cached_answers.h"
+#include "tests/support/ports.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
@@ -50,16 +51,7 @@ class UnixClient {
   }
   /// Takes whatever has arrived; sets eof when the server closed the connection.
   void receive() {
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-      if (n > 0) {
-        data.append(buf, static_cast<std::size_t>(n));
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) eof = true;
-      return;
-    }
+    if (test::read_available(fd_, data)) eof = true;
   }
 
   std::string data;

@@ -16,6 +16,7 @@
 #include "resolver/query/query_engine.h"
 #include "tests/resolver/parse_args.h"
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 #include "wire/message.h"
 
 namespace hg::resolver {
@@ -24,11 +25,8 @@ namespace {
 using wire::RCode;
 using wire::RRType;
 using wire::test::Bytes;
+using wire::test::N;
 using wire::test::PacketBuilder;
-
-wire::Name N(std::string_view t) {
-  return wire::Name::from_text(t).value();
-}
 
 std::shared_ptr<const Routing> build(std::vector<std::string> forward,
                                      std::string_view hosts = "") {

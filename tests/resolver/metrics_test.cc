@@ -79,16 +79,7 @@ class MetricsTest : public ::testing::Test {
         const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
         if (n > 0) out.erase(0, static_cast<std::size_t>(n));
       }
-      char buf[65536];
-      for (;;) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-          raw.append(buf, static_cast<std::size_t>(n));
-          continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) closed = true;
-        break;
-      }
+      if (test::read_available(fd, raw)) closed = true;
     }
     ::close(fd);
     return parse_http(raw, closed);

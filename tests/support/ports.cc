@@ -84,13 +84,21 @@ int connect_tcp(const sockaddr_in& to, const char* from, int flags,
   return fd;
 }
 
-bool closed_by_peer(int fd) {
-  char b[256];
+bool read_available(int fd, std::string& into) {
+  char buf[65536];
   for (;;) {
-    const ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
-    if (n > 0) continue;
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      into.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
     return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
   }
+}
+
+bool closed_by_peer(int fd) {
+  std::string dropped;
+  return read_available(fd, dropped);
 }
 
 }  // namespace hg::test

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace hg::test {
 
@@ -36,8 +37,12 @@ int listen_any_port(sockaddr_in& bound, int backlog = 64, int flags = 0,
 int connect_tcp(const sockaddr_in& to, const char* from = "127.0.0.1", int flags = 0,
                 std::chrono::milliseconds send_bound = {});
 
-/// Whether the other end has closed the connection `fd`: end of stream or a reset, not
-/// "nothing yet". Reads (and drops) whatever data came before.
+/// Appends to `into` whatever has arrived on the stream socket `fd`, without waiting; true
+/// when the other end has closed the connection (end of stream or a reset), false when it is
+/// open and has sent nothing more yet.
+bool read_available(int fd, std::string& into);
+
+/// Whether the other end has closed the connection `fd`: read_available(), its data dropped.
 bool closed_by_peer(int fd);
 
 }  // namespace hg::test

@@ -8,18 +8,14 @@
 #include <unordered_set>
 
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 #include "wire/ascii_words.h"
 
 namespace hg::wire {
 namespace {
 
 using test::Bytes;
-
-Name N(std::string_view s) {
-  auto n = Name::from_text(s);
-  EXPECT_TRUE(n.has_value()) << s;
-  return n ? *n : Name();
-}
+using test::N;
 
 // read_name rejects pointers into the first 12 octets (a message's header), so buffers whose
 // names are pointed at start with this 12-octet pad.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 #include "tests/wire/vectors.h"
 #include "wire/print.h"
 
@@ -12,10 +13,7 @@ namespace hg::wire {
 namespace {
 
 using test::Bytes;
-
-Name N(std::string_view s) {
-  return Name::from_text(s).value();
-}
+using test::N;
 
 OwnedMessage parse_owned(std::span<const uint8_t> p) {
   Message m;

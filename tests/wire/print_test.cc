@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 #include "tests/wire/vectors.h"
 #include "wire/format.h"
 
@@ -12,10 +13,7 @@ namespace hg::wire {
 namespace {
 
 using test::Bytes;
-
-Name N(std::string_view s) {
-  return Name::from_text(s).value();
-}
+using test::N;
 
 TEST(PrintMessage, MatchesGoldenFilesForEveryVector) {
   for (const auto& name : test::vector_names()) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 
 namespace hg::wire {
 namespace {
@@ -12,11 +13,8 @@ namespace {
 using test::be16;
 using test::Bytes;
 using test::cat;
+using test::N;
 using test::wire_name;
-
-Name N(std::string_view s) {
-  return Name::from_text(s).value();
-}
 
 Result<Rdata> decode(RRType type, const Bytes& rdata) {
   return read_rdata(rdata, type, 0, rdata.size());

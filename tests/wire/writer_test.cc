@@ -5,15 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "tests/wire/packet_builder.h"
+#include "tests/wire/test_names.h"
 
 namespace hg::wire {
 namespace {
 
 using test::Bytes;
-
-Name N(std::string_view s) {
-  return Name::from_text(s).value();
-}
+using test::N;
 
 TEST(WireWriter, RefusesToExceedTheLimit) {
   Bytes buf(64);

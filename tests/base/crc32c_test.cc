@@ -8,12 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/bytes_of.h"
+
 namespace hg::base {
 namespace {
 
-std::span<const uint8_t> bytes_of(std::string_view s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
+using test::bytes_of;
 
 TEST(Crc32c, MatchesTheCheckValue) {
   // The standard check value of CRC-32C over the ASCII digits 1-9 (RFC 3720 B.4 family).

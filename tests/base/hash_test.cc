@@ -6,12 +6,12 @@
 
 #include <string_view>
 
+#include "tests/support/bytes_of.h"
+
 namespace hg::base {
 namespace {
 
-std::span<const uint8_t> bytes_of(std::string_view s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
+using test::bytes_of;
 
 TEST(Fnv1a, PublishedVectors) {
   EXPECT_EQ(fnv1a(bytes_of("")), 0xcbf29ce484222325ULL);

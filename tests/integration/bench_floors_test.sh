@@ -13,16 +13,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-port_of() {  # the port a floor printed after binding port 0 (up to 5 s)
-  local i p
-  for ((i = 0; i < 50; i++)); do
-    p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$1")
-    [[ -n $p ]] && { echo "$p"; return 0; }
-    sleep 0.1
-  done
-  echo "no 'listening on' line in $1" >&2
-  return 1
-}
+# shellcheck source=tests/support/port_of.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/port_of.sh"
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
 fp=$(port_of "$work/floor.log")

@@ -18,16 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-: >"$work/floor.log"  # there before the first look, which may beat the background job
+# shellcheck source=tests/support/port_of.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/port_of.sh"
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
-fp=""
-for ((i = 0; i < 50; i++)); do
-  fp=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/floor.log" || true)
-  [[ -n $fp ]] && break
-  sleep 0.1
-done
-[[ -n $fp ]] || fail "the scripted upstream did not start"
+fp=$(port_of "$work/floor.log") || fail "the scripted upstream did not start"
 
 run_daemon() {  # run_daemon LOG JOURNAL_STREAM ARGS...: start, one query, stop; LOG appended
   local log=$1 js=$2 port

@@ -13,6 +13,8 @@ work=$(mktemp -d)
 pids=()
 installed_here=0
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/support/port_of.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/port_of.sh"
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -95,17 +97,9 @@ for page in hourglassd hourglass-ctl hourglass-rehearse hourglass.toml; do
   man "$page" 2>/dev/null | grep -q 'NAME' || fail "man $page"
 done
 
-# The log exists before the upstream starts: the first look at it may come before the
-# background job has opened it (under set -e a failing sed would end the test).
-: >"$work/floor.log"
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
-for ((i = 0; i < 50; i++)); do
-  fp=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/floor.log" || true)
-  [[ -n $fp ]] && break
-  sleep 0.1
-done
-[[ -n $fp ]] || fail "the scripted upstream did not start"
+fp=$(port_of "$work/floor.log") || fail "the scripted upstream did not start"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 /usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml --listen "127.0.0.1:$port" \
   --upstream "127.0.0.1:$fp" --control "$work/control.sock" --cache-file "$work/cache" \

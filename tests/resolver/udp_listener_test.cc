@@ -19,6 +19,7 @@
 
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
+#include "tests/support/bytes_of.h"
 #include "tests/support/ports.h"
 
 namespace hg::resolver {
@@ -53,19 +54,15 @@ UdpPeer peer_of(const Socket& from, const Socket& to) {
   return p;
 }
 
-std::span<const uint8_t> bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
 TEST(UdpSendLater, AnswersOfOneIterationLeaveTogetherAtItsEnd) {
   EventLoop loop;
   Socket server, client_a, client_b;
   const std::vector<std::string> answers = {"one", "two", "three"};
   std::size_t waiting_inside = 99;
   loop.add_timer(0ms, [&] {
-    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), bytes(answers[0])));
-    EXPECT_TRUE(outbox::send_later(peer_of(server, client_b), bytes(answers[1])));
-    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), bytes(answers[2])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), test::bytes_of(answers[0])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_b), test::bytes_of(answers[1])));
+    EXPECT_TRUE(outbox::send_later(peer_of(server, client_a), test::bytes_of(answers[2])));
     // Still in the iteration: nothing has left yet.
     waiting_inside = client_a.drain().size() + client_b.drain().size();
   });
@@ -80,7 +77,7 @@ TEST(UdpSendLater, MoreAnswersThanOneBatchAllArriveInOrder) {
   Socket server, client;
   loop.add_timer(0ms, [&] {
     for (int i = 0; i < 150; ++i)
-      outbox::send_later(peer_of(server, client), bytes(std::to_string(i)));
+      outbox::send_later(peer_of(server, client), test::bytes_of(std::to_string(i)));
   });
   loop.run_once(0ms);
   const auto got = client.drain();
@@ -91,7 +88,7 @@ TEST(UdpSendLater, MoreAnswersThanOneBatchAllArriveInOrder) {
 
 TEST(UdpSendLater, OutsideOfALoopIterationTheAnswerLeavesAtOnce) {
   Socket server, client;
-  EXPECT_TRUE(outbox::send_later(peer_of(server, client), bytes("now")));
+  EXPECT_TRUE(outbox::send_later(peer_of(server, client), test::bytes_of("now")));
   EXPECT_EQ(client.drain(), (std::vector<std::string>{"now"}));
 }
 
@@ -103,9 +100,9 @@ TEST(UdpSendLater, AConnectedSocketSendsToItsPeerWithoutAnAddress) {
   ASSERT_EQ(::connect(from.fd, reinterpret_cast<const sockaddr*>(&to.addr), sizeof to.addr), 0);
   UdpPeer connected;
   connected.fd = from.fd;  // addr_len 0
-  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, bytes("held"))); });
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, test::bytes_of("held"))); });
   loop.run_once(0ms);
-  EXPECT_TRUE(outbox::send_later(connected, bytes("now")));
+  EXPECT_TRUE(outbox::send_later(connected, test::bytes_of("now")));
   EXPECT_EQ(to.drain(), (std::vector<std::string>{"held", "now"}));
 }
 
@@ -141,12 +138,12 @@ TEST(UdpSendLater, ARefusalReportedBySendingDoesNotLoseTheDatagram) {
   };
   // At the end of an iteration (sendmmsg).
   refuse_first();
-  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, bytes("held"))); });
+  loop.add_timer(0ms, [&] { EXPECT_TRUE(outbox::send_later(connected, test::bytes_of("held"))); });
   loop.run_once(0ms);
   EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);  // drawn by "held": it was sent
   // Outside of one (sendto).
   refuse_first();
-  EXPECT_TRUE(outbox::send_later(connected, bytes("now")));
+  EXPECT_TRUE(outbox::send_later(connected, test::bytes_of("now")));
   EXPECT_EQ(pending_error(from.fd), ECONNREFUSED);
 }
 

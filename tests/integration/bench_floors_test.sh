@@ -7,14 +7,13 @@ set -euo pipefail
 floor=$1 relay=$2
 work=$(mktemp -d)
 pids=()
+# shellcheck source=tests/support/shell_kit.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell_kit.sh"
 cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  stop_pids
   rm -rf "$work"
 }
 trap cleanup EXIT
-# shellcheck source=tests/support/port_of.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/port_of.sh"
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
 fp=$(port_of "$work/floor.log")

@@ -13,11 +13,10 @@ work=$(mktemp -d)
 pids=()
 installed_here=0
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=tests/support/port_of.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/port_of.sh"
+# shellcheck source=tests/support/shell_kit.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell_kit.sh"
 cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  stop_pids
   if ((installed_here)); then dpkg --purge hourglass >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }

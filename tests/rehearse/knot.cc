@@ -79,35 +79,33 @@ std::string json_get(const std::string& path, const std::string& expr) {
 
 std::unique_ptr<Knot> Knot::start(const std::vector<ZoneText>& zones) {
   std::unique_ptr<Knot> k(new Knot());
-  char tmpl[] = "/tmp/hg-knot-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
+  if (k->dir_.path().empty()) {
     ADD_FAILURE() << "mkdtemp failed";
     return nullptr;
   }
-  k->dir_ = tmpl;
   k->port_ = free_port();
-  std::string conf = "server:\n    rundir: \"" + k->dir_ + "\"\n    listen: 127.0.0.1@" +
+  std::string conf = "server:\n    rundir: \"" + k->dir_.path() + "\"\n    listen: 127.0.0.1@" +
                      std::to_string(k->port_) +
                      "\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
                      "database:\n    storage: \"" +
-                     k->dir_ +
+                     k->dir_.path() +
                      "/db\"\n"
                      "control:\n    listen: \"" +
-                     k->dir_ +
+                     k->dir_.path() +
                      "/knot.sock\"\n"
                      "log:\n  - target: stderr\n    any: error\n"
                      "template:\n  - id: default\n    storage: \"" +
-                     k->dir_ +
+                     k->dir_.path() +
                      "\"\n    semantic-checks: off\n    zonefile-sync: -1\n"
                      "    journal-content: none\n    zonefile-load: whole\nzone:\n";
   for (const auto& z : zones) {
     conf += "  - domain: " + z.apex + "\n    file: " + z.apex + ".zone\n";
-    write_file(k->dir_ + "/" + z.apex + ".zone", z.text);
+    write_file(k->dir_.file(z.apex + ".zone"), z.text);
   }
-  write_file(k->dir_ + "/knot.conf", conf);
+  write_file(k->dir_.file("knot.conf"), conf);
 
-  const std::string conf_path = k->dir_ + "/knot.conf";
-  const std::string log_path = k->dir_ + "/knotd.log";
+  const std::string conf_path = k->dir_.file("knot.conf");
+  const std::string log_path = k->dir_.file("knotd.log");
   k->child_ =
       std::make_unique<test::Child>(std::vector<std::string>{"knotd", "-c", conf_path}, log_path);
   for (const auto& z : zones) {
@@ -137,8 +135,8 @@ bool Knot::wait_serial(const std::string& apex, uint32_t serial, int timeout_ms)
 }
 
 bool Knot::replace_zone(const ZoneText& zone, uint32_t serial) {
-  write_file(dir_ + "/" + zone.apex + ".zone", zone.text);
-  auto r = run("knotc -s " + dir_ + "/knot.sock -b zone-reload " + zone.apex, 20);
+  write_file(dir_.file(zone.apex + ".zone"), zone.text);
+  auto r = run("knotc -s " + dir_.file("knot.sock") + " -b zone-reload " + zone.apex, 20);
   if (r.exit_code != 0) {
     ADD_FAILURE() << "knotc zone-reload: " << r.output;
     return false;
@@ -148,23 +146,19 @@ bool Knot::replace_zone(const ZoneText& zone, uint32_t serial) {
 
 Knot::~Knot() {
   child_.reset();  // stopped by its PID (bounded, then SIGKILL) before its directory goes
-  std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
 std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_port) {
   std::unique_ptr<Unbound> u(new Unbound());
-  char tmpl[] = "/tmp/hg-unbound-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
+  if (u->dir_.path().empty()) {
     ADD_FAILURE() << "mkdtemp failed";
     return nullptr;
   }
-  u->dir_ = tmpl;
   u->port_ = free_port();
   // "test." is one of Unbound's default local zones (RFC 6761): nodefault lets the stub through.
   const std::string conf =
       "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(u->port_) +
-      "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + u->dir_ +
+      "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + u->dir_.path() +
       "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n"
       "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
       "  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  prefetch: no\n"
@@ -172,9 +166,9 @@ std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_p
       "remote-control:\n  control-enable: no\n"
       "stub-zone:\n  name: \"" +
       apex + "\"\n  stub-addr: 127.0.0.1@" + std::to_string(auth_port) + "\n";
-  const std::string conf_path = u->dir_ + "/unbound.conf";
+  const std::string conf_path = u->dir_.file("unbound.conf");
   write_file(conf_path, conf);
-  const std::string log_path = u->dir_ + "/unbound.log";
+  const std::string log_path = u->dir_.file("unbound.log");
   u->child_ = std::make_unique<test::Child>(
       std::vector<std::string>{"unbound", "-d", "-c", conf_path}, log_path);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
@@ -192,8 +186,6 @@ std::unique_ptr<Unbound> Unbound::start(const std::string& apex, uint16_t auth_p
 
 Unbound::~Unbound() {
   child_.reset();
-  std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
 }  // namespace hg::rehearse_test

@@ -44,7 +44,7 @@ class Knot {
  private:
   Knot() = default;
   bool wait_serial(const std::string& apex, uint32_t serial, int timeout_ms);
-  std::string dir_;
+  test::TempDir dir_{"hg-knot"};
   uint16_t port_ = 0;
   std::unique_ptr<test::Child> child_;
 };
@@ -64,7 +64,7 @@ class Unbound {
 
  private:
   Unbound() = default;
-  std::string dir_;
+  test::TempDir dir_{"hg-unbound"};
   uint16_t port_ = 0;
   std::unique_ptr<test::Child> child_;
 };

@@ -15,6 +15,7 @@
 
 #include "base/bytes.h"
 #include "tests/support/temp_dir.h"
+#include "tests/wire/packet_builder.h"
 #include "tools/rehearse/trace.h"
 
 namespace hg::rehearse::test {
@@ -30,16 +31,8 @@ inline Bytes dns_message(uint16_t id, std::string_view name, bool response, uint
   base::append_u16(b, response ? 1 : 0);
   base::append_u16(b, 0);
   base::append_u16(b, 0);
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    std::size_t dot = name.find('.', start);
-    if (dot == std::string_view::npos) dot = name.size();
-    b.push_back(static_cast<uint8_t>(dot - start));
-    for (std::size_t i = start; i < dot; ++i)
-      b.push_back(static_cast<uint8_t>(name[i]));
-    start = dot + 1;
-  }
-  b.push_back(0);
+  const Bytes qname = wire::test::wire_name(name);
+  b.insert(b.end(), qname.begin(), qname.end());
   base::append_u16(b, 1);
   base::append_u16(b, 1);
   if (response) {

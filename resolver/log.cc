@@ -5,9 +5,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <string>
+
+#include "base/decimal.h"
 
 namespace hg::resolver::log {
 
@@ -16,11 +17,6 @@ namespace {
 // -1 undecided, 0 plain, 1 journal.
 std::atomic<int> g_journal{-1};
 
-bool parse_u64(std::string_view s, unsigned long long& out) {
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
-}
-
 }  // namespace
 
 bool journal_stream_matches(const char* env, int fd) {
@@ -28,12 +24,13 @@ bool journal_stream_matches(const char* env, int fd) {
   const std::string_view v(env);
   const auto colon = v.find(':');
   if (colon == std::string_view::npos) return false;
-  unsigned long long dev = 0, ino = 0;
-  if (!parse_u64(v.substr(0, colon), dev) || !parse_u64(v.substr(colon + 1), ino)) return false;
+  const auto dev = base::parse_decimal<unsigned long long>(v.substr(0, colon));
+  const auto ino = base::parse_decimal<unsigned long long>(v.substr(colon + 1));
+  if (!dev || !ino) return false;
   struct stat st {};
   if (::fstat(fd, &st) != 0) return false;
-  return static_cast<unsigned long long>(st.st_dev) == dev &&
-         static_cast<unsigned long long>(st.st_ino) == ino;
+  return static_cast<unsigned long long>(st.st_dev) == *dev &&
+         static_cast<unsigned long long>(st.st_ino) == *ino;
 }
 
 bool to_journal() {

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "base/bytes.h"
+#include "base/decimal.h"
 #include "resolver/fleet/redis_value.h"
 
 namespace hg::resolver::fleet {
@@ -41,16 +42,6 @@ bool derive(std::span<const uint8_t> secret, std::string_view label, std::span<u
   const bool ok = EVP_KDF_derive(ctx, out.data(), out.size(), params) == 1;
   EVP_KDF_CTX_free(ctx);
   return ok;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  if (s.empty() || s.size() > 19) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
 }
 
 }  // namespace
@@ -240,8 +231,8 @@ OpenedMessage open_fleet_message(FleetAuth* auth, std::string_view channel, std:
     field = rest.substr(0, sp);
     rest = rest.substr(sp + 1);
   }
-  const auto t = parse_u64(f[0]);
-  const auto s = parse_u64(f[1]);
+  const auto t = base::parse_decimal<uint64_t>(f[0]);
+  const auto s = base::parse_decimal<uint64_t>(f[1]);
   std::array<uint8_t, kTagSize> tag{};
   if (!t || !s || !from_hex(f[2], tag) || rest.empty()) return m;
   m.time_ms = static_cast<int64_t>(*t);
@@ -294,7 +285,7 @@ OpenedTtlCap open_ttl_cap(FleetAuth* auth, std::string_view hash_key, std::strin
   OpenedTtlCap c;
   const std::size_t sp = value.find(' ');
   const std::string_view secs = value.substr(0, sp);
-  const auto n = parse_u64(secs);
+  const auto n = base::parse_decimal<uint64_t>(secs);
   if (!n || *n > 2147483647u || secs.size() > 10) return c;  // Malformed
   c.seconds = static_cast<uint32_t>(*n);
   if (auth == nullptr) {

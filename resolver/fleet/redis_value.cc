@@ -5,6 +5,7 @@
 
 #include "base/bytes.h"
 #include "base/crc32c.h"
+#include "base/decimal.h"
 #include "wire/reader.h"
 
 namespace hg::resolver::fleet {
@@ -41,17 +42,6 @@ std::string glob_escape(std::string_view s) {
     out += c;
   }
   return out;
-}
-
-std::optional<uint32_t> parse_u32(std::string_view s) {
-  if (s.empty() || s.size() > 10) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > UINT32_MAX) return std::nullopt;
-  return static_cast<uint32_t>(v);
 }
 
 std::vector<std::string_view> split_spaces(std::string_view s) {
@@ -264,7 +254,7 @@ std::optional<FleetMessage> decode_fleet_message(std::string_view text) {
     return m;
   }
   if (op == "ttl-cap" && parts.size() == 5) {
-    auto secs = parse_u32(parts[4]);
+    auto secs = base::parse_decimal<uint32_t>(parts[4]);
     if (!secs || *secs > 2147483647u) return std::nullopt;
     m.op = FleetOp::TtlCap;
     m.seconds = *secs;

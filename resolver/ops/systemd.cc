@@ -5,21 +5,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+
+#include "base/decimal.h"
 
 namespace hg::resolver {
 namespace {
 
 std::optional<uint64_t> parse_u64(const char* text) {
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  uint64_t v = 0;
-  const char* end = text + std::strlen(text);
-  auto [p, ec] = std::from_chars(text, end, v);
-  if (ec != std::errc{} || p != end) return std::nullopt;
-  return v;
+  if (text == nullptr) return std::nullopt;
+  return base::parse_decimal<uint64_t>(text);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "tools/rehearse/cli_util.h"
 
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 
@@ -9,13 +8,6 @@
 #include "resolver/cli_doc.h"
 
 namespace hg::rehearse {
-
-std::optional<uint64_t> parse_u64(std::string_view text) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
 
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed) {

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/decimal.h"
 #include "resolver/config.h"
 #include "tools/rehearse/plan_model.h"
 #include "tools/rehearse/trace.h"
@@ -18,7 +19,9 @@
 namespace hg::rehearse {
 
 /// A whole decimal number, nothing before or after it; nullopt otherwise (and on overflow).
-std::optional<uint64_t> parse_u64(std::string_view text);
+inline std::optional<uint64_t> parse_u64(std::string_view text) {
+  return base::parse_decimal<uint64_t>(text);
+}
 /// Prints "hourglass-rehearse CMD: FLAG 'VALUE': expected ALLOWED" and returns 2.
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "resolver/query/query_engine.h"
+#include "tests/resolver/engine_harness.h"
 #include "tests/wire/answer_cases.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
@@ -50,25 +51,10 @@ Answer parse_answer(std::span<const uint8_t> bytes) {
   return a;
 }
 
-class QueryEngineTest : public ::testing::Test {
+class QueryEngineTest : public EngineHarness {
  protected:
-  struct Sent {
-    Bytes query;
-    Upstream::Callback done;
-  };
-
-  QueryEngineTest()
-      : loop_(EventLoop::Options{.clock = [this] { return now_; }}),
-        shared_(make_config()),
-        engine_(
-            shared_, loop_,
-            [this](std::span<const uint8_t> q, Upstream::Callback done) {
-              sent_.push_back({Bytes(q.begin(), q.end()), std::move(done)});
-            },
-            0) {
+  QueryEngineTest() : EngineHarness(make_config()) {
     sink_ = [this](std::span<const uint8_t> b) { deferred_.push_back(parse_answer(b)); };
-    route_.sink = &sink_;
-    tick();
   }
 
   static Config make_config() {
@@ -83,7 +69,6 @@ class QueryEngineTest : public ::testing::Test {
     now_ += d;
     tick();
   }
-  void tick() { loop_.run_once(Millis{0}); }
 
   /// Sends a query; returns the immediate answer, if any.
   std::optional<Answer> ask(const Bytes& query, bool tcp = false) {
@@ -106,16 +91,13 @@ class QueryEngineTest : public ::testing::Test {
   /// Answers the oldest upstream query with `reply`, given the question it asked.
   void upstream_answers(const std::function<Bytes(const Bytes& q)>& reply) {
     ASSERT_FALSE(sent_.empty());
-    Sent s = std::move(sent_.front());
-    sent_.pop_front();
+    Sent s = take_sent();
     Bytes r = reply(s.query);
     s.done(UpstreamStatus::Ok, r);
   }
   void upstream_fails(UpstreamStatus st) {
     ASSERT_FALSE(sent_.empty());
-    Sent s = std::move(sent_.front());
-    sent_.pop_front();
-    s.done(st, {});
+    take_sent().done(st, {});
   }
 
   /// A response to our upstream query `q` (same ID and question) with A records.
@@ -128,13 +110,6 @@ class QueryEngineTest : public ::testing::Test {
     return b.build();
   }
 
-  MonoTime now_{Millis{10'000'000}};
-  EventLoop loop_;
-  Shared shared_;
-  QueryEngine engine_;
-  std::deque<Sent> sent_;
-  std::function<void(std::span<const uint8_t>)> sink_;
-  Route route_;
   std::vector<Answer> deferred_;
 };
 

@@ -19,6 +19,7 @@
 #include "resolver/ops/metrics.h"
 #include "resolver/ops/shadow_control.h"
 #include "resolver/query/query_engine.h"
+#include "tests/resolver/engine_harness.h"
 #include "tests/resolver/parse_args.h"
 #include "tests/wire/packet_builder.h"
 #include "wire/message.h"
@@ -49,32 +50,16 @@ std::string line_starting(const std::string& text, std::string_view prefix) {
   return {};
 }
 
-class RehearsalEngineTest : public ::testing::Test {
+class RehearsalEngineTest : public EngineHarness {
  protected:
-  struct Sent {
-    Bytes query;
-    Upstream::Callback done;
-  };
-
-  explicit RehearsalEngineTest(const Config& config = Config{})
-      : loop_(EventLoop::Options{.clock = [this] { return now_; }}),
-        shared_(config),
-        engine_(
-            shared_, loop_,
-            [this](std::span<const uint8_t> q, Upstream::Callback done) {
-              sent_.push_back({Bytes(q.begin(), q.end()), std::move(done)});
-            },
-            0) {
+  explicit RehearsalEngineTest(const Config& config = Config{}) : EngineHarness(config) {
     sink_ = [this](std::span<const uint8_t>) { ++deferred_; };
-    route_.sink = &sink_;
-    tick();
   }
 
   void at(int64_t seconds) {
     now_ = start_ + std::chrono::seconds{seconds};
     tick();
   }
-  void tick() { loop_.run_once(Millis{0}); }
 
   /// Sends a client query; true when it was answered at once (a cache hit).
   bool ask(std::string_view name) {
@@ -87,8 +72,7 @@ class RehearsalEngineTest : public ::testing::Test {
   /// Answers the oldest upstream query with A records of TTL `ttl`.
   void upstream_answers(std::string_view name, uint32_t ttl) {
     ASSERT_FALSE(sent_.empty());
-    Sent s = std::move(sent_.front());
-    sent_.pop_front();
+    Sent s = take_sent();
     PacketBuilder b;
     b.id(static_cast<uint16_t>((s.query[0] << 8) | s.query[1])).flags(0x8180).question(name, 1);
     b.rr(0, name, 1, ttl, addr(192, 0, 2, 1));
@@ -98,14 +82,7 @@ class RehearsalEngineTest : public ::testing::Test {
 
   std::string control(std::string_view line) { return Control::execute_all(shared_, line, now_); }
 
-  MonoTime now_{Millis{10'000'000}};
   MonoTime start_ = now_;
-  EventLoop loop_;
-  Shared shared_;
-  QueryEngine engine_;
-  std::deque<Sent> sent_;
-  std::function<void(std::span<const uint8_t>)> sink_;
-  Route route_;
   int deferred_ = 0;
 };
 

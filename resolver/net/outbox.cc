@@ -52,9 +52,9 @@ namespace {
 
 // The datagrams a thread's loop iteration produces outside the listeners' own batches — the
 // answers after upstream queries, one per c-ares callback (the upstream queries themselves
-// leave at once, each from its own socket: resolver/upstream/upstream.cc) — gathered and sent at
-// the iteration's end with one sendmmsg per socket instead of one sendto each. A datagram waits at
-// most for the rest of its iteration.
+// leave at once, each from its own socket: resolver/upstream/upstream_sockets.cc) — gathered and
+// sent at the iteration's end with one sendmmsg per socket instead of one sendto each. A datagram
+// waits at most for the rest of its iteration.
 class Outbox {
  public:
   static constexpr std::size_t kMax = 64;             // answers; then flushed at once

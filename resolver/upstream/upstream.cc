@@ -1,5 +1,7 @@
-// Upstream implementation: one c-ares 1.18 channel per server on an EventLoop, and the
-// retransmission, server choice, EDNS and 0x20 logic above them.
+// Upstream implementation, the queries: one c-ares 1.18 channel per server on an EventLoop,
+// and the retransmission, server choice, EDNS and 0x20 logic above them. The sockets (a port
+// per attempt, the socket functions c-ares is given) are upstream_sockets.cc; the records both
+// files share, upstream_parts.h.
 //
 // A server removed by reload_servers() keeps its channel until its last query has ended; it
 // is then destroyed from a zero-delay loop timer, never from inside a c-ares callback, where
@@ -7,18 +9,17 @@
 #include "resolver/upstream/upstream.h"
 
 #include "resolver/upstream/ares_memory.h"
+#include "resolver/upstream/upstream_parts.h"
 
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -34,9 +35,14 @@ static_assert(std::is_same_v<ares_socklen_t, socklen_t>);
 
 namespace hg::resolver {
 
+using upstream_limits::kMaxAttempts;
+using upstream_limits::kMaxDatagram;
+using upstream_limits::kMaxQuery;
+using upstream_limits::kOptSize;
+using upstream_wire::kHeaderSize;
+
 namespace {
 
-constexpr std::size_t kHeaderSize = 12;
 constexpr std::size_t kRandomBatch = 256;
 
 void init_library_once() {
@@ -141,29 +147,6 @@ std::string_view to_string(UpstreamStatus s) noexcept {
 
 namespace {
 
-constexpr std::size_t kMaxQuery = 512;
-constexpr std::size_t kMaxAttempts = 16;
-constexpr std::size_t kOptSize = 11;
-// What one read of an attempt's socket takes: c-ares reads UDP into a buffer of 4097 bytes,
-// and treats anything over the EDNS payload (1232) as truncated anyway.
-constexpr std::size_t kMaxDatagram = 4097;
-// Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
-// flood of forgeries at one port cannot keep the loop on it.
-constexpr int kReadsPerWake = 8;
-// Disconnected attempt sockets a worker keeps per address family for later attempts.
-constexpr std::size_t kMaxIdlePorts = 256;
-
-// Attempt sockets open in the process (every worker's Upstream), against the budget.
-std::atomic<int> g_attempt_sockets{0};
-
-int process_socket_budget() {
-  static const int budget = [] {
-    rlimit r{};
-    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 32768;
-    return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur / 2, 64, rlim_t{1} << 20));
-  }();
-  return budget;
-}
 constexpr std::size_t kMaxServers = 64;
 
 Millis ceil_ms(Micros us) {
@@ -174,123 +157,7 @@ uint16_t get16(const uint8_t* p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
 }
 
-// Whether a datagram read from an attempt's (unconnected) socket came from the server's
-// address and port.
-bool from_server(const Endpoint& server, const sockaddr_storage& from, socklen_t len) {
-  if (server.family() == AF_INET) {
-    if (from.ss_family != AF_INET || len < static_cast<socklen_t>(sizeof(sockaddr_in)))
-      return false;
-    const auto& f = reinterpret_cast<const sockaddr_in&>(from);
-    return f.sin_port == server.v4().sin_port && f.sin_addr.s_addr == server.v4().sin_addr.s_addr;
-  }
-  if (from.ss_family != AF_INET6 || len < static_cast<socklen_t>(sizeof(sockaddr_in6)))
-    return false;
-  const auto& f = reinterpret_cast<const sockaddr_in6&>(from);
-  return f.sin6_port == server.v6().sin6_port &&
-         std::memcmp(&f.sin6_addr, &server.v6().sin6_addr, sizeof(in6_addr)) == 0;
-}
-
-// Empties a socket's error queue (IP_RECVERR): what is queued there keeps the socket
-// reporting EPOLLERR. Bounded, like every read of an attempt's socket.
-void drain_error_queue(int fd) {
-  uint8_t data[64];
-  uint8_t control[512];
-  for (int i = 0; i < kReadsPerWake; ++i) {
-    iovec iov{data, sizeof data};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0 && errno != EINTR) return;
-  }
-}
-
 }  // namespace
-
-struct Upstream::Server {
-  Upstream* owner = nullptr;
-  Endpoint endpoint;
-  ares_channel ares = nullptr;
-  std::size_t pending = 0;  // attempts c-ares has not reported yet
-  bool retired = false;     // removed by a reload: destroy when pending reaches 0
-  bool destroy_scheduled = false;
-  TimerId destroy_timer;
-  TimerId timer;
-  MonoTime timer_at{};
-  std::vector<int> fds;  // sockets c-ares asked us to watch (TCP)
-  // The UDP socket c-ares believes it talks through: never bound, connected or watched, so
-  // nothing ever arrives on it. Its sends go out on a socket of their own per attempt
-  // (send_datagram); its reads hand over the one answer read_attempt() accepted (`rx`).
-  int udp_fd = -1;
-  std::span<const uint8_t> rx{};
-  ServerHealth health;
-  std::shared_ptr<UpstreamServerStats> stats;
-  Micros last_answer{-1};           // when the server last answered anything (options_.clock_us)
-  std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
-};
-
-// A UDP socket for attempts (see send_datagram). While an attempt's datagram holds its port
-// it belongs to that attempt; disconnected, it has no port and waits on idle_ports_.
-struct Upstream::PortSocket {
-  int fd;
-  int family;
-  std::size_t index;  // in ports_
-  Attempt* attempt;   // nullptr while idle
-};
-
-// One ares_send of a query, to one server, with its own ID (and letter case). No default
-// member initialisers, so a Query's array of them costs nothing to create: launch() sets each
-// one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
-struct Upstream::Attempt {
-  Query* query;
-  Server* server;
-  Micros sent;
-  upstream_wire::CaseBits case_bits;
-  PortSocket* port;  // its own UDP socket, so its own source port; nullptr: none
-  uint16_t id;
-  bool outstanding;    // c-ares has not reported it yet
-  bool edns;           // sent with the OPT record
-  bool edns_retry;     // the retry without OPT after an EDNS rejection
-  bool use_0x20;       // sent with a random letter case
-  bool probe;          // hedged to a suspect server
-  bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
-  bool case_mismatch;  // a reply with the wrong letter case was dropped
-  bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
-  // The datagram hook found the reply's question byte for byte as sent (0x20 on, no TC): the
-  // only kind of reply c-ares can then complete it with, so handle_result need not compare.
-  bool question_exact;
-  bool retransmit;   // sent because an earlier attempt of the query to this server timed out
-  bool replied;      // the server answered it (any RCODE)
-  bool judged_lost;  // unanswered when a later copy to the same server was answered
-  bool classified;   // (retransmit) counted as spurious or needed
-  bool local_error;  // no socket could be had for it: not the server's fault
-  bool refused;      // ICMP unreachable on its socket: handled, c-ares still holds it
-  bool tls_auth;     // DoT: failed because the certificate or pin did not verify
-};
-
-// One send(): the caller's query, its attempts, its retransmission timer.
-struct Upstream::Query {
-  Query* prev = nullptr;
-  Query* next = nullptr;
-  Callback done;
-  std::array<uint8_t, kMaxQuery> base;  // the first `len` bytes are set by send()
-  uint16_t len = 0;
-  uint16_t qend = 0;  // end of the question
-  bool has_opt = false;
-  bool finished = false;  // the callback has run (or is running)
-  int busy = 0;           // being processed: not to be freed yet
-  MonoTime give_up{};
-  TimerId timer{};
-  MonoTime timer_at{};
-  uint64_t failed = 0;  // bit i: servers_[i] failed this query (SERVFAIL, unreachable, ...)
-  UpstreamStatus failure = UpstreamStatus::Timeout;
-  uint8_t n_attempts = 0;
-  uint8_t outstanding = 0;
-  int timeouts = 0;                            // times the retransmission timer fired
-  bool retransmitted = false;                  // some attempt has `retransmit` set
-  std::array<Attempt, kMaxAttempts> attempts;  // the first n_attempts are set by launch()
-};
 
 namespace {
 // Spare Query objects kept for reuse: a Query is ~1.8 KiB, past the allocator's per-thread
@@ -1171,261 +1038,6 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
     a.formerr = true;
   }
   return true;
-}
-
-void Upstream::read_attempt(Attempt& a) {
-  Query& q = *a.query;
-  Server& s = *a.server;
-  ++q.busy;
-  for (int i = 0; i < kReadsPerWake && a.port != nullptr; ++i) {
-    sockaddr_storage from{};
-    socklen_t from_len = sizeof from;
-    const ssize_t n = recvfrom(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0,
-                               reinterpret_cast<sockaddr*>(&from), &from_len);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      drain_error_queue(a.port->fd);
-      // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
-      // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
-      // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
-      close_attempt_socket(a);
-      if (!a.refused && a.outstanding) {
-        a.refused = true;
-        handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
-      }
-      break;
-    }
-    if (!from_server(s.endpoint, from, from_len)) {
-      // The kernel does not filter: the socket is not connected.
-      bump(s.stats->dropped_wrong_source);
-      continue;
-    }
-    const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
-    if (!accept_datagram(a, d)) continue;
-    // c-ares reads it from the stand-in socket (recv_hook), matches it to the attempt and
-    // calls on_answer, which closes this socket; after a TC it asks over TCP instead.
-    s.rx = d;
-    ares_process_fd(s.ares, s.udp_fd, ARES_SOCKET_BAD);
-    s.rx = {};
-    break;
-  }
-  --q.busy;
-  rearm_timer_if_needed(s);
-  release_if_done(&q);
-  retire_if_idle(s);
-}
-
-bool Upstream::socket_live(const OpenSocket& o) const noexcept {
-  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt that still
-  // holds the socket (whichever Query it belongs to now).
-  const Attempt* a = by_id_[o.id];
-  return a == o.attempt && a->port == o.port;
-}
-
-bool Upstream::make_socket_room(Server& s, int family) {
-  auto& mine = idle_ports(family);
-  auto& other = idle_ports(family == AF_INET6 ? AF_INET : AF_INET6);
-  if (!mine.empty()) return true;
-  const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
-  while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
-    open_sockets_.pop_front();
-  if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
-  if (!other.empty()) {  // an idle socket of the other family makes way for a new one
-    close_port(other.back());
-    return true;
-  }
-  // At the budget (a flood of names that never get an answer, each holding its copies'
-  // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
-  // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
-  while (!open_sockets_.empty()) {
-    const OpenSocket o = open_sockets_.front();
-    open_sockets_.pop_front();
-    if (!socket_live(o)) continue;
-    close_attempt_socket(*o.attempt);  // idle now, on its family's list
-    bump(s.stats->sockets_reclaimed);
-    if (mine.empty()) close_port(other.back());
-    return true;
-  }
-  return false;  // the other workers hold them all
-}
-
-Upstream::PortSocket* Upstream::take_port(int family) {
-  auto& idle = idle_ports(family);
-  if (!idle.empty()) {
-    PortSocket* p = idle.back();
-    idle.pop_back();
-    return p;
-  }
-  const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return nullptr;
-  // Not connected, so ICMP errors for its datagrams are reported only with RECVERR (then
-  // as the socket's error, ECONNREFUSED etc., and in its error queue).
-  const int on = 1;
-  if ((family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on)
-                          : setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on)) != 0) {
-    close(fd);
-    return nullptr;
-  }
-  auto owned = std::make_unique<PortSocket>(PortSocket{fd, family, ports_.size(), nullptr});
-  PortSocket* p = owned.get();
-  if (!loop_.add_fd(fd, Interest::Read, [this, p](FdEvents) { on_port_readable(*p); })) {
-    close(fd);
-    return nullptr;
-  }
-  ports_.push_back(std::move(owned));
-  ++sockets_opened_;
-  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
-  return p;
-}
-
-void Upstream::close_port(PortSocket* p) {
-  auto& idle = idle_ports(p->family);
-  if (auto it = std::find(idle.rbegin(), idle.rend(), p); it != idle.rend())
-    idle.erase(std::next(it).base());
-  g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
-  loop_.forget_fd(p->fd);  // close() takes it out of epoll: one system call fewer
-  close(p->fd);
-  const std::size_t i = p->index;
-  if (i + 1 != ports_.size()) {
-    ports_[i] = std::move(ports_.back());
-    ports_[i]->index = i;
-  }
-  ports_.pop_back();  // destroys *p
-}
-
-void Upstream::on_port_readable(PortSocket& p) {
-  if (p.attempt != nullptr) {
-    read_attempt(*p.attempt);
-    return;
-  }
-  // Idle: a datagram that came in before its attempt gave the port up (a late duplicate).
-  // Nothing can arrive once it is disconnected, so this ends; but never spin on it.
-  for (int i = 0; i < kReadsPerWake; ++i) {
-    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK) drain_error_queue(p.fd);
-      return;
-    }
-  }
-  close_port(&p);
-}
-
-void Upstream::close_attempt_socket(Attempt& a) {
-  PortSocket* p = a.port;
-  if (p == nullptr) return;
-  a.port = nullptr;
-  p->attempt = nullptr;
-  // Disconnecting a socket whose port the kernel chose (at its first sendto) also unbinds
-  // that port: a datagram to it is refused from now on, as after close(), and the next
-  // sendto() binds a new random one. One cheap system call in place of close(), socket()
-  // and an epoll registration.
-  auto& idle = idle_ports(p->family);
-  sockaddr unspec{};
-  unspec.sa_family = AF_UNSPEC;
-  if (idle.size() < kMaxIdlePorts && connect(p->fd, &unspec, sizeof unspec) == 0) {
-    idle.push_back(p);
-    return;
-  }
-  close_port(p);
-}
-
-ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
-  std::span<const uint8_t> bytes;
-  if (iovcnt == 1) {
-    bytes = {static_cast<const uint8_t*>(iov[0].iov_base), iov[0].iov_len};
-  } else {
-    std::size_t len = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-      const std::size_t part = iov[i].iov_len;
-      if (len + part > rxbuf_.size()) {
-        errno = EMSGSIZE;
-        return -1;
-      }
-      std::memcpy(rxbuf_.data() + len, iov[i].iov_base, part);
-      len += part;
-    }
-    bytes = {rxbuf_.data(), len};
-  }
-  Attempt* a = bytes.size() >= kHeaderSize ? by_id_[upstream_wire::id(bytes)] : nullptr;
-  if (a == nullptr || a->server != &s) {  // cannot happen: every ares_send is an attempt
-    errno = EINVAL;
-    return -1;
-  }
-  // c-ares sends an attempt again only after an error on its socket: a new socket then too.
-  close_attempt_socket(*a);
-  const int family = s.endpoint.family();
-  PortSocket* p = make_socket_room(s, family) ? take_port(family) : nullptr;
-  if (p == nullptr) {
-    // Out of descriptors or memory here, not a fault of the server: the attempt counts as
-    // sent and its retransmission timer covers it, as for a datagram lost on the way.
-    bump(s.stats->socket_errors);
-    a->local_error = true;
-    return static_cast<ares_ssize_t>(bytes.size());
-  }
-  // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
-  // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
-  // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
-  if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
-               s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
-    const int err = errno;
-    close_port(p);
-    errno = err;
-    return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
-  }
-  p->attempt = a;
-  a->port = p;
-  open_sockets_.push_back({a, p, a->id});
-  return static_cast<ares_ssize_t>(bytes.size());
-}
-
-ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
-                                 ares_socklen_t* from_len, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd != s->udp_fd) return recvfrom(fd, buf, len, flags, from, from_len);  // TCP
-  // The stand-in: the answer read_attempt() accepted, once; then EAGAIN ends c-ares's loop.
-  if (s->rx.empty()) {
-    errno = EAGAIN;
-    return -1;
-  }
-  const std::size_t n = std::min(s->rx.size(), len);
-  std::memcpy(buf, s->rx.data(), n);
-  s->rx = {};
-  if (from != nullptr && from_len != nullptr) {
-    const socklen_t want = s->endpoint.sockaddr_len();
-    std::memcpy(from, s->endpoint.sockaddr_ptr(), std::min<socklen_t>(want, *from_len));
-    *from_len = want;
-  }
-  return static_cast<ares_ssize_t>(n);
-}
-
-ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
-  auto* s = static_cast<Server*>(user);
-  const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-  if (fd >= 0 && type == SOCK_DGRAM) s->udp_fd = fd;
-  return fd;
-}
-
-int Upstream::close_hook(ares_socket_t fd, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) s->udp_fd = -1;
-  return close(fd);
-}
-
-// The stand-in is never connected, so it has no port and receives nothing; TCP connects.
-int Upstream::connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) return 0;
-  return connect(fd, addr, len);
-}
-
-// UDP: each attempt's datagram on its own socket (send_datagram). TCP is written now, with
-// MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
-ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) return s->owner->send_datagram(*s, iov, iovcnt);
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
-  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
-  return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
 
 std::optional<std::string> Upstream::reload_servers(std::span<const Endpoint> servers) {

@@ -1,7 +1,9 @@
 // The fleet (--redis) against a real redis-server: two or three hourglassd instances sharing
 // one cache, one upstream query for a name however many instances miss it at once, a dead
 // lock holder, Redis stopped / restarted / slow / full, garbage under a key, fleet flushes.
-// Timing assertions are loose on purpose: the machine running the tests is shared.
+// Timing assertions are loose on purpose: the machine running the tests is shared. The
+// fleet's deadlines themselves (lock wait, Redis timeout, breaker cool-down) are held exactly,
+// on virtual time, by tests/resolver/fleet_cache_test.cc; these are the daemon's smoke tests.
 #include <gtest/gtest.h>
 
 #include <signal.h>

@@ -1,0 +1,329 @@
+// Upstream implementation, the sockets: every UDP attempt goes out on a socket of its own, so
+// from a port of its own (docs/upstream.md, "A port per query"), and c-ares is given socket
+// functions that route its UDP sends there and hand it back only the answer read_attempt()
+// accepted. The sockets are kept for the next attempt with their port given up (at most
+// kMaxIdlePorts idle per address family), all within one socket budget for the process.
+#include <ares.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "resolver/upstream/upstream.h"
+#include "resolver/upstream/upstream_parts.h"
+
+namespace hg::resolver {
+
+using upstream_limits::kMaxIdlePorts;
+using upstream_limits::kReadsPerWake;
+using upstream_wire::kHeaderSize;
+
+namespace {
+
+// Attempt sockets open in the process (every worker's Upstream), against the budget.
+std::atomic<int> g_attempt_sockets{0};
+
+int process_socket_budget() {
+  static const int budget = [] {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 32768;
+    return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur / 2, 64, rlim_t{1} << 20));
+  }();
+  return budget;
+}
+
+// Whether a datagram read from an attempt's (unconnected) socket came from the server's
+// address and port.
+bool from_server(const Endpoint& server, const sockaddr_storage& from, socklen_t len) {
+  if (server.family() == AF_INET) {
+    if (from.ss_family != AF_INET || len < static_cast<socklen_t>(sizeof(sockaddr_in)))
+      return false;
+    const auto& f = reinterpret_cast<const sockaddr_in&>(from);
+    return f.sin_port == server.v4().sin_port && f.sin_addr.s_addr == server.v4().sin_addr.s_addr;
+  }
+  if (from.ss_family != AF_INET6 || len < static_cast<socklen_t>(sizeof(sockaddr_in6)))
+    return false;
+  const auto& f = reinterpret_cast<const sockaddr_in6&>(from);
+  return f.sin6_port == server.v6().sin6_port &&
+         std::memcmp(&f.sin6_addr, &server.v6().sin6_addr, sizeof(in6_addr)) == 0;
+}
+
+// Empties a socket's error queue (IP_RECVERR): what is queued there keeps the socket
+// reporting EPOLLERR. Bounded, like every read of an attempt's socket.
+void drain_error_queue(int fd) {
+  uint8_t data[64];
+  uint8_t control[512];
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    iovec iov{data, sizeof data};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0 && errno != EINTR) return;
+  }
+}
+
+}  // namespace
+
+void Upstream::read_attempt(Attempt& a) {
+  Query& q = *a.query;
+  Server& s = *a.server;
+  ++q.busy;
+  for (int i = 0; i < kReadsPerWake && a.port != nullptr; ++i) {
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    const ssize_t n = recvfrom(a.port->fd, rxbuf_.data(), rxbuf_.size(), 0,
+                               reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      drain_error_queue(a.port->fd);
+      // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
+      // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
+      // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
+      close_attempt_socket(a);
+      if (!a.refused && a.outstanding) {
+        a.refused = true;
+        handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
+      }
+      break;
+    }
+    if (!from_server(s.endpoint, from, from_len)) {
+      // The kernel does not filter: the socket is not connected.
+      bump(s.stats->dropped_wrong_source);
+      continue;
+    }
+    const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
+    if (!accept_datagram(a, d)) continue;
+    // c-ares reads it from the stand-in socket (recv_hook), matches it to the attempt and
+    // calls on_answer, which closes this socket; after a TC it asks over TCP instead.
+    s.rx = d;
+    ares_process_fd(s.ares, s.udp_fd, ARES_SOCKET_BAD);
+    s.rx = {};
+    break;
+  }
+  --q.busy;
+  rearm_timer_if_needed(s);
+  release_if_done(&q);
+  retire_if_idle(s);
+}
+
+bool Upstream::socket_live(const OpenSocket& o) const noexcept {
+  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt that still
+  // holds the socket (whichever Query it belongs to now).
+  const Attempt* a = by_id_[o.id];
+  return a == o.attempt && a->port == o.port;
+}
+
+bool Upstream::make_socket_room(Server& s, int family) {
+  auto& mine = idle_ports(family);
+  auto& other = idle_ports(family == AF_INET6 ? AF_INET : AF_INET6);
+  if (!mine.empty()) return true;
+  const int budget = options_.max_sockets > 0 ? options_.max_sockets : process_socket_budget();
+  while (!open_sockets_.empty() && !socket_live(open_sockets_.front()))
+    open_sockets_.pop_front();
+  if (g_attempt_sockets.load(std::memory_order_relaxed) < budget) return true;
+  if (!other.empty()) {  // an idle socket of the other family makes way for a new one
+    close_port(other.back());
+    return true;
+  }
+  // At the budget (a flood of names that never get an answer, each holding its copies'
+  // sockets for the query's lifetime): the oldest attempt of this worker gives its socket
+  // up. Its answer, if it ever comes, then hits a closed port; its query retransmits.
+  while (!open_sockets_.empty()) {
+    const OpenSocket o = open_sockets_.front();
+    open_sockets_.pop_front();
+    if (!socket_live(o)) continue;
+    close_attempt_socket(*o.attempt);  // idle now, on its family's list
+    bump(s.stats->sockets_reclaimed);
+    if (mine.empty()) close_port(other.back());
+    return true;
+  }
+  return false;  // the other workers hold them all
+}
+
+Upstream::PortSocket* Upstream::take_port(int family) {
+  auto& idle = idle_ports(family);
+  if (!idle.empty()) {
+    PortSocket* p = idle.back();
+    idle.pop_back();
+    return p;
+  }
+  const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  // Not connected, so ICMP errors for its datagrams are reported only with RECVERR (then
+  // as the socket's error, ECONNREFUSED etc., and in its error queue).
+  const int on = 1;
+  if ((family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on)
+                          : setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on)) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  auto owned = std::make_unique<PortSocket>(PortSocket{fd, family, ports_.size(), nullptr});
+  PortSocket* p = owned.get();
+  if (!loop_.add_fd(fd, Interest::Read, [this, p](FdEvents) { on_port_readable(*p); })) {
+    close(fd);
+    return nullptr;
+  }
+  ports_.push_back(std::move(owned));
+  ++sockets_opened_;
+  g_attempt_sockets.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void Upstream::close_port(PortSocket* p) {
+  auto& idle = idle_ports(p->family);
+  if (auto it = std::find(idle.rbegin(), idle.rend(), p); it != idle.rend())
+    idle.erase(std::next(it).base());
+  g_attempt_sockets.fetch_sub(1, std::memory_order_relaxed);
+  loop_.forget_fd(p->fd);  // close() takes it out of epoll: one system call fewer
+  close(p->fd);
+  const std::size_t i = p->index;
+  if (i + 1 != ports_.size()) {
+    ports_[i] = std::move(ports_.back());
+    ports_[i]->index = i;
+  }
+  ports_.pop_back();  // destroys *p
+}
+
+void Upstream::on_port_readable(PortSocket& p) {
+  if (p.attempt != nullptr) {
+    read_attempt(*p.attempt);
+    return;
+  }
+  // Idle: a datagram that came in before its attempt gave the port up (a late duplicate).
+  // Nothing can arrive once it is disconnected, so this ends; but never spin on it.
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    if (recv(p.fd, rxbuf_.data(), rxbuf_.size(), 0) < 0 && errno != EINTR) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) drain_error_queue(p.fd);
+      return;
+    }
+  }
+  close_port(&p);
+}
+
+void Upstream::close_attempt_socket(Attempt& a) {
+  PortSocket* p = a.port;
+  if (p == nullptr) return;
+  a.port = nullptr;
+  p->attempt = nullptr;
+  // Disconnecting a socket whose port the kernel chose (at its first sendto) also unbinds
+  // that port: a datagram to it is refused from now on, as after close(), and the next
+  // sendto() binds a new random one. One cheap system call in place of close(), socket()
+  // and an epoll registration.
+  auto& idle = idle_ports(p->family);
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  if (idle.size() < kMaxIdlePorts && connect(p->fd, &unspec, sizeof unspec) == 0) {
+    idle.push_back(p);
+    return;
+  }
+  close_port(p);
+}
+
+ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
+  std::span<const uint8_t> bytes;
+  if (iovcnt == 1) {
+    bytes = {static_cast<const uint8_t*>(iov[0].iov_base), iov[0].iov_len};
+  } else {
+    std::size_t len = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      const std::size_t part = iov[i].iov_len;
+      if (len + part > rxbuf_.size()) {
+        errno = EMSGSIZE;
+        return -1;
+      }
+      std::memcpy(rxbuf_.data() + len, iov[i].iov_base, part);
+      len += part;
+    }
+    bytes = {rxbuf_.data(), len};
+  }
+  Attempt* a = bytes.size() >= kHeaderSize ? by_id_[upstream_wire::id(bytes)] : nullptr;
+  if (a == nullptr || a->server != &s) {  // cannot happen: every ares_send is an attempt
+    errno = EINVAL;
+    return -1;
+  }
+  // c-ares sends an attempt again only after an error on its socket: a new socket then too.
+  close_attempt_socket(*a);
+  const int family = s.endpoint.family();
+  PortSocket* p = make_socket_room(s, family) ? take_port(family) : nullptr;
+  if (p == nullptr) {
+    // Out of descriptors or memory here, not a fault of the server: the attempt counts as
+    // sent and its retransmission timer covers it, as for a datagram lost on the way.
+    bump(s.stats->socket_errors);
+    a->local_error = true;
+    return static_cast<ares_ssize_t>(bytes.size());
+  }
+  // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
+  // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
+  // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
+  if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
+               s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
+    const int err = errno;
+    close_port(p);
+    errno = err;
+    return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
+  }
+  p->attempt = a;
+  a->port = p;
+  open_sockets_.push_back({a, p, a->id});
+  return static_cast<ares_ssize_t>(bytes.size());
+}
+
+ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
+                                 ares_socklen_t* from_len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd != s->udp_fd) return recvfrom(fd, buf, len, flags, from, from_len);  // TCP
+  // The stand-in: the answer read_attempt() accepted, once; then EAGAIN ends c-ares's loop.
+  if (s->rx.empty()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  const std::size_t n = std::min(s->rx.size(), len);
+  std::memcpy(buf, s->rx.data(), n);
+  s->rx = {};
+  if (from != nullptr && from_len != nullptr) {
+    const socklen_t want = s->endpoint.sockaddr_len();
+    std::memcpy(from, s->endpoint.sockaddr_ptr(), std::min<socklen_t>(want, *from_len));
+    *from_len = want;
+  }
+  return static_cast<ares_ssize_t>(n);
+}
+
+ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
+  auto* s = static_cast<Server*>(user);
+  const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  if (fd >= 0 && type == SOCK_DGRAM) s->udp_fd = fd;
+  return fd;
+}
+
+int Upstream::close_hook(ares_socket_t fd, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) s->udp_fd = -1;
+  return close(fd);
+}
+
+// The stand-in is never connected, so it has no port and receives nothing; TCP connects.
+int Upstream::connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) return 0;
+  return connect(fd, addr, len);
+}
+
+// UDP: each attempt's datagram on its own socket (send_datagram). TCP is written now, with
+// MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
+ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
+  auto* s = static_cast<Server*>(user);
+  if (fd == s->udp_fd) return s->owner->send_datagram(*s, iov, iovcnt);
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
+  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+  return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+
+}  // namespace hg::resolver

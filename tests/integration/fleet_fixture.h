@@ -21,11 +21,6 @@
 
 namespace hg::integration {
 
-/// True when redis-server and redis-cli are on the PATH.
-inline bool redis_installed() {
-  return std::system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") == 0;
-}
-
 /// A fleet member: hourglassd with --redis and its own control socket.
 struct Member {
   std::unique_ptr<Daemon> d;
@@ -41,7 +36,7 @@ inline std::optional<Answer> ask(const Member& m, const std::string& name,
 class FleetFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!redis_installed())
+    if (!test::RedisServer::installed())
       HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
     ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
   }

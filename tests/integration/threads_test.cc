@@ -147,7 +147,7 @@ TEST(Threads, TwoWorkersAnswerHotAndNewNamesOverBothTransportsThroughReloads) {
 // the other does, a second instance's fleet flush is applied to the shared cache by worker 0
 // under the clients' queries, and the control thread reads the fleet's counters meanwhile.
 TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
-  if (!redis_installed())
+  if (!RedisServer::installed())
     HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
   RedisServer redis;
   ASSERT_TRUE(redis.start()) << "redis-server did not start on port " << redis.port();

@@ -16,6 +16,7 @@
 #include "cache/key.h"
 #include "resolver/fleet/redis_value.h"
 #include "resolver/net/event_loop.h"
+#include "tests/resolver/cached_answers.h"
 #include "tests/support/eventually.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/requires.h"
@@ -29,22 +30,10 @@ using test::eventually;
 using test::RedisServer;
 using test::Resp;
 
-/// A DNS answer for `name` A 192.0.2.7, TTL `ttl`.
-std::vector<uint8_t> answer(const std::string& name, uint32_t ttl) {
-  std::vector<uint8_t> m{0, 0, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
-  const auto qname = wire::Name::from_text(name + ".");
-  m.insert(m.end(), qname->wire().begin(), qname->wire().end());
-  m.insert(m.end(), {0, 1, 0, 1, 0xC0, 0x0C, 0, 1, 0, 1});
-  for (int s = 24; s >= 0; s -= 8)
-    m.push_back(static_cast<uint8_t>(ttl >> s));
-  m.insert(m.end(), {0, 4, 192, 0, 2, 7});
-  return m;
-}
-
 class FleetCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") != 0)
+    if (!RedisServer::installed())
       HG_SKIP_UNLESS_CI("redis-server / redis-cli not installed (scripts/install-deps)");
     ASSERT_TRUE(redis_.start()) << "redis-server did not start on port " << redis_.port();
   }
@@ -100,16 +89,12 @@ class FleetCacheTest : public ::testing::Test {
     loop_.run_once(Millis{0});
   }
 
-  static cache::CacheKey key_of(const std::string& name) {
-    return cache::CacheKey::make(*wire::Name::from_text(name + "."), wire::RRType::A, 1, false,
-                                 false);
-  }
   /// Another instance holds the lock of `name` (with an expiry within the 60 s a lock of
   /// hourglass's can have; longer ones are not waited on), and
   /// this one waits: subscribed to the holder's channel, its GET of the value answered.
   void wait_on_a_held_lock(const std::string& name) {
     ASSERT_EQ(redis_.cli({"SET", "hg:l:" + name + ". 1 1 0", "another", "PX", "10000"}), "OK");
-    fleet_->on_miss(key_of(name));
+    fleet_->on_miss(query_key(name));
     const std::string channel = "hg:d:" + name + ". 1 1 0";
     ASSERT_TRUE(pump_until([&] {
       return stats_.lock_waits.load() == 1 &&
@@ -157,7 +142,7 @@ TEST_F(FleetCacheTest, TheHoldersPublicationEndsTheWaitBeforeTheClientTimeout) {
   wait_on_a_held_lock(name);
   advance(Millis{1000});
   const auto value =
-      fleet::encode_value(key_of(name), base::wall_count<Millis>(), answer(name, 60));
+      fleet::encode_value(query_key(name), base::wall_count<Millis>(), a_response(name, {60}));
   Resp r(redis_.port());
   ASSERT_EQ(
       r.call({"PUBLISH", "hg:d:" + name + ". 1 1 0", std::string(value.begin(), value.end())}),
@@ -188,7 +173,7 @@ TEST_F(FleetCacheTest, ARedisSlowerThanItsTimeoutSendsTheMissUpstreamAtTheTimeou
   // Redis timeout, 20 ms, then goes upstream.
   ASSERT_TRUE(redis_.send_async({"DEBUG", "SLEEP", "0.3"}));
   ASSERT_TRUE(eventually([&] { return redis_.sleeping(); }));
-  fleet_->on_miss(key_of("slow-redis.fleet.test"));
+  fleet_->on_miss(query_key("slow-redis.fleet.test"));
   advance(Millis{19});
   EXPECT_EQ(upstream_, 0);
   advance(Millis{1});
@@ -204,24 +189,24 @@ TEST_F(FleetCacheTest, TheBreakerOpensAfterFiveFailuresAndAsksAgainAfterItsCoold
   ASSERT_TRUE(eventually([&] { return redis_.sleeping(); }));
   // Five misses time out one after the other: the breaker opens.
   for (int i = 0; i < 5; ++i) {
-    fleet_->on_miss(key_of("b" + std::to_string(i) + ".fleet.test"));
+    fleet_->on_miss(query_key("b" + std::to_string(i) + ".fleet.test"));
     advance(Millis{20});
   }
   EXPECT_EQ(upstream_, 5);
   EXPECT_EQ(stats_.breaker_opens.load(), 1u);
   // Open: the next miss is not sent to Redis at all.
-  fleet_->on_miss(key_of("skipped.fleet.test"));
+  fleet_->on_miss(query_key("skipped.fleet.test"));
   EXPECT_EQ(upstream_, 6);
   EXPECT_EQ(stats_.l2_skipped.load(), 1u);
   ASSERT_TRUE(eventually([&] { return !redis_.sleeping(); }));
   settle();  // the late replies of the timed-out commands arrive and are dropped
   // Still within the 1 s cool-down on the loop's clock: skipped again.
   advance(Millis{800});
-  fleet_->on_miss(key_of("skipped2.fleet.test"));
+  fleet_->on_miss(query_key("skipped2.fleet.test"));
   EXPECT_EQ(stats_.l2_skipped.load(), 2u);
   // After it, one probe goes to Redis; its answer (a miss, we win the lock) closes it.
   advance(Millis{300});
-  fleet_->on_miss(key_of("probe.fleet.test"));
+  fleet_->on_miss(query_key("probe.fleet.test"));
   ASSERT_TRUE(pump_until([&] { return stats_.lock_wins.load() == 1; }));
   EXPECT_EQ(stats_.l2_skipped.load(), 2u);
   EXPECT_EQ(stats_.breaker_open.load(), 0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +14,10 @@
 #include "tests/support/resp_client.h"
 
 namespace hg::test {
+
+bool RedisServer::installed() {
+  return std::system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null") == 0;
+}
 
 RedisServer::RedisServer() {
   char tmpl[] = "/tmp/hg-redis-XXXXXX";

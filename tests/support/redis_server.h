@@ -24,6 +24,10 @@ class RedisServer {
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
+  /// Whether redis-server and redis-cli are on the PATH (a test skips without them, and fails
+  /// under CI: tests/support/requires.h).
+  static bool installed();
+
   /// Starts redis-server and waits (bounded) until it answers PING. False if it did not. The
   /// first start moves to another free port if the chosen one was taken meanwhile.
   bool start();

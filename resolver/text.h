@@ -2,11 +2,12 @@
 // line and TOML file, resolv.conf, endpoints, dnstap targets): none of them touches a packet.
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "base/decimal.h"
 
 namespace hg::resolver::text {
 
@@ -29,11 +30,8 @@ inline std::string_view trim(std::string_view s) {
 
 /// A decimal number made of digits only (no sign, no spaces), at most 15 digits.
 inline std::optional<uint64_t> parse_digits(std::string_view s) {
-  if (s.empty() || s.size() > 15) return std::nullopt;
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
+  if (s.size() > 15) return std::nullopt;
+  return base::parse_decimal<uint64_t>(s);
 }
 
 }  // namespace hg::resolver::text

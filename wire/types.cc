@@ -1,9 +1,9 @@
 #include "wire/types.h"
 
 #include <array>
-#include <charconv>
 #include <utility>
 
+#include "base/decimal.h"
 #include "wire/name.h"
 
 namespace hg::wire {
@@ -40,11 +40,7 @@ bool iequals(std::string_view a, std::string_view b) {
 
 std::optional<uint16_t> number_after(std::string_view s, std::string_view prefix) {
   if (s.size() <= prefix.size() || !iequals(s.substr(0, prefix.size()), prefix)) return {};
-  unsigned v = 0;
-  auto rest = s.substr(prefix.size());
-  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
-  if (ec != std::errc() || p != rest.data() + rest.size() || v > 65535) return {};
-  return static_cast<uint16_t>(v);
+  return base::parse_decimal<uint16_t>(s.substr(prefix.size()));
 }
 
 }  // namespace

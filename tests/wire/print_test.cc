@@ -97,5 +97,22 @@ TEST(Format, FormatsWireTypes) {
   EXPECT_EQ(fmt::format("{}", static_cast<RRType>(65534)), "TYPE65534");
 }
 
+// The reverse of the printing above, as dig and zone files write them (RFC 3597 §5 for
+// TYPEnnn and CLASSnnn): mnemonics in any case, numbers 0..65535, nothing else.
+TEST(TypeText, MnemonicsAndRfc3597NumbersParseAndNothingElseDoes) {
+  EXPECT_EQ(rrtype_from_text("A"), RRType::A);
+  EXPECT_EQ(rrtype_from_text("aaaa"), RRType::AAAA);
+  EXPECT_EQ(rrtype_from_text("TYPE1"), RRType::A);
+  EXPECT_EQ(rrtype_from_text("type65535"), static_cast<RRType>(65535));
+  EXPECT_EQ(rrtype_from_text("TYPE0"), static_cast<RRType>(0));
+  for (const char* bad : {"TYPE65536", "TYPE", "TYPE-1", "TYPE+1", "TYPE 1", "TYPE1x", "TYPEx",
+                          "TYPE99999999999999999999", "", "AA", "A "})
+    EXPECT_FALSE(rrtype_from_text(bad)) << bad;
+  EXPECT_EQ(rrclass_from_text("IN"), RRClass::IN);
+  EXPECT_EQ(rrclass_from_text("CLASS3"), static_cast<RRClass>(3));
+  for (const char* bad : {"CLASS65536", "CLASS", "CLASS-3", "TYPE1", "IN1"})
+    EXPECT_FALSE(rrclass_from_text(bad)) << bad;
+}
+
 }  // namespace
 }  // namespace hg::wire

@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/decimal.h"
 #include "tools/ctl/client.h"
 
 namespace hg::ctl {
@@ -42,8 +42,9 @@ std::vector<std::string_view> words_of(std::string_view line) {
 }
 
 bool to_u64(std::string_view s, uint64_t& out) {
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && p == s.data() + s.size() && !s.empty();
+  const auto v = base::parse_decimal<uint64_t>(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // A name from the daemon, safe to print on a terminal (no escape sequences), at most 60 bytes.

@@ -1,11 +1,11 @@
 // The --schedule grammar: see replay_schedule.h and docs/rehearsal.md.
 #include "tools/rehearse/replay_schedule.h"
 
-#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <limits>
 
+#include "base/decimal.h"
 #include "base/duration.h"
 #include "base/unix_time.h"
 
@@ -91,16 +91,15 @@ std::optional<ScheduleRule> parse_schedule(std::string_view text, std::string& w
     rule.at_ns = *at_ns;
     return rule;
   }
-  uint64_t unix_s = 0;
-  auto [p, ec] = std::from_chars(when.data(), when.data() + when.size(), unix_s);
-  if (ec != std::errc{} || p != when.data() + when.size() || !base::unix_ns(unix_s, 0)) {
+  const auto unix_s = base::parse_decimal<uint64_t>(when);
+  if (!unix_s || !base::unix_ns(*unix_s, 0)) {
     why =
         "the time must be +DURATION (after the trace's start), YYYY-MM-DDTHH:MM:SSZ or Unix "
         "seconds";
     return std::nullopt;
   }
   rule.when = ScheduleRule::When::Absolute;
-  rule.at_ns = *base::unix_ns(unix_s, 0);
+  rule.at_ns = *base::unix_ns(*unix_s, 0);
   return rule;
 }
 

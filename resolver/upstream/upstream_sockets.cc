@@ -139,9 +139,11 @@ bool Upstream::make_socket_room(Server& s, int family) {
     const OpenSocket o = open_sockets_.front();
     open_sockets_.pop_front();
     if (!socket_live(o)) continue;
-    close_attempt_socket(*o.attempt);  // idle now, on its family's list
+    close_attempt_socket(*o.attempt);  // idle now on its family's list, or closed
     bump(s.stats->sockets_reclaimed);
-    if (mine.empty()) close_port(other.back());
+    // One of the other family makes way for a new one of ours (the list may be empty: a
+    // socket whose disconnect failed was closed, which freed its place in the budget).
+    if (mine.empty() && !other.empty()) close_port(other.back());
     return true;
   }
   return false;  // the other workers hold them all

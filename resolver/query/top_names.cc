@@ -9,7 +9,7 @@ namespace hg::resolver {
 void SpaceSaving::add(const wire::Name& name, std::size_t hash) {
   ++total_;
   for (std::size_t i = 0; i < used_; ++i) {
-    if (hashes_[i] == hash && items_[i].name.identical(name)) {
+    if (hashes_[i] == hash && names_[i].identical(name)) {
       ++counts_[i];
       return;
     }
@@ -22,15 +22,17 @@ void SpaceSaving::add(const wire::Name& name, std::size_t hash) {
     i = static_cast<std::size_t>(std::min_element(counts_.begin(), counts_.end()) -
                                  counts_.begin());
   }
-  items_[i] = Item{name, hash, 0, counts_[i]};  // inherits the count it replaces as its error
+  names_[i] = name;
   hashes_[i] = hash;
+  errors_[i] = counts_[i];  // inherits the count it replaces as its error
   ++counts_[i];
 }
 
 std::vector<SpaceSaving::Item> SpaceSaving::top(std::size_t n) const {
-  std::vector<Item> out(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(used_));
+  std::vector<Item> out;
+  out.reserve(used_);
   for (std::size_t i = 0; i < used_; ++i)
-    out[i].count = counts_[i];
+    out.push_back(Item{names_[i], hashes_[i], counts_[i], errors_[i]});
   std::sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
     return a.count != b.count ? a.count > b.count : a.name < b.name;
   });

@@ -44,12 +44,12 @@ class SpaceSaving {
   uint64_t total() const noexcept { return total_; }
 
  private:
-  // The names, and beside them (so that a lookup and the search for the smallest counter read
-  // 1 KiB, not the ~17 KiB of the names) each one's hash and count; Item::hash and
-  // Item::count are filled in by top().
-  std::array<Item, kCounters> items_{};
+  // Counter i in four arrays, so that a lookup and the search for the smallest counter read
+  // the hashes and counts (1 KiB), not the ~17 KiB of the names; top() puts them together.
+  std::array<wire::Name, kCounters> names_{};
   std::array<std::size_t, kCounters> hashes_{};
   std::array<uint64_t, kCounters> counts_{};
+  std::array<uint64_t, kCounters> errors_{};
   std::size_t used_ = 0;
   uint64_t total_ = 0;
 };

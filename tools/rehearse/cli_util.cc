@@ -3,11 +3,24 @@
 #include <cstdio>
 #include <fstream>
 
-#include <fmt/format.h>
-
 #include "resolver/cli_doc.h"
 
 namespace hg::rehearse {
+
+namespace {
+
+// CLI11's --help (exit 0) or a one-line parse error (exit 2).
+int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd) {
+  if (e.get_exit_code() == 0) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "hourglass-rehearse %.*s: %s (--help lists the flags)\n",
+               static_cast<int>(cmd.size()), cmd.data(), e.what());
+  return 2;
+}
+
+}  // namespace
 
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed) {
@@ -22,11 +35,8 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::stri
   if (hg::clidoc::requested()) return print_cli_doc(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "hourglass-rehearse {}: {}\n", cmd, e.what());
-    return 2;
+    return cli_exit(app, e, cmd);
   }
   return std::nullopt;
 }
@@ -34,16 +44,6 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::stri
 int print_cli_doc(const CLI::App& app) {
   std::fputs(clidoc::to_json(app, clidoc::Extra{}).c_str(), stdout);
   return 0;
-}
-
-int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd) {
-  if (e.get_exit_code() == 0) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  }
-  std::fprintf(stderr, "hourglass-rehearse %.*s: %s (--help lists the flags)\n",
-               static_cast<int>(cmd.size()), cmd.data(), e.what());
-  return 2;
 }
 
 std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(

@@ -25,11 +25,9 @@ inline std::optional<uint64_t> parse_u64(std::string_view text) {
 /// Prints "hourglass-rehearse CMD: FLAG 'VALUE': expected ALLOWED" and returns 2.
 int usage_error(std::string_view cmd, std::string_view flag, std::string_view value,
                 std::string_view allowed);
-/// CLI11's --help (exit 0) or a one-line parse error (exit 2).
-int cli_exit(CLI::App& app, const CLI::ParseError& e, std::string_view cmd);
-/// Parses the command line the way inspect and synth do. nullopt: go on; else the exit status
-/// to return: HG_CLI_DOC=1 (the JSON, 0), --help (0), or a parse error, printed as
-/// "hourglass-rehearse CMD: WHAT" (2).
+/// Parses a subcommand's command line. nullopt: go on; else the exit status to return:
+/// HG_CLI_DOC=1 (the JSON, 0), --help (the help, 0), or a parse error, printed as
+/// "hourglass-rehearse CMD: WHAT (--help lists the flags)" (2).
 std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::string_view cmd);
 /// Prints the subcommand's command line as JSON (resolver/cli_doc.h, for the man page and
 /// completion) and returns 0; run when HG_CLI_DOC=1.

@@ -79,12 +79,7 @@ int run_plan(int argc, char** argv) {
                  "cut-over); default: the zone's SOA REFRESH, as NOTIFY cannot be seen from "
                  "outside. 0 for one server, or when NOTIFY reaches every secondary");
   app.add_option("--now", now_text, "pretend it is this time (UTC), for reproducible reports");
-  if (hg::clidoc::requested()) return print_cli_doc(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e, "plan");
-  }
+  if (const auto exit = parse_or_exit(app, argc, argv, "plan")) return *exit;
 
   auto bad = [](const std::string& flag, const std::string& value, const std::string& allowed) {
     return usage_error("plan", flag, value, allowed);

@@ -310,11 +310,7 @@ int run_report(int argc, char** argv) {
                  "whose trace: resolver (replayed), auth (projected), or auto: auth when the "
                  "dnstap holds AUTH_* messages (a pcap is taken as a resolver's)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e, "report");
-  }
+  if (const auto exit = parse_or_exit(app, argc, argv, "report")) return *exit;
   auto bad = [](const std::string& flag, const std::string& value, const std::string& allowed) {
     return usage_error("report", flag, value, allowed);
   };

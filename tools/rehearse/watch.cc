@@ -78,12 +78,7 @@ int run_watch(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--duration", duration_text, "give up after this long, at most 24h")
       ->capture_default_str();
-  if (hg::clidoc::requested()) return print_cli_doc(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e, "watch");
-  }
+  if (const auto exit = parse_or_exit(app, argc, argv, "watch")) return *exit;
 
   auto name = wire::Name::from_text(name_text);
   if (!name || name_text.empty()) {

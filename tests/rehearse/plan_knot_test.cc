@@ -331,14 +331,17 @@ TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {
   } cases[] = {
       {"plan www.example.test --target-ttl 60 --cutover tomorrow --auth 127.0.0.1",
        "--cutover 'tomorrow': expected a UTC time"},
-      {"plan www.example.test --target-ttl sixty --cutover 2026-12-03T10:00Z --auth 127.0.0.1",
+      {"plan www.example.test --target-ttl sixty --cutover 2026-12-03T10:00Z --now "
+       "2026-12-01T11:00Z --auth 127.0.0.1",
        "--target-ttl 'sixty'"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --auth nohost",
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+       "2026-12-01T11:00Z --auth nohost",
        "--auth 'nohost'"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --auth 127.0.0.1 "
-       "--profile /nonexistent.toml",
+      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
+       "2026-12-01T11:00Z --auth 127.0.0.1 --profile /nonexistent.toml",
        "--profile /nonexistent.toml: cannot be read"},
-      {"plan www.example.test --cutover 2026-12-03T10:00Z", "--target-ttl is required"},
+      {"plan www.example.test --cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
+       "--target-ttl is required"},
       {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
        "2026-12-03T11:00Z --auth 127.0.0.1",
        "--cutover '2026-12-03T10:00Z': expected a time in the future (now 2026-12-03T11:00:00Z)"},

@@ -14,6 +14,7 @@
 #include "resolver/ops/control.h"
 #include "resolver/ops/metrics.h"
 #include "resolver/ops/warm_restart.h"
+#include "resolver/upstream/cares_compat.h"
 
 namespace hg::resolver {
 
@@ -344,6 +345,9 @@ int Server::run() {
              c.client_timeout.count(), c.upstream_timeout.count(), workers_.size());
   for (const auto& w : c.warnings)
     log::print(log::Level::Warning, "warning: {}", w);
+  // A c-ares older than 1.18 stopped Upstream::create; a newer one than tested is said once.
+  if (const auto p = cares::library_problem(); p && !p->fatal)
+    log::print(log::Level::Warning, "{}", p->message);
 
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     Worker* w = workers_[i].get();

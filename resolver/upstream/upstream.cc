@@ -1,7 +1,7 @@
-// Upstream implementation, the queries: one c-ares 1.18 channel per server on an EventLoop,
-// and the retransmission, server choice, EDNS and 0x20 logic above them. The sockets (a port
-// per attempt, the socket functions c-ares is given) are upstream_sockets.cc; the records both
-// files share, upstream_parts.h.
+// Upstream implementation, the queries: server choice, retransmission, EDNS fallback and 0x20
+// over UDP, and one c-ares channel per server for the queries a truncated answer sends to TCP
+// (cares_compat.h). The sockets (a port per attempt, what arrives on it) are
+// upstream_sockets.cc; the records both files share, upstream_parts.h.
 //
 // A server removed by reload_servers() keeps its channel until its last query has ended; it
 // is then destroyed from a zero-delay loop timer, never from inside a c-ares callback, where
@@ -9,13 +9,13 @@
 #include "resolver/upstream/upstream.h"
 
 #include "resolver/upstream/ares_memory.h"
+#include "resolver/upstream/cares_compat.h"
 #include "resolver/upstream/upstream_parts.h"
 
 #include <ares.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,14 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <utility>
-
-// upstream.h declares c-ares's socket functions with these types so that it need not
-// include <ares.h>: they must be c-ares's own.
-static_assert(std::is_same_v<ares_socket_t, int>);
-static_assert(std::is_same_v<ares_ssize_t, ssize_t>);
-static_assert(std::is_same_v<ares_socklen_t, socklen_t>);
 
 namespace hg::resolver {
 
@@ -92,25 +85,6 @@ std::optional<std::string> unusable_server(std::span<const Endpoint> servers) {
     if (s.port() == 0) return "upstream " + s.to_string() + ": port 0 is not a server port";
   }
   return std::nullopt;
-}
-
-int set_servers(ares_channel ch, std::span<const Endpoint> servers) {
-  std::vector<ares_addr_port_node> nodes(servers.size());
-  for (std::size_t i = 0; i < servers.size(); ++i) {
-    const Endpoint& s = servers[i];
-    ares_addr_port_node& n = nodes[i];
-    std::memset(&n, 0, sizeof n);
-    n.next = i + 1 < servers.size() ? &nodes[i + 1] : nullptr;
-    n.family = s.family();
-    if (s.family() == AF_INET) {
-      n.addr.addr4 = s.v4().sin_addr;
-    } else {
-      std::memcpy(&n.addr.addr6, &s.v6().sin6_addr, sizeof n.addr.addr6);
-    }
-    n.udp_port = s.port();
-    n.tcp_port = s.port();
-  }
-  return ares_set_servers_ports(ch, nodes.empty() ? nullptr : nodes.data());
 }
 
 }  // namespace
@@ -198,6 +172,8 @@ Checked<std::unique_ptr<Upstream>> Upstream::create(EventLoop& loop, UpstreamOpt
   if (auto why = unusable_server(options.servers)) return R::failure(*why);
   if (options.servers.size() > kMaxServers) return R::failure("at most 64 upstream servers");
   if (options.lifetime.count() < 1) return R::failure("upstream query lifetime must be >= 1 ms");
+  if (const auto problem = cares::library_problem(); problem && problem->fatal)
+    return R::failure(problem->message);
   init_library_once();
   std::unique_ptr<Upstream> up(new Upstream(loop, std::move(options)));
   for (const Endpoint& e : up->options_.servers) {
@@ -230,6 +206,7 @@ Upstream::~Upstream() {
   }
   for (Query* q : spare_queries_)
     ::operator delete(q);  // already destroyed by drop_query
+  if (expiry_timer_) loop_.cancel_timer(expiry_timer_);
   while (!ports_.empty())
     close_port(ports_.back().get());
 }
@@ -237,9 +214,6 @@ Upstream::~Upstream() {
 Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
     const Endpoint& endpoint, std::shared_ptr<UpstreamServerStats> stats) {
   using R = Checked<std::unique_ptr<Server>>;
-  static const ares_socket_functions kSocketFunctions = {
-      &Upstream::open_hook, &Upstream::close_hook, &Upstream::connect_hook, &Upstream::recv_hook,
-      &Upstream::send_hook};
   auto s = std::make_unique<Server>();
   s->owner = this;
   s->endpoint = endpoint;
@@ -262,35 +236,10 @@ Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
     return R(std::move(s));
   }
 
-  ares_options opts{};
-  const int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB |
-                   ARES_OPT_EDNSPSZ | ARES_OPT_NOROTATE;
-  // EDNS: UDP answers up to edns_payload are taken as they are (without the flag, c-ares
-  // treats every answer over 512 bytes as truncated). c-ares's own EDNS fallback never
-  // fires: inspect_datagram() relabels the FORMERR that would trigger it. NOCHECKRESP:
-  // SERVFAIL/REFUSED/NOTIMP come to on_answer, which decides where the query goes next.
-  // STAYOPEN: c-ares's UDP socket is only a stand-in (the datagrams go out on a socket per
-  // attempt, send_datagram), so keeping it costs no port; closing it whenever the channel
-  // goes idle would cost four system calls per burst. It keeps a TCP connection open too.
-  opts.flags = ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP | ARES_FLAG_STAYOPEN;
-  // One try per ares_send, alive for the whole query lifetime: retransmissions are new
-  // ares_sends, and a late answer to an earlier one still counts.
-  opts.timeout = static_cast<int>(options_.lifetime.count());
-  opts.tries = 1;
-  opts.ednspsz = options_.edns_payload;
-  opts.sock_state_cb = &Upstream::on_sock_state;
-  opts.sock_state_cb_data = s.get();
-  int rc = ares_init_options(&s->ares, &opts, mask);
-  if (rc != ARES_SUCCESS)
-    return R::failure(std::string("c-ares initialisation failed: ") + ares_strerror(rc));
-  ares_set_socket_functions(s->ares, &kSocketFunctions, s.get());
-  rc = set_servers(s->ares, std::span<const Endpoint>(&endpoint, 1));
-  if (rc != ARES_SUCCESS) {
-    ares_destroy(s->ares);
-    s->ares = nullptr;
-    return R::failure(std::string("c-ares refused the server ") + endpoint.to_string() + ": " +
-                      ares_strerror(rc));
-  }
+  auto ch = cares::open_tcp_channel(
+      {endpoint, static_cast<int>(options_.lifetime.count()), &Upstream::on_sock_state, s.get()});
+  if (!ch) return R::failure(ch.error());
+  s->ares = ch.value();
   update_stats(*s);
   return R(std::move(s));
 }
@@ -323,7 +272,6 @@ void Upstream::update_stats(Server& s) {
 void Upstream::on_sock_state(void* data, int fd, int readable, int writable) {
   auto* s = static_cast<Server*>(data);
   EventLoop& loop = s->owner->loop_;
-  if (fd == s->udp_fd) return;  // the stand-in: nothing ever arrives on it
   if (!readable && !writable) {
     loop.remove_fd(fd);
     std::erase(s->fds, fd);
@@ -353,10 +301,12 @@ void Upstream::process(Server& s, int read_fd, int write_fd) {
 }
 
 void Upstream::rearm_timer_if_needed(Server& s) {
-  // Every deadline c-ares sets is `lifetime` after an ares_send, and answers only remove
-  // deadlines. So a timer already due by now + lifetime still fires in time for every
-  // attempt — at worst early, which costs one recomputation. ares_timeout() walks every
-  // pending query in 1.18: calling it for each packet would make a busy channel quadratic.
+  // Every deadline c-ares sets is at most `lifetime` after a send (TCP only), and answers only
+  // remove deadlines. So a timer already due by now + lifetime fires by the end of every
+  // attempt's lifetime: early costs one recomputation; after a deadline c-ares 1.34 shortened
+  // (cares_compat.cc), the attempt only ends later, and the query's own timer retransmits
+  // meanwhile. ares_timeout() walks every pending query in 1.18: calling it for each packet
+  // would make a busy channel quadratic.
   if (s.timer && s.timer_at <= loop_.now() + options_.lifetime) return;
   rearm_timer(s);
 }
@@ -399,11 +349,12 @@ void Upstream::destroy_server(Server* s) {
   if (s->dot) {  // as ares_destroy does: EDESTRUCTION to each attempt, bookkeeping only
     for (uint16_t id : s->dot->abandon()) {
       if (Attempt* a = by_id_[id]; a != nullptr && a->server == s && a->outstanding)
-        on_answer(a, ARES_EDESTRUCTION, 0, nullptr, 0);
+        on_answer(a, ARES_EDESTRUCTION, {});
     }
     s->dot.reset();
   }
   if (s->ares != nullptr) ares_destroy(s->ares);  // may call on_answer and on_sock_state
+  end_udp_attempts(s, ARES_EDESTRUCTION);
   s->ares = nullptr;
   for (int fd : s->fds)
     loop_.remove_fd(fd);
@@ -551,20 +502,9 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
   }
   a.use_0x20 = options_.use_0x20 && s.health.use_0x20(now) && !s.dot;
 
-  std::size_t len = q.len;
-  std::memcpy(scratch_.data(), q.base.data(), len);
-  scratch_[0] = static_cast<uint8_t>(*id >> 8);
-  scratch_[1] = static_cast<uint8_t>(*id & 0xff);
-  if (q.has_opt && !a.edns) {  // RFC 6891 §7: the same query without the OPT record
-    len -= kOptSize;
-    scratch_[10] = 0;
-    scratch_[11] = 0;
-  }
-  if (a.use_0x20) {
-    const std::span<uint8_t> name(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4);
-    random_case(a.case_bits, name.size());
-    upstream_wire::apply_case(name, a.case_bits);
-  }
+  if (a.use_0x20) random_case(a.case_bits, q.qend - kHeaderSize - 4u);
+  a.serial = ++next_serial_;
+  std::size_t len = attempt_bytes(a).size();
   a.sent = options_.clock_us();
   a.outstanding = true;
   by_id_[*id] = &a;
@@ -580,15 +520,82 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
     if (a.edns) len = dot::pad_query(scratch_, len);
     if (!s.dot->send(*id, std::span<const uint8_t>(scratch_.data(), len))) {
       a.tls_auth = true;  // held off after a refused certificate: fails at the next iteration
-      on_answer(&a, ARES_ECONNREFUSED, 0, nullptr, 0);
+      on_answer(&a, ARES_ECONNREFUSED, {});
     }
     in_send_ = false;
     return true;
   }
-  ares_send(s.ares, scratch_.data(), static_cast<int>(len), &Upstream::on_answer, &a);
+  expiries_.push_back({now + options_.lifetime, &a, a.serial, a.id});
+  arm_expiry();
+  send_udp(a, std::span<const uint8_t>(scratch_.data(), len));
   in_send_ = false;
-  rearm_timer_if_needed(s);
   return true;
+}
+
+std::span<const uint8_t> Upstream::attempt_bytes(const Attempt& a) {
+  const Query& q = *a.query;
+  std::size_t len = q.len;
+  std::memcpy(scratch_.data(), q.base.data(), len);
+  scratch_[0] = static_cast<uint8_t>(a.id >> 8);
+  scratch_[1] = static_cast<uint8_t>(a.id & 0xff);
+  if (q.has_opt && !a.edns) {  // RFC 6891 §7: the same query without the OPT record
+    len -= kOptSize;
+    scratch_[10] = 0;
+    scratch_[11] = 0;
+  }
+  if (a.use_0x20) {
+    const std::span<uint8_t> name(scratch_.data() + kHeaderSize, q.qend - kHeaderSize - 4u);
+    upstream_wire::apply_case(name, a.case_bits);
+  }
+  return {scratch_.data(), len};
+}
+
+void Upstream::send_tcp(Attempt& a) {
+  Server& s = *a.server;
+  a.tcp = true;
+  // c-ares matches the TCP answer to this send (in 1.34 under an ID of its own choosing) and
+  // reports it to on_tcp_answer, perhaps at once for an error.
+  cares::send(s.ares, attempt_bytes(a), &Upstream::on_tcp_answer, &a);
+  rearm_timer_if_needed(s);
+}
+
+void Upstream::on_tcp_answer(void* arg, int status, std::span<uint8_t> answer) {
+  on_answer(static_cast<Attempt*>(arg), status, answer);
+}
+
+void Upstream::arm_expiry() {
+  if (expiry_timer_ || expiries_.empty()) return;
+  expiry_timer_ = loop_.add_timer_at(expiries_.front().at, [this] {
+    expiry_timer_ = {};
+    expire_attempts();
+  });
+}
+
+void Upstream::expire_attempts() {
+  const MonoTime now = loop_.now();
+  while (!expiries_.empty() && expiries_.front().at <= now) {
+    const Expiry e = expiries_.front();
+    expiries_.pop_front();
+    // by_id_ holds only attempts not ended yet: a match is live memory, and the serial tells
+    // it from a later attempt that reuses the same Query slot and ID.
+    Attempt* a = by_id_[e.id];
+    if (a != e.attempt || a->serial != e.serial || !a->outstanding || a->tcp) continue;
+    on_answer(a, ARES_ETIMEOUT, {});
+  }
+  arm_expiry();
+}
+
+void Upstream::end_udp_attempts(const Server* only, int status) {
+  std::vector<Attempt*> open;
+  for (Query* q = live_; q != nullptr; q = q->next) {
+    for (std::size_t i = 0; i < q->n_attempts; ++i) {
+      Attempt& a = q->attempts[i];
+      if (a.outstanding && !a.tcp && !a.server->dot && (only == nullptr || a.server == only))
+        open.push_back(&a);
+    }
+  }
+  for (Attempt* a : open)
+    on_answer(a, status, {});
 }
 
 void Upstream::send_probes(Query& q, const Server* primary) {
@@ -804,8 +811,7 @@ void Upstream::hurry_waiting_queries(const Server& s) {
   }
 }
 
-void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
-  auto* a = static_cast<Attempt*>(arg);
+void Upstream::on_answer(Attempt* a, int status, std::span<uint8_t> answer) {
   Query* q = a->query;
   Server* s = a->server;
   Upstream* self = s->owner;
@@ -816,24 +822,14 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
   self->by_id_[a->id] = nullptr;
   self->close_attempt_socket(*a);           // whatever comes to its port from now on is dropped
   if (status == ARES_EDESTRUCTION) return;  // ~Upstream or destroy_server: bookkeeping only
-  if (a->refused) {
-    // The ICMP error was handled when it came (read_attempt); this is c-ares's end of it.
-    ++q->busy;
-    if (!q->finished && q->outstanding == 0 && self->loop_.now() >= q->give_up)
-      self->finish(*q, UpstreamStatus::Timeout, {});
-    --q->busy;
-    self->release_if_done(q);
-    self->retire_if_idle(*s);
-    return;
-  }
   if (self->in_send_) {
-    // c-ares failed the attempt inside ares_send (e.g. no socket): handle it at the next
-    // iteration, so the caller never sees its callback run inside send().
+    // The attempt failed inside send() (e.g. no socket): handle it at the next iteration, so
+    // the caller never sees its callback run inside send().
     ++q->busy;
     auto slot = std::make_shared<TimerId>();
     *slot = self->loop_.add_timer(Millis{0}, [self, a, q, status, slot] {
       std::erase(self->deferred_, *slot);
-      self->handle_result(*a, status, nullptr, 0);
+      self->handle_result(*a, status, {});
       --q->busy;
       self->release_if_done(q);
     });
@@ -841,13 +837,13 @@ void Upstream::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
     return;
   }
   ++q->busy;
-  self->handle_result(*a, status, abuf, alen);
+  self->handle_result(*a, status, answer);
   --q->busy;
   self->release_if_done(q);
   self->retire_if_idle(*s);
 }
 
-void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int alen) {
+void Upstream::handle_result(Attempt& a, int status, std::span<uint8_t> answer) {
   Query& q = *a.query;
   Server& s = *a.server;
   const MonoTime now = loop_.now();
@@ -884,15 +880,8 @@ void Upstream::handle_result(Attempt& a, int status, unsigned char* abuf, int al
   } else if (q.retransmitted && !a.outstanding) {
     classify_retransmissions(q, s);  // this copy's fate is known: never answered
   }
-  std::span<uint8_t> answer;
-  if (failure == UpstreamStatus::Ok) {
-    if (abuf == nullptr || alen < static_cast<int>(kHeaderSize)) {
-      failure = UpstreamStatus::BadResponse;
-    } else {
-      answer = {abuf, static_cast<std::size_t>(alen)};
-      if (a.formerr) answer[3] = static_cast<uint8_t>((answer[3] & 0xf0) | upstream_wire::kFormErr);
-    }
-  }
+  if (failure == UpstreamStatus::Ok && answer.size() < kHeaderSize)
+    failure = UpstreamStatus::BadResponse;
 
   if (failure == UpstreamStatus::Ok) {
     namespace uw = upstream_wire;
@@ -1003,7 +992,7 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
   const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
   const auto match = a.use_0x20 ? uw::match_question_cased(d, question, a.case_bits)
                                 : uw::match_question(d, question);
-  if (match == uw::QuestionMatch::Other) {
+  if (match == uw::QuestionMatch::Other || get16(d.data() + 4) != 1) {  // one question, ours
     bump(s.stats->dropped_wrong_question);
     return false;
   }
@@ -1018,24 +1007,20 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
     }
     return false;
   }
-  // Over TCP (after TC) the answer does not pass through here: only a complete UDP reply
-  // with the one question vouches for it (c-ares drops a reply whose QDCOUNT differs).
-  a.question_exact = a.use_0x20 && !uw::truncated(d) && get16(d.data() + 4) == 1;
-  if (uw::truncated(d)) {
-    // c-ares now asks again over TCP: give that connection time before retransmitting.
+  // Longer than the query offered (a server that ignores the payload size, or a forger who
+  // wants IP fragments): treated as truncated, like TC, and asked again over TCP.
+  const std::size_t offered = a.edns ? options_.edns_payload : 512;
+  a.truncated = uw::truncated(d) || d.size() > offered;
+  // Over TCP the answer does not pass through here: only a complete UDP reply with the one
+  // question vouches for it.
+  a.question_exact = a.use_0x20 && !a.truncated;
+  if (a.truncated) {
+    // It goes over TCP now: give that connection time before retransmitting.
     bump(s.stats->truncated);
     if (!q.finished && q.timer) {
       const MonoTime later = now + 2 * retry_interval(q, s);
       if (later > q.timer_at) set_retry_timer(q, later);
     }
-  }
-  // c-ares 1.18 answers a FORMERR without OPT by cutting the last 11 bytes off the query and
-  // switching EDNS off for the whole channel for good. We handle EDNS per query and per
-  // server ourselves, so c-ares must not see that combination: the RCODE is relabelled
-  // NOTIMP here (which c-ares passes on) and restored in handle_result().
-  if (uw::rcode(d) == uw::kFormErr && !uw::find_opt(d).present) {
-    d[3] = static_cast<uint8_t>((d[3] & 0xf0) | uw::kNotImp);
-    a.formerr = true;
   }
   return true;
 }
@@ -1108,7 +1093,7 @@ void Upstream::dot_event(Server& s, uint16_t id, DotChannel::Event event,
         status = ARES_EBADRESP;
         break;
       }
-      on_answer(a, ARES_SUCCESS, 0, message.data(), static_cast<int>(message.size()));
+      on_answer(a, ARES_SUCCESS, message);
       return;
     }
     case E::NetworkError:
@@ -1125,7 +1110,7 @@ void Upstream::dot_event(Server& s, uint16_t id, DotChannel::Event event,
       status = ARES_ECANCELLED;
       break;
   }
-  on_answer(a, status, 0, nullptr, 0);
+  on_answer(a, status, {});
 }
 
 void Upstream::cancel_all() {
@@ -1145,6 +1130,7 @@ void Upstream::cancel_all() {
     if (s->ares != nullptr) ares_cancel(s->ares);
     if (s->dot) s->dot->cancel_all();
   }
+  end_udp_attempts(nullptr, ARES_ECANCELLED);
   for (Query* q : open)
     finish(*q, UpstreamStatus::Cancelled, {});
   for (Query* q : open) {

@@ -2,15 +2,14 @@
 // EventLoop, and decides itself which server gets a query, when it is retransmitted, with
 // or without EDNS and with which letter case (docs/upstream.md argues the design).
 //
-// Transport: one c-ares channel per server (tries = 1, NOCHECKRESP, EDNS payload 1232), so
-// c-ares matches answers by ID and question and retries a truncated UDP answer over TCP —
-// and nothing it learns or decides about one server affects another. Each attempt of a
-// query is its own ares_send with a fresh random ID, and its datagram leaves from a socket
-// of its own (a fresh kernel-chosen source port, RFC 5452): c-ares's UDP socket is a stand-in
-// that never carries traffic. Only a datagram that arrives on the attempt's socket from the
-// server's address and port, with its ID and question (0x20 case included), reaches c-ares;
-// the rest is counted and dropped. The
-// first usable answer ends the query and later ones are only counted.
+// Transport: each attempt of a query has a fresh random ID and its datagram leaves from a
+// socket of its own (a fresh kernel-chosen source port, RFC 5452). Only a datagram that
+// arrives on the attempt's socket from the server's address and port, with its ID and
+// question (0x20 case included), answers it; the rest is counted and dropped. A truncated
+// answer (TC, or longer than the query offered) is asked again over TCP through c-ares: one
+// TCP-only channel per server (cares_compat.h: c-ares 1.18 to 1.34, through the API each
+// documents), so nothing c-ares learns about one server affects another. The first usable
+// answer ends the query and later ones are only counted.
 //
 // Above it, per server (upstream_health.h): an RFC 6298 RTT estimator whose RTO times the
 // retransmissions (50 ms .. 1 s, backed off on consecutive timeouts, Karn's rule), a path
@@ -41,7 +40,6 @@
 
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/uio.h>
 
 #include <array>
 #include <bitset>
@@ -121,9 +119,9 @@ class Upstream {
   /// and is valid only during the call: copy what you keep. Empty unless status is Ok.
   using Callback = std::function<void(UpstreamStatus status, std::span<const uint8_t> answer)>;
 
-  /// Creates the c-ares channel on `loop`. Fails (with a message naming the server) on an
-  /// IPv6 server with a %scope, which c-ares 1.18 cannot address, or if c-ares fails to
-  /// initialise.
+  /// Creates the c-ares channels on `loop`. Fails (with a message naming the server) on an
+  /// IPv6 server with a %scope, which c-ares 1.18 cannot address, if c-ares fails to
+  /// initialise, or if the c-ares found at run time is older than 1.18.
   static Checked<std::unique_ptr<Upstream>> create(EventLoop& loop, UpstreamOptions options);
   /// Destroys the channels. Pending callbacks are dropped, not called: call cancel_all()
   /// first to have them called with Cancelled. Must not be called from inside a callback.
@@ -178,9 +176,18 @@ class Upstream {
   std::optional<std::size_t> choose(const Query& q) const;
   /// Sends one attempt of `q` to `s`; false if it could not be sent at all.
   bool launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit = false);
-  /// The send socket function for c-ares's UDP socket to `s`: gives the attempt a socket of
-  /// its own with no port and sends to the server (the kernel binds a fresh random port).
-  ssize_t send_datagram(Server& s, const iovec* iov, int iovcnt);
+  /// The attempt's copy of its query (ID, letter case, OPT or not), in scratch_.
+  std::span<const uint8_t> attempt_bytes(const Attempt& a);
+  /// Gives the attempt a socket of its own with no port and sends `bytes` to the server (the
+  /// kernel binds a fresh random port).
+  void send_udp(Attempt& a, std::span<const uint8_t> bytes);
+  /// Asks the attempt's query again over TCP, through the server's c-ares channel.
+  void send_tcp(Attempt& a);
+  /// A UDP attempt ends with ARES_ETIMEOUT `lifetime` after it was sent (expiries_).
+  void expire_attempts();
+  void arm_expiry();
+  /// Ends every outstanding UDP attempt (of `only`, or of every server) with `status`.
+  void end_udp_attempts(const Server* only, int status);
   /// The attempt's socket is readable: reads it, hands c-ares the answer that fits.
   void read_attempt(Attempt& a);
   /// Whether a datagram read on the attempt's socket answers it (ID, question, case);
@@ -201,7 +208,7 @@ class Upstream {
   Millis retry_interval(const Query& q, const Server& s) const;
   /// The next attempt after a timeout or a failure; finishes `q` when nothing is left.
   void next_attempt(Query& q, UpstreamStatus why);
-  void handle_result(Attempt& a, int status, unsigned char* abuf, int alen);
+  void handle_result(Attempt& a, int status, std::span<uint8_t> answer);
   void finish(Query& q, UpstreamStatus status, std::span<uint8_t> answer);
   void release_if_done(Query* q);
   /// A Query from the spares (or the heap), default-initialised; and its return.
@@ -212,16 +219,10 @@ class Upstream {
   /// What a server's DotChannel reports for one of its attempts.
   void dot_event(Server& s, uint16_t id, DotChannel::Event event, std::span<uint8_t> message);
   static void on_sock_state(void* data, int fd, int readable, int writable);
-  static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
-  // c-ares's socket functions (ares_set_socket_functions). Declared with the types c-ares's
-  // own are on Linux (ares_socket_t is int, ares_ssize_t ssize_t, ares_socklen_t socklen_t;
-  // upstream.cc checks it), so this header does not include <ares.h>.
-  static ssize_t recv_hook(int fd, void* buf, size_t len, int flags, sockaddr* from,
-                           socklen_t* from_len, void* user);
-  static int open_hook(int domain, int type, int protocol, void* user);
-  static int close_hook(int fd, void* user);
-  static int connect_hook(int fd, const sockaddr* addr, socklen_t len, void* user);
-  static ssize_t send_hook(int fd, const iovec* iov, int iovcnt, void* user);
+  /// An attempt ended (ARES_* status; the answer when ARES_SUCCESS): UDP, TCP or DoT.
+  static void on_answer(Attempt* a, int status, std::span<uint8_t> answer);
+  /// c-ares's report for a TCP attempt (cares::AnswerFn).
+  static void on_tcp_answer(void* arg, int status, std::span<uint8_t> answer);
 
   EventLoop& loop_;
   UpstreamOptions options_;
@@ -245,11 +246,21 @@ class Upstream {
     uint16_t id;
   };
   std::deque<OpenSocket> open_sockets_;
+  // UDP attempts in the order they were sent, each to end `lifetime` later if still open.
+  struct Expiry {
+    MonoTime at;
+    Attempt* attempt;
+    uint64_t serial;
+    uint16_t id;
+  };
+  std::deque<Expiry> expiries_;
+  TimerId expiry_timer_{};
+  uint64_t next_serial_ = 0;
   bool socket_live(const OpenSocket& o) const noexcept;
   /// Makes room under the socket budget for a socket of `family`: an idle one of that family,
   /// or a new one; false if none could be made.
   bool make_socket_room(Server& s, int family);
-  // The attempts' UDP sockets (send_datagram): each is watched by the loop once, sends one
+  // The attempts' UDP sockets (send_udp): each is watched by the loop once, sends one
   // attempt's datagram (the kernel binds a fresh random port) and is disconnected after it
   // (which gives the port up), then kept idle for a later attempt.
   std::vector<std::unique_ptr<PortSocket>> ports_;

@@ -3,10 +3,9 @@
 // files that implement Upstream, and included by nothing else:
 //   upstream.cc          the queries: server choice, retransmission, EDNS fallback, 0x20,
 //                        the answers
-//   upstream_sockets.cc  the sockets: a port of its own per attempt, the socket functions
-//                        c-ares is given
+//   upstream_sockets.cc  the sockets: a port of its own per attempt, and what arrives on it
 // Like every header, it does not include <ares.h>: a channel is c-ares's opaque
-// ares_channeldata (c-ares's ares_channel is a pointer to it).
+// ares_channeldata (c-ares's ares_channel is a pointer to it; cares_compat.h opens it).
 #pragma once
 
 #include <array>
@@ -26,8 +25,8 @@ namespace upstream_limits {
 inline constexpr std::size_t kMaxQuery = 512;
 inline constexpr std::size_t kMaxAttempts = 16;
 inline constexpr std::size_t kOptSize = 11;
-// What one read of an attempt's socket takes: c-ares reads UDP into a buffer of 4097 bytes,
-// and treats anything over the EDNS payload (1232) as truncated anyway.
+// What one read of an attempt's socket takes. A reply longer than the payload size the query
+// offered (the EDNS payload, or 512 without EDNS) is taken as truncated: asked again over TCP.
 inline constexpr std::size_t kMaxDatagram = 4097;
 // Datagrams read from one attempt's socket per wake-up before the loop serves the others: a
 // flood of forgeries at one port cannot keep the loop on it.
@@ -39,26 +38,23 @@ inline constexpr std::size_t kMaxIdlePorts = 256;
 struct Upstream::Server {
   Upstream* owner = nullptr;
   Endpoint endpoint;
-  ares_channeldata* ares = nullptr;  // c-ares's ares_channel
-  std::size_t pending = 0;           // attempts c-ares has not reported yet
-  bool retired = false;              // removed by a reload: destroy when pending reaches 0
+  // c-ares's channel to it, for TCP only (cares_compat.h): a truncated UDP answer is asked
+  // again there.
+  ares_channeldata* ares = nullptr;
+  std::size_t pending = 0;  // attempts not ended yet (UDP, TCP or DoT)
+  bool retired = false;     // removed by a reload: destroy when pending reaches 0
   bool destroy_scheduled = false;
   TimerId destroy_timer;
   TimerId timer;
   MonoTime timer_at{};
   std::vector<int> fds;  // sockets c-ares asked us to watch (TCP)
-  // The UDP socket c-ares believes it talks through: never bound, connected or watched, so
-  // nothing ever arrives on it. Its sends go out on a socket of their own per attempt
-  // (send_datagram); its reads hand over the one answer read_attempt() accepted (`rx`).
-  int udp_fd = -1;
-  std::span<const uint8_t> rx{};
   ServerHealth health;
   std::shared_ptr<UpstreamServerStats> stats;
   Micros last_answer{-1};           // when the server last answered anything (options_.clock_us)
   std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
 };
 
-// A UDP socket for attempts (see send_datagram). While an attempt's datagram holds its port
+// A UDP socket for attempts (see send_udp). While an attempt's datagram holds its port
 // it belongs to that attempt; disconnected, it has no port and waits on idle_ports_.
 struct Upstream::PortSocket {
   int fd;
@@ -67,7 +63,8 @@ struct Upstream::PortSocket {
   Attempt* attempt;   // nullptr while idle
 };
 
-// One ares_send of a query, to one server, with its own ID (and letter case). No default
+// One copy of a query, to one server, with its own ID (and letter case): over UDP from a port
+// of its own, then over TCP through c-ares if the answer was truncated. No default
 // member initialisers, so a Query's array of them costs nothing to create: launch() sets each
 // one to Attempt{} (all zero) before use, and only the first n_attempts are ever read.
 struct Upstream::Attempt {
@@ -76,24 +73,26 @@ struct Upstream::Attempt {
   Micros sent;
   upstream_wire::CaseBits case_bits;
   PortSocket* port;  // its own UDP socket, so its own source port; nullptr: none
+  uint64_t serial;   // unique in this Upstream: tells a reused Attempt from the one it was
   uint16_t id;
-  bool outstanding;    // c-ares has not reported it yet
+  bool outstanding;    // not ended yet (no answer, failure or expiry)
+  bool tcp;            // asked again over TCP after a truncated answer (c-ares holds it)
+  bool truncated;      // accept_datagram(): TC set, or longer than the query offered
   bool edns;           // sent with the OPT record
   bool edns_retry;     // the retry without OPT after an EDNS rejection
   bool use_0x20;       // sent with a random letter case
   bool probe;          // hedged to a suspect server
   bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
   bool case_mismatch;  // a reply with the wrong letter case was dropped
-  bool formerr;        // a FORMERR the datagram hook relabelled (see inspect_datagram)
-  // The datagram hook found the reply's question byte for byte as sent (0x20 on, no TC): the
-  // only kind of reply c-ares can then complete it with, so handle_result need not compare.
+  // accept_datagram() found the reply's question byte for byte as sent (0x20 on, no TC), so
+  // handle_result need not compare it again.
   bool question_exact;
   bool retransmit;   // sent because an earlier attempt of the query to this server timed out
   bool replied;      // the server answered it (any RCODE)
   bool judged_lost;  // unanswered when a later copy to the same server was answered
   bool classified;   // (retransmit) counted as spurious or needed
   bool local_error;  // no socket could be had for it: not the server's fault
-  bool refused;      // ICMP unreachable on its socket: handled, c-ares still holds it
+  bool refused;      // ICMP unreachable on its socket
   bool tls_auth;     // DoT: failed because the certificate or pin did not verify
 };
 

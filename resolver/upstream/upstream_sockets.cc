@@ -1,12 +1,11 @@
 // Upstream implementation, the sockets: every UDP attempt goes out on a socket of its own, so
-// from a port of its own (docs/upstream.md, "A port per query"), and c-ares is given socket
-// functions that route its UDP sends there and hand it back only the answer read_attempt()
-// accepted. The sockets are kept for the next attempt with their port given up (at most
-// kMaxIdlePorts idle per address family), all within one socket budget for the process.
+// from a port of its own (docs/upstream.md, "A port per query"), and only what read_attempt()
+// accepts there answers it. The sockets are kept for the next attempt with their port given up
+// (at most kMaxIdlePorts idle per address family), all within one socket budget for the
+// process.
 #include <ares.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,12 +83,12 @@ void Upstream::read_attempt(Attempt& a) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       drain_error_queue(a.port->fd);
       // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
-      // attempt failed; the others, on their own sockets, are not touched. c-ares keeps its
-      // half of the attempt until its lifetime ends (`refused` makes that bookkeeping only).
-      close_attempt_socket(a);
-      if (!a.refused && a.outstanding) {
+      // attempt failed; the others, on their own sockets, are not touched.
+      if (a.outstanding) {
         a.refused = true;
-        handle_result(a, ARES_ECONNREFUSED, nullptr, 0);
+        on_answer(&a, ARES_ECONNREFUSED, {});
+      } else {
+        close_attempt_socket(a);
       }
       break;
     }
@@ -100,11 +99,13 @@ void Upstream::read_attempt(Attempt& a) {
     }
     const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
     if (!accept_datagram(a, d)) continue;
-    // c-ares reads it from the stand-in socket (recv_hook), matches it to the attempt and
-    // calls on_answer, which closes this socket; after a TC it asks over TCP instead.
-    s.rx = d;
-    ares_process_fd(s.ares, s.udp_fd, ARES_SOCKET_BAD);
-    s.rx = {};
+    if (a.truncated) {
+      // The port is given up now; the attempt goes on over TCP, through c-ares.
+      close_attempt_socket(a);
+      send_tcp(a);
+    } else {
+      on_answer(&a, ARES_SUCCESS, d);  // ends the attempt and closes this socket
+    }
     break;
   }
   --q.busy;
@@ -114,7 +115,7 @@ void Upstream::read_attempt(Attempt& a) {
 }
 
 bool Upstream::socket_live(const OpenSocket& o) const noexcept {
-  // by_id_ holds only attempts c-ares has not ended, so a match is a live attempt that still
+  // by_id_ holds only attempts not ended yet, so a match is a live attempt that still
   // holds the socket (whichever Query it belongs to now).
   const Attempt* a = by_id_[o.id];
   return a == o.attempt && a->port == o.port;
@@ -228,104 +229,29 @@ void Upstream::close_attempt_socket(Attempt& a) {
   close_port(p);
 }
 
-ares_ssize_t Upstream::send_datagram(Server& s, const iovec* iov, int iovcnt) {
-  std::span<const uint8_t> bytes;
-  if (iovcnt == 1) {
-    bytes = {static_cast<const uint8_t*>(iov[0].iov_base), iov[0].iov_len};
-  } else {
-    std::size_t len = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-      const std::size_t part = iov[i].iov_len;
-      if (len + part > rxbuf_.size()) {
-        errno = EMSGSIZE;
-        return -1;
-      }
-      std::memcpy(rxbuf_.data() + len, iov[i].iov_base, part);
-      len += part;
-    }
-    bytes = {rxbuf_.data(), len};
-  }
-  Attempt* a = bytes.size() >= kHeaderSize ? by_id_[upstream_wire::id(bytes)] : nullptr;
-  if (a == nullptr || a->server != &s) {  // cannot happen: every ares_send is an attempt
-    errno = EINVAL;
-    return -1;
-  }
-  // c-ares sends an attempt again only after an error on its socket: a new socket then too.
-  close_attempt_socket(*a);
+void Upstream::send_udp(Attempt& a, std::span<const uint8_t> bytes) {
+  Server& s = *a.server;
   const int family = s.endpoint.family();
   PortSocket* p = make_socket_room(s, family) ? take_port(family) : nullptr;
   if (p == nullptr) {
     // Out of descriptors or memory here, not a fault of the server: the attempt counts as
     // sent and its retransmission timer covers it, as for a datagram lost on the way.
     bump(s.stats->socket_errors);
-    a->local_error = true;
-    return static_cast<ares_ssize_t>(bytes.size());
+    a.local_error = true;
+    return;
   }
   // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
   // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
   // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
   if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
                s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
-    const int err = errno;
     close_port(p);
-    errno = err;
-    return -1;  // c-ares ends the attempt (ECONNREFUSED): the query moves on
+    on_answer(&a, ARES_ECONNREFUSED, {});  // the attempt failed: the query moves on
+    return;
   }
-  p->attempt = a;
-  a->port = p;
-  open_sockets_.push_back({a, p, a->id});
-  return static_cast<ares_ssize_t>(bytes.size());
-}
-
-ares_ssize_t Upstream::recv_hook(ares_socket_t fd, void* buf, size_t len, int flags, sockaddr* from,
-                                 ares_socklen_t* from_len, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd != s->udp_fd) return recvfrom(fd, buf, len, flags, from, from_len);  // TCP
-  // The stand-in: the answer read_attempt() accepted, once; then EAGAIN ends c-ares's loop.
-  if (s->rx.empty()) {
-    errno = EAGAIN;
-    return -1;
-  }
-  const std::size_t n = std::min(s->rx.size(), len);
-  std::memcpy(buf, s->rx.data(), n);
-  s->rx = {};
-  if (from != nullptr && from_len != nullptr) {
-    const socklen_t want = s->endpoint.sockaddr_len();
-    std::memcpy(from, s->endpoint.sockaddr_ptr(), std::min<socklen_t>(want, *from_len));
-    *from_len = want;
-  }
-  return static_cast<ares_ssize_t>(n);
-}
-
-ares_socket_t Upstream::open_hook(int domain, int type, int protocol, void* user) {
-  auto* s = static_cast<Server*>(user);
-  const int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-  if (fd >= 0 && type == SOCK_DGRAM) s->udp_fd = fd;
-  return fd;
-}
-
-int Upstream::close_hook(ares_socket_t fd, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) s->udp_fd = -1;
-  return close(fd);
-}
-
-// The stand-in is never connected, so it has no port and receives nothing; TCP connects.
-int Upstream::connect_hook(ares_socket_t fd, const sockaddr* addr, ares_socklen_t len, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) return 0;
-  return connect(fd, addr, len);
-}
-
-// UDP: each attempt's datagram on its own socket (send_datagram). TCP is written now, with
-// MSG_NOSIGNAL: an upstream that resets must not kill the daemon with SIGPIPE.
-ares_ssize_t Upstream::send_hook(ares_socket_t fd, const iovec* iov, int iovcnt, void* user) {
-  auto* s = static_cast<Server*>(user);
-  if (fd == s->udp_fd) return s->owner->send_datagram(*s, iov, iovcnt);
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);  // sendmsg does not write through it
-  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
-  return sendmsg(fd, &msg, MSG_NOSIGNAL);
+  p->attempt = &a;
+  a.port = p;
+  open_sockets_.push_back({&a, p, a.id});
 }
 
 }  // namespace hg::resolver

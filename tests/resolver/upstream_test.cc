@@ -1,4 +1,5 @@
-// Upstream tests: real c-ares 1.18 talking to FakeUpstream over loopback. Timeouts are
+// Upstream tests: the real Upstream (and c-ares, 1.18 or 1.34, for TCP) talking to FakeUpstream
+// over loopback. Timeouts are
 // shortened through UpstreamOptions so the failure cases take ~100-200 ms each.
 #include "resolver/upstream/upstream.h"
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "resolver/upstream/cares_compat.h"
 #include "tests/support/fake_upstream.h"
 
 namespace hg::resolver {
@@ -224,7 +226,7 @@ TEST_F(UpstreamTest, SendWritesItsRandomIdIntoItsOwnCopyOnly) {
   run_until([&] { return o.done; });
   auto got = fake.received();
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].id, *id);  // c-ares 1.18 sends the ID in our buffer
+  EXPECT_EQ(got[0].id, *id);  // the ID on the wire is the one send() returned
   EXPECT_TRUE(got[0].has_opt);
 }
 
@@ -232,7 +234,7 @@ TEST_F(UpstreamTest, ConcurrentQueriesGetDistinctIds) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 60, "192.0.2.7")}));
   auto up = make();
   // 100, not more: a burst of a few hundred datagrams overflows the fake's default socket
-  // receive buffer (net.core.rmem_default), and c-ares would then retransmit after 1.2 s.
+  // receive buffer (net.core.rmem_default), and Upstream would then retransmit after 1.2 s.
   constexpr int kQueries = 100;
   std::vector<Outcome> outcomes(kQueries);
   std::set<uint16_t> ids;
@@ -250,8 +252,8 @@ TEST_F(UpstreamTest, ConcurrentQueriesGetDistinctIds) {
 }
 
 // 100 queries sent from one posted task, answered 50 ms later, close together: each leaves
-// from its own socket at once (no longer held for the turn's end, see send_datagram) and
-// each answer, read from its own socket, reaches c-ares whole and once.
+// from its own socket at once (no longer held for the turn's end, see send_udp) and each
+// answer, read from its own socket, is taken whole and once.
 TEST_F(UpstreamTest, QueriesOfOneTurnAreEachSentOnceAndAnsweredOnce) {
   FakeReply r = FakeReply::records({FakeRecord::a("", 60, "192.0.2.8")});
   r.delay = 50ms;
@@ -333,13 +335,50 @@ TEST_F(UpstreamTest, TruncatedUdpAnswerIsRetriedOverTcp) {
   }());
   auto up = make();
   Outcome o;
-  (void)up->send(make_query("big.example", 1), record(o));
+  const auto id = up->send(make_query("big.example", 1), record(o));
+  ASSERT_TRUE(id);
   run_until([&] { return o.done; });
   ASSERT_EQ(o.status, UpstreamStatus::Ok);
   EXPECT_EQ(u16(o.answer, 6), 2);    // ANCOUNT from the TCP answer
   EXPECT_EQ(o.answer[2] & 0x02, 0);  // TC clear
+  // The ID send() returned, whatever ID c-ares wrote on the TCP connection (1.34 chooses its
+  // own).
+  EXPECT_EQ(u16(o.answer, 0), *id);
   EXPECT_EQ(fake.queries("big.example", Transport::Udp), 1u);
   EXPECT_EQ(fake.queries("big.example", Transport::Tcp), 1u);
+}
+
+// A UDP answer longer than the query offered (1232 with EDNS, 512 without), TC or not, is
+// not taken: a server that ignores the payload size, or a forger who wants the answer in IP
+// fragments. It is asked again over TCP, as after TC.
+TEST_F(UpstreamTest, AUdpAnswerLongerThanTheQueryOfferedIsAskedAgainOverTcp) {
+  std::vector<FakeRecord> many;
+  for (int i = 0; i < 90; ++i)  // 90 A records: 1,440 bytes of them without compression
+    many.push_back(FakeRecord::a("", 300, "192.0.2." + std::to_string(i + 1)));
+  fake.on("long.example", FakeReply::records(many));
+  std::vector<FakeRecord> some;
+  for (int i = 0; i < 40; ++i)  // 40: over 512 bytes, under 1232
+    some.push_back(FakeRecord::a("", 300, "198.51.100." + std::to_string(i + 1)));
+  fake.on("medium.example", FakeReply::records(some));
+  auto up = make();
+  const Outcome o = resolve(*up, make_query("long.example", 1));
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(u16(o.answer, 6), 90);
+  EXPECT_EQ(fake.queries("long.example", Transport::Udp), 1u);
+  EXPECT_EQ(fake.queries("long.example", Transport::Tcp), 1u);
+  // With EDNS (1232 offered) a 700-byte answer is taken over UDP ...
+  const Outcome m = resolve(*up, make_query("medium.example", 1));
+  ASSERT_EQ(m.status, UpstreamStatus::Ok);
+  EXPECT_EQ(u16(m.answer, 6), 40);
+  EXPECT_EQ(fake.queries("medium.example", Transport::Tcp), 0u);
+  // ... and without EDNS (512 offered) it goes to TCP.
+  auto plain = make_query("medium.example", 1);
+  plain.resize(plain.size() - 11);  // the OPT record off
+  plain[11] = 0;                    // ARCOUNT 0
+  const Outcome p = resolve(*up, plain);
+  ASSERT_EQ(p.status, UpstreamStatus::Ok);
+  EXPECT_EQ(u16(p.answer, 6), 40);
+  EXPECT_EQ(fake.queries("medium.example", Transport::Tcp), 1u);
 }
 
 // The TCP answer never passes the datagram hook's exact-question check, so its question is
@@ -407,7 +446,8 @@ TEST_F(UpstreamTest, StoppedUpstreamIsANetworkErrorOrTimeout) {
   Outcome o;
   (void)up->send(make_query("gone.example", 1), record(o));
   run_until([&] { return o.done; });
-  // Loopback delivers the ICMP port-unreachable, which c-ares reports as ECONNREFUSED.
+  // Loopback delivers the ICMP port-unreachable, which the attempt's socket reports as
+  // ECONNREFUSED.
   EXPECT_EQ(o.status, UpstreamStatus::NetworkError);
 }
 
@@ -753,7 +793,7 @@ TEST_F(UpstreamTest, AnsweredQueriesReuseOneSocketEachWithANewPort) {
 TEST_F(UpstreamTest, ABurstLeavesAtMost256IdleSocketsOpen) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.18")}));
   auto up = make(UpstreamOptions{.lifetime = 3000ms});
-  // One query first: c-ares opens its stand-in socket, and one kept socket stays idle.
+  // One query first: one kept socket stays idle.
   ASSERT_EQ(resolve(*up, make_query("warm.example", 1)).status, UpstreamStatus::Ok);
   const std::size_t fds_before = open_fds();
   constexpr int kBurst = 300;
@@ -964,6 +1004,39 @@ TEST(UpstreamStatusName, EveryStatusHasADistinctName) {
   }
   EXPECT_EQ(names.size(), static_cast<std::size_t>(UpstreamStatus::Internal) + 1);
   EXPECT_EQ(names.count("unknown"), 0u);
+}
+
+// A reply must carry exactly one question, the one asked: the same question twice (QDCOUNT
+// 2) is not an answer, and is counted with the wrong questions.
+TEST_F(UpstreamTest, AReplyWithTwoQuestionsIsDroppedAndCounted) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.44")});
+  r.question_twice = true;
+  fake.on("twice.example", r);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.lifetime = 400ms, .board = &board});
+  const Outcome o = resolve(*up, make_query("twice.example", 1));
+  EXPECT_EQ(o.status, UpstreamStatus::Timeout);
+  EXPECT_GE(stats_of(board).dropped_wrong_question.load(), 1u);
+}
+
+// The c-ares found at run time: 1.18 to 1.34 run silently; older stops the start with one
+// line that says what to install; newer is one warning line. Both CI legs (Debian 12's 1.18,
+// Debian 13's 1.34) are in the range.
+TEST(CaresVersion, OlderThan118StopsNewerThan134WarnsBetweenIsSilent) {
+  for (const int v : {0x011200, 0x011201, 0x011b00, 0x012200, 0x012209}) {
+    EXPECT_FALSE(cares::version_problem(v)) << std::hex << v;
+  }
+  const auto old = cares::version_problem(0x011101);
+  ASSERT_TRUE(old);
+  EXPECT_TRUE(old->fatal);
+  EXPECT_EQ(old->message,
+            "c-ares 1.17.1 is older than hourglass supports (1.18 to 1.34); install libc-ares2 "
+            "1.18 or newer");
+  const auto newer = cares::version_problem(0x012300);
+  ASSERT_TRUE(newer);
+  EXPECT_FALSE(newer->fatal);
+  EXPECT_EQ(newer->message.rfind("warning: c-ares 1.35.0 is newer than", 0), 0u) << newer->message;
+  EXPECT_FALSE(cares::library_problem()) << cares::library_version();
 }
 
 }  // namespace

@@ -334,7 +334,7 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   uint8_t b2 = static_cast<uint8_t>(0x80 | (q[2] & 0x79) | (reply.aa ? 0x04 : 0) | (tc ? 0x02 : 0));
   out.push_back(b2);
   out.push_back(static_cast<uint8_t>(0x80 | (reply.rcode & 0x0f)));
-  base::append_u16(out, 1);
+  base::append_u16(out, reply.question_twice ? 2 : 1);
   base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.answer.size()));
   base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.authority.size()));
   base::append_u16(out, opt ? 1 : 0);
@@ -345,6 +345,8 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   } else {
     out.insert(out.end(), q.begin() + 12, q.begin() + static_cast<std::ptrdiff_t>(question_end));
   }
+  if (reply.question_twice)
+    out.insert(out.end(), q.begin() + 12, q.begin() + static_cast<std::ptrdiff_t>(question_end));
   if (!tc) {
     for (const auto& r : reply.answer)
       put_record(out, r);

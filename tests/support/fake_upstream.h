@@ -47,6 +47,7 @@ struct FakeReply {
   bool drop = false;                   ///< never answer
   bool truncate_udp = false;    ///< over UDP answer with TC=1 and no records; TCP gets it all
   bool wrong_question = false;  ///< echo a different question name (answer must be ignored)
+  bool question_twice = false;  ///< echo the question twice, QDCOUNT 2 (must be ignored)
   bool aa = false;              ///< set the AA bit
   /// UDP: send the answer (from the server's address and port, as usual) to this port of
   /// 127.0.0.1 instead of the query's source port; 0 = the query's source port. For the

@@ -179,7 +179,7 @@ TEST(DnstapWriter, EachQueueKeepsItsOrderAcrossFlushesAndLargeFrames) {
     const uint32_t i = m.query_time->nsec;
     ASSERT_EQ(i, next[q]) << "queue " << q << ", frame " << k;
     ++next[q];
-    EXPECT_EQ(m.query_message.size(), size_of(i));
+    ASSERT_EQ(m.query_message.size(), size_of(i));
     EXPECT_EQ(m.query_message.front(), static_cast<uint8_t>(i + q));
   }
   EXPECT_EQ(next[0], kPerQueue);

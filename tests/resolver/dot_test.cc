@@ -259,7 +259,7 @@ TEST(DotPending, AnswersAreMatchedByIdInAnyOrder) {
   EXPECT_EQ(p.size(), 3u);
   auto e = p.take(12);
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->framed.size(), 22u);
+  ASSERT_EQ(e->framed.size(), 22u);
   EXPECT_EQ(e->framed[0] * 256 + e->framed[1], 20);
   EXPECT_FALSE(p.take(12));  // a second answer with the same ID finds nothing
   EXPECT_FALSE(p.take(99));  // an ID never asked

@@ -283,6 +283,7 @@ TEST_F(QueryEngineTest, StaleAnswerAtTheClientTimeoutAndTheLateAnswerIsCached) {
   advance(Millis{1});
   ASSERT_EQ(deferred_.size(), 2u);
   EXPECT_EQ(deferred_[1].ede, wire::ede::StaleAnswer);
+  ASSERT_FALSE(deferred_[1].msg.records().empty());
   EXPECT_EQ(deferred_[1].msg.records()[0].ttl, 10u);  // min(30, original 10)
   // While the refresh is still running, another client gets stale at once.
   auto again = ask(query("www.example.com"));

@@ -60,6 +60,9 @@ class TcpListenerTest : public ::testing::Test {
 
   MonoTime now_{Millis{1'000'000}};
   EventLoop loop_;
+  // Declared before listener_, so it outlives it: ~TcpListener closes the connections left
+  // and counts them out of it (a counter local to a test died before the fixture's listener).
+  ConnCounters counters_;
   std::unique_ptr<TcpListener> listener_;
   std::vector<int> clients_;
 };
@@ -170,7 +173,7 @@ TEST_F(TcpListenerTest, AnIdleConnectionWithNothingPendingIsClosed) {
 // --- admission at accept (resolver/net/conn_admission.h) --------------------------------------
 
 TEST_F(TcpListenerTest, AnAddressOutsideTheAllowListIsResetAtAcceptAndHoldsNoSlot) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.allow = {Cidr::parse("127.0.0.1/32").value()};
   s.counters = &counters;
@@ -194,7 +197,7 @@ TEST_F(TcpListenerTest, AnAddressOutsideTheAllowListIsResetAtAcceptAndHoldsNoSlo
 }
 
 TEST_F(TcpListenerTest, ASourceAtItsLimitHasItsOwnOldestIdleConnectionClosed) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_per_source = 3;
   s.counters = &counters;
@@ -220,7 +223,7 @@ TEST_F(TcpListenerTest, ASourceAtItsLimitHasItsOwnOldestIdleConnectionClosed) {
 }
 
 TEST_F(TcpListenerTest, AFloodFromOneSourceCannotPushOutAnotherSourcesConnection) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_connections = 8;
   s.max_per_source = 4;
@@ -242,7 +245,7 @@ TEST_F(TcpListenerTest, AFloodFromOneSourceCannotPushOutAnotherSourcesConnection
 TEST_F(TcpListenerTest, AHalfSentMessageDoesNotMakeAConnectionBusy) {
   // A client that sends part of a message and stops holds nothing of ours: it is idle, and
   // the first to go when its source needs room.
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_per_source = 2;
   s.counters = &counters;
@@ -265,7 +268,7 @@ TEST_F(TcpListenerTest, AHalfSentMessageDoesNotMakeAConnectionBusy) {
 TEST_F(TcpListenerTest, AQueryThatCameWithTheHandshakeIsReadAtAccept) {
   // Two connections accepted in one wakeup: the first has its query waiting already. Read at
   // accept, it is busy, so the second (over the source's limit) cannot push it out.
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_per_source = 1;
   s.counters = &counters;
@@ -292,7 +295,7 @@ TEST_F(TcpListenerTest, AQueryThatCameWithTheHandshakeIsReadAtAccept) {
 }
 
 TEST_F(TcpListenerTest, AFullTableClosesTheOldestIdleConnectionAndSparesBusyOnes) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_connections = 3;
   s.max_per_source = 0;  // only the table's limit
@@ -325,7 +328,7 @@ TEST_F(TcpListenerTest, AFullTableClosesTheOldestIdleConnectionAndSparesBusyOnes
 }
 
 TEST_F(TcpListenerTest, WhenEveryConnectionIsBusyTheNewOneIsRefused) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.max_connections = 2;
   s.counters = &counters;
@@ -348,7 +351,7 @@ TEST_F(TcpListenerTest, WhenEveryConnectionIsBusyTheNewOneIsRefused) {
 }
 
 TEST_F(TcpListenerTest, OutOfDescriptorsAnIdleConnectionMakesRoomAndNothingSpins) {
-  ConnCounters counters;
+  ConnCounters& counters = counters_;
   TcpListener::Settings s;
   s.counters = &counters;
   std::vector<std::shared_ptr<TcpConnection>> held;

@@ -267,9 +267,12 @@ std::vector<uint32_t> DigResult::ttls(std::string_view section) const {
 }
 
 DigResult dig(uint16_t port, const std::string& args, int time_seconds) {
-  const auto c = test::run_command("dig @127.0.0.1 -p " + std::to_string(port) + " +time=" +
-                                       std::to_string(time_seconds) + " +tries=1 " + args,
-                                   20);
+  // dig is the client: its clock does not matter, and under scripts/test-ahead the libfaketime
+  // it would inherit through LD_PRELOAD breaks bind9's libraries (clock_gettime recursion).
+  const auto c =
+      test::run_command("env -u LD_PRELOAD dig @127.0.0.1 -p " + std::to_string(port) +
+                            " +time=" + std::to_string(time_seconds) + " +tries=1 " + args,
+                        20);
   DigResult r;
   r.output = c.output;
   r.exit_code = c.exit_code;

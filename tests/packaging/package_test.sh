@@ -52,6 +52,12 @@ dpkg-deb -e "$deb" "$work/control"
 grep -q '^ExecStart=/usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml$' \
   <(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/hourglassd.service) ||
   fail "the packaged unit's ExecStart"
+# The licence: the machine-readable copyright file names MIT and carries its text (LICENSE).
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/hourglass/copyright >"$work/copyright"
+grep -q '^License: MIT$' "$work/copyright" || fail "the copyright file names no licence"
+grep -q '^ Permission is hereby granted, free of charge' "$work/copyright" ||
+  fail "the copyright file lacks the licence text"
+grep -q '^Permission is hereby granted, free of charge' "$src/LICENSE" || fail "LICENSE"
 
 # --- lintian: no errors (the warnings kept are listed in docs/packaging.md) -------------------
 lintian --fail-on error --tag-display-limit 0 "$deb" >"$work/lintian" 2>&1 ||

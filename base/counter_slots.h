@@ -72,8 +72,12 @@ Slot& this_thread_slot(CounterSlots<Slot>& slots) noexcept {
 
 /// One counter summed over the slots (each read relaxed: a reader racing with adds sees a
 /// value between the totals before and after them).
+/// A counter of a slot: a pointer to one of Slot's atomic members.
 template <class Slot>
-uint64_t sum_slots(const CounterSlots<Slot>& slots, std::atomic<uint64_t> Slot::*counter) noexcept {
+using SlotCounter = std::atomic<uint64_t> Slot::*;
+
+template <class Slot>
+uint64_t sum_slots(const CounterSlots<Slot>& slots, SlotCounter<Slot> counter) noexcept {
   uint64_t total = 0;
   for (const Slot& s : slots)
     total += (s.*counter).load(std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <charconv>
+#include <concepts>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -14,9 +15,8 @@ namespace hg::base {
 
 /// The value of `text` when it is one or more decimal digits and fits T; nullopt otherwise
 /// (empty, any other character, or out of range).
-template <typename T>
-requires std::is_unsigned_v<T> std::optional<T> parse_decimal(std::string_view text)
-noexcept {
+template <std::unsigned_integral T>
+std::optional<T> parse_decimal(std::string_view text) noexcept {
   if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
   T v = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

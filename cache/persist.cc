@@ -351,7 +351,7 @@ LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime n
     if (err == ENXIO) return rejected("not a regular file (a socket)");
     return rejected("cannot open: " + errno_text(err));
   }
-  struct stat st {};
+  struct stat st = {};
   if (::fstat(f.fd, &st) != 0) return rejected("cannot stat: " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) return rejected("not a regular file (" + kind_of(st.st_mode) + ")");
   if (st.st_uid != rules.owner) {
@@ -404,7 +404,7 @@ namespace {
 bool holds_newer_version(const std::string& path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)};
   if (f.fd < 0) return false;
-  struct stat st {};
+  struct stat st = {};
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
   std::array<uint8_t, kHeaderSize> head{};
   int err = 0;

@@ -23,7 +23,7 @@ struct ShadowTable::Zone {
   };
   base::CounterSlots<Slot> slots;  // base/counter_slots.h
 
-  uint64_t sum(std::atomic<uint64_t> Slot::*counter) const noexcept {
+  uint64_t sum(base::SlotCounter<Slot> counter) const noexcept {
     return base::sum_slots(slots, counter);
   }
 };

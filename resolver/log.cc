@@ -27,7 +27,7 @@ bool journal_stream_matches(const char* env, int fd) {
   const auto dev = base::parse_decimal<unsigned long long>(v.substr(0, colon));
   const auto ino = base::parse_decimal<unsigned long long>(v.substr(colon + 1));
   if (!dev || !ino) return false;
-  struct stat st {};
+  struct stat st = {};
   if (::fstat(fd, &st) != 0) return false;
   return static_cast<unsigned long long>(st.st_dev) == *dev &&
          static_cast<unsigned long long>(st.st_ino) == *ino;

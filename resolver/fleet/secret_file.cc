@@ -32,7 +32,7 @@ std::optional<std::string> read_secret_file(const std::string& path, std::size_t
   if (f.fd < 0)
     return fmt::format("cannot open: {}; expected a readable file whose first line is the secret",
                        std::strerror(errno));
-  struct stat st {};
+  struct stat st = {};
   if (::fstat(f.fd, &st) != 0) return fmt::format("cannot stat: {}", std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return "not a regular file";
   const uid_t me = ::geteuid();

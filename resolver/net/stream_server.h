@@ -118,7 +118,8 @@ class StreamServer {
   bool make_room(const SourceKey* only);
   void pause_accepting();
   void resume_accepting();
-  void count(std::atomic<uint64_t> ConnCounters::*which) noexcept {
+  using Counter = std::atomic<uint64_t> ConnCounters::*;
+  void count(Counter which) noexcept {
     if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
   }
   void on_events(int fd, FdEvents ev);

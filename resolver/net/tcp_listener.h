@@ -129,7 +129,8 @@ class TcpListener {
   void pause_accepting();
   void forget(int fd, TcpConnection& c);
   void resume_accepting();
-  void count(std::atomic<uint64_t> ConnCounters::*which) noexcept {
+  using Counter = std::atomic<uint64_t> ConnCounters::*;
+  void count(Counter which) noexcept {
     if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
   }
 

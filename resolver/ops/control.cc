@@ -329,7 +329,7 @@ Checked<std::unique_ptr<Control>> Control::open(EventLoop& loop, Shared& shared,
 
   // Something already there: a stale socket from a daemon that did not exit cleanly is
   // replaced; a live one, or a file that is not a socket, is never touched.
-  struct stat st {};
+  struct stat st = {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
       return R::failure(what +
@@ -419,7 +419,7 @@ Control::~Control() {
   server_.reset();
   // Remove the file only if it is still ours: an operator may have started another daemon
   // on the same path after moving ours away.
-  struct stat st {};
+  struct stat st = {};
   if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
     ::unlink(path_.c_str());
 }

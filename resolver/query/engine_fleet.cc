@@ -115,11 +115,13 @@ void apply_fleet_message(Shared& shared, const fleet::FleetMessage& m, MonoTime 
 
 namespace {
 
+using FleetField = const std::atomic<uint64_t> FleetStats::*;
+
 struct FleetCounter {
   const char* key;     // hourglass-ctl stats: fleet.KEY
   const char* metric;  // hourglass_fleet_METRIC
   const char* help;
-  const std::atomic<uint64_t> FleetStats::*field;
+  FleetField field;
 };
 
 constexpr FleetCounter kFleetCounters[] = {

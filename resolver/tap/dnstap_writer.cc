@@ -280,7 +280,7 @@ std::optional<std::string> check_dnstap_target(std::string_view target) {
     return std::nullopt;
   }
   const std::string path(target);
-  struct stat st {};
+  struct stat st = {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return "this is a directory; " + std::string(kAllowed);
   }
@@ -329,7 +329,7 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
                                       : std::string(std::strerror(err))) +
                         ")");
     }
-    struct stat st {};
+    struct stat st = {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::fchmod(fd, kFileMode) != 0) {
       const int err = errno;
       const bool regular = S_ISREG(st.st_mode);
@@ -480,7 +480,7 @@ void DnstapWriter::flush(unsigned queue) noexcept {
 
 bool DnstapWriter::still_current() const noexcept {
   if (is_unix(options_.target)) return true;
-  struct stat st {};
+  struct stat st = {};
   if (::stat(options_.target.c_str(), &st) != 0) return false;
   return static_cast<uint64_t>(st.st_dev) == file_dev_ &&
          static_cast<uint64_t>(st.st_ino) == file_ino_;

@@ -49,7 +49,7 @@ Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes
   using R = Checked<FileText>;
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return R::failure("cannot open " + quote(path) + " (" + std::strerror(errno) + ")");
-  struct stat st {};
+  struct stat st = {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return R::failure(quote(path) + " is not a regular file; not read");

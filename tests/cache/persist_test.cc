@@ -329,12 +329,12 @@ class PersistFileTest : public PersistTest {
 TEST_F(PersistFileTest, SaveReplacesAtomicallyWithMode0600AndLoadReadsItBack) {
   fill();
   const std::string path = dir_.file("cache");
-  { std::ofstream(path) << "an older file"; }
+  std::ofstream(path) << "an older file";
   const SaveReport s = save_file(cache_, path, clock_.now(), kWall0);
   ASSERT_TRUE(s.ok) << s.error;
   EXPECT_EQ(s.entries, 4u);
   EXPECT_EQ(s.bytes, std::filesystem::file_size(path));
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // Nothing but the file itself is left in the directory (no temporary files).
@@ -516,7 +516,7 @@ TEST_F(PlantedFile, TheSavedFileIs0600WhateverTheUmask) {
   ::umask(old);
   ASSERT_TRUE(open_umask.ok && tight_umask.ok) << open_umask.error << tight_umask.error;
   for (const std::string& p : {path_, other}) {
-    struct stat st {};
+    struct stat st = {};
     ASSERT_EQ(::stat(p.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u) << p;
   }

@@ -172,7 +172,7 @@ TEST_F(CacheFileAttack, ASparseTebibyteFileIsNotRead) {
 
 TEST_F(CacheFileAttack, HalfAGibibyteOfZerosIsNotRead) {
   // Zeros (a sparse file reads as zeros; nothing is written to disk).
-  { std::ofstream(path_, std::ios::binary); }
+  std::ofstream(path_, std::ios::binary);
   ASSERT_EQ(::truncate(path_.c_str(), off_t{512} << 20), 0);
   start_and_expect_refusal("is 536870912 bytes, larger than the whole cache");
   // With a cache larger than the file the size does not refuse it, the header does, after
@@ -275,7 +275,7 @@ TEST_F(CacheFileAttack, AfterKill9ThePeriodicallySavedAnswersComeBack) {
   // A later change is saved too (the first save is not the only one).
   ASSERT_TRUE(ask(*first, two));
   ASSERT_TRUE(wait_for_answers(path_, 2, Millis{10000})) << first->output();
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   ASSERT_TRUE(first->signal(SIGKILL));

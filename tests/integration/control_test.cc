@@ -120,7 +120,7 @@ TEST_F(ControlIntegrationTest, MetricsEndpointServesCountersOfTheRunningDaemon) 
 
 TEST_F(ControlIntegrationTest, SocketIsRemovedAtExitAndCtlThenExitsTwoNamingControl) {
   start();
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::lstat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660u);
   ASSERT_TRUE(daemon_->signal(SIGTERM));

@@ -222,7 +222,7 @@ TEST_F(Dnstap, UnixSocketToFstrmCapture) {
   const std::string log = dir_.file("capture.log");
   Child capture({"fstrm_capture", "-t", "protobuf:dnstap.Dnstap", "-u", sock, "-w", out, "-ddd"},
                 log);
-  struct stat st {};
+  struct stat st = {};
   ASSERT_TRUE(eventually([&] { return ::stat(sock.c_str(), &st) == 0; })) << slurp(log);
   start({"--dnstap", "unix:" + sock});
   ASSERT_TRUE(eventually([&] { return slurp(log).find("accepted") != std::string::npos; }))
@@ -249,7 +249,7 @@ TEST_F(Dnstap, StalledReaderDropsMessagesNotAnswers) {
   Child capture({"fstrm_capture", "-t", "protobuf:dnstap.Dnstap", "-u", sock, "-w",
                  dir_.file("stall.dnstap"), "-ddd"},
                 log);
-  struct stat st {};
+  struct stat st = {};
   ASSERT_TRUE(eventually([&] { return ::stat(sock.c_str(), &st) == 0; })) << slurp(log);
   const std::string ctl_sock = dir_.file("ctl.sock");
   start({"--dnstap", "unix:" + sock, "--control", ctl_sock});

@@ -265,9 +265,8 @@ TEST_F(FleetSecurityTest, AForgedPersistedTtlCapIsNotApplied) {
   const std::string zone = random_label() + ".shop.test";
   EXPECT_NE(ctl(a.socket, "ttl-cap " + zone + " 30 --fleet").output.find("fleet: sent"),
             std::string::npos);
-  ASSERT_TRUE(eventually([&] {
-    return redis_.cli({"HEXISTS", "hg:ttl-caps", zone + "."}) == "1";
-  }));
+  const auto cap_stored = [&] { return redis_.cli({"HEXISTS", "hg:ttl-caps", zone + "."}) == "1"; };
+  ASSERT_TRUE(eventually(cap_stored));
   const std::string genuine = redis_.cli({"HGET", "hg:ttl-caps", zone + "."});
   EXPECT_EQ(genuine.substr(0, 3), "30 ");
   // Caching off for everything, by hand; and the genuine value moved to another zone.
@@ -407,7 +406,7 @@ TEST_F(FleetSecurityTest, AFleetOnAUnixSocketWithMode0660SharesAuthenticatedValu
   local.with_unix_socket = true;
   ASSERT_TRUE(local.start());
   const std::string path = local.unix_socket_path();
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0660u);  // the redis user and its group only

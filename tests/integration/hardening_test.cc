@@ -98,7 +98,7 @@ TEST_F(Hardening, TheDnstapFileIs0600WhateverTheUmask) {
   const mode_t old = ::umask(0);
   start({"--dnstap", file});
   ::umask(old);
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 }

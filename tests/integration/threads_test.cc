@@ -184,11 +184,8 @@ TEST(Threads, TwoWorkersShareTheFleetWhileFlushesArriveAndStatsAreRead) {
   // After the flushes: what A stores in Redis answers B without a new upstream query.
   const std::string name = "after." + run + ".test";
   ASSERT_TRUE(udp_query(a->port(), build_query({.name = name})));
-  ASSERT_TRUE(eventually(
-      [&] {
-        return redis.cli({"EXISTS", "hg:c:" + name + ". 1 1 0"}) == "1";
-      },
-      kWait));
+  const auto stored = [&] { return redis.cli({"EXISTS", "hg:c:" + name + ". 1 1 0"}) == "1"; };
+  ASSERT_TRUE(eventually(stored, kWait));
   auto got = udp_query(b->port(), build_query({.name = name}));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->rcode(), RCode::NoError);

@@ -833,7 +833,7 @@ TEST(ReadResolvConf, AFifoOrAHugeFileAtThePathIsRefusedWithoutBlocking) {
   EXPECT_THAT(rc.error(), HasSubstr("not a regular file"));
 
   const std::string big = base + ".big";
-  { std::ofstream(big) << "nameserver 192.0.2.1\n"; }
+  std::ofstream(big) << "nameserver 192.0.2.1\n";
   ASSERT_EQ(::truncate(big.c_str(), off_t{2} << 20), 0);
   auto b = read_resolv_conf(big);
   ::unlink(big.c_str());

@@ -305,7 +305,7 @@ TEST_F(ControlTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
 
 TEST_F(ControlTest, SocketHasMode0660AndIsRemovedOnDestruction) {
   open();
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::lstat(path_.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0660u);

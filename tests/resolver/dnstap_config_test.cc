@@ -186,7 +186,7 @@ TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
   }
   ::umask(old_mask);
   for (const std::string& p : {o.target, older}) {
-    struct stat st {};
+    struct stat st = {};
     ASSERT_EQ(::stat(p.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u) << p;
   }

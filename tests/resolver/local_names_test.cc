@@ -533,7 +533,7 @@ TEST(HostsFileRead, AFifoADirectoryAndAHugeFileAreRefusedWithoutBlocking) {
   EXPECT_FALSE(d.has_value());
 
   const std::string big = base + ".big";
-  { std::ofstream(big) << "192.0.2.1 a\n"; }
+  std::ofstream(big) << "192.0.2.1 a\n";
   ASSERT_EQ(::truncate(big.c_str(), static_cast<off_t>(kMaxHostsFileBytes) + 1), 0);
   auto b = read_hosts_file(big);
   ASSERT_FALSE(b.has_value());
@@ -545,7 +545,7 @@ TEST(HostsFileRead, AFifoADirectoryAndAHugeFileAreRefusedWithoutBlocking) {
   EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
 
   const std::string good = base + ".good";
-  { std::ofstream(good) << "192.0.2.1 a\nbad\n"; }
+  std::ofstream(good) << "192.0.2.1 a\nbad\n";
   auto g = read_hosts_file(good);
   ASSERT_TRUE(g.has_value()) << g.error();
   EXPECT_EQ(g->lines.size(), 1u);

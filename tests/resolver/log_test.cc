@@ -33,7 +33,7 @@ TEST(Log, JournalStreamMustNameTheFileDescriptorsDeviceAndInode) {
   char path[] = "/tmp/hg-log-test-XXXXXX";
   const int fd = ::mkstemp(path);
   ASSERT_GE(fd, 0);
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::fstat(fd, &st), 0);
   const std::string good = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
   EXPECT_TRUE(journal_stream_matches(good.c_str(), fd));

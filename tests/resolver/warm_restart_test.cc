@@ -61,7 +61,7 @@ TEST_F(PeriodicSaverTest, SavesOnlyWhatChangedSinceTheLastSave) {
   EXPECT_TRUE(saver.save_if_changed());
   EXPECT_EQ(saver.saves(), 1u);
   EXPECT_EQ(answers_in_file(), 2);
-  struct stat st {};
+  struct stat st = {};
   ASSERT_EQ(::stat(config_.cache_file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 

@@ -57,7 +57,7 @@ void on_signal(int) {
 }  // namespace
 
 volatile int* install_stop_handler() {
-  struct sigaction sa {};
+  struct sigaction sa = {};
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);

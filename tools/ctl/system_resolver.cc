@@ -17,7 +17,7 @@ namespace hg::ctl {
 namespace {
 
 bool exists(const std::string& path) {
-  struct stat st {};
+  struct stat st = {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 

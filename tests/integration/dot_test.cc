@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,6 +34,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -76,6 +78,17 @@ bool sh(const std::string& cmd) {
   return r.exit_code == 0;
 }
 
+// `now + offset` as OpenSSL's certificate dates want it: YYYYMMDDHHMMSSZ, UTC.
+std::string utc_asn1(std::chrono::seconds offset) {
+  const std::time_t t =
+      std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + offset);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%SZ", &tm);
+  return buf;
+}
+
 // The certificates, made once for the whole suite.
 struct Pki {
   std::string dir;
@@ -98,25 +111,39 @@ bool make_pki(Pki& p) {
                "ca.pem -days 2 -subj /CN=hourglass-test-CA") &&
             sh("openssl req -x509 " + ec + " -keyout " + d + "other-ca.key -out " + d +
                "other-ca.pem -days 2 -subj /CN=unknown-CA");
-  // server: dns.test by the CA; wrong: other.test by the CA; expired: dns.test, expired a day
-  // ago; unknown: dns.test by a CA the daemon does not trust.
+  // server: dns.test by the CA; wrong: other.test by the CA; expired: dns.test, valid from two
+  // days ago to one day ago; unknown: dns.test by a CA the daemon does not trust.
   struct Cert {
     const char* name;
     const char* cn;
     const char* ca;
-    const char* days;
   };
   for (const Cert c :
-       {Cert{"server", "dns.test", "ca", "1"}, Cert{"wrong", "other.test", "ca", "1"},
-        Cert{"expired", "dns.test", "ca", "-1"}, Cert{"unknown", "dns.test", "other-ca", "1"}}) {
+       {Cert{"server", "dns.test", "ca"}, Cert{"wrong", "other.test", "ca"},
+        Cert{"expired", "dns.test", "ca"}, Cert{"unknown", "dns.test", "other-ca"}}) {
     const std::string n = d + c.name;
     const std::string ca = d + c.ca;
     write_file(n + ".ext", std::string("subjectAltName=DNS:") + c.cn + "\n");
     ok = ok &&
-         sh("openssl req " + ec + " -keyout " + n + ".key -out " + n + ".csr -subj /CN=" + c.cn) &&
-         sh("openssl x509 -req -in " + n + ".csr -CA " + ca + ".pem -CAkey " + ca +
-            ".key -CAcreateserial -CAserial " + d + "serial -out " + n + ".pem -days " + c.days +
-            " -extfile " + n + ".ext");
+         sh("openssl req " + ec + " -keyout " + n + ".key -out " + n + ".csr -subj /CN=" + c.cn);
+    if (std::string_view(c.name) != "expired") {
+      ok = ok && sh("openssl x509 -req -in " + n + ".csr -CA " + ca + ".pem -CAkey " + ca +
+                    ".key -CAcreateserial -CAserial " + d + "serial -out " + n +
+                    ".pem -days 1 -extfile " + n + ".ext");
+      continue;
+    }
+    // `openssl x509 -days -1` made an expired certificate up to OpenSSL 3.0 (Debian 12); 3.5
+    // (Debian 13) refuses an end before the start. `openssl ca` takes both dates in each.
+    write_file(d + "ca.cnf", "[ca]\ndefault_ca = test\n[test]\ndatabase = " + d +
+                                 "index.txt\nnew_certs_dir = " + d + "\ncertificate = " + ca +
+                                 ".pem\nprivate_key = " + ca + ".key\nserial = " + d +
+                                 "ca-serial\ndefault_md = sha256\npolicy = any\n"
+                                 "[any]\ncommonName = supplied\n");
+    write_file(d + "index.txt", "");
+    write_file(d + "ca-serial", "1000\n");
+    ok = ok && sh("openssl ca -batch -notext -config " + d + "ca.cnf -in " + n + ".csr -out " + n +
+                  ".pem -startdate " + utc_asn1(std::chrono::hours{-48}) + " -enddate " +
+                  utc_asn1(std::chrono::hours{-24}) + " -extfile " + n + ".ext");
   }
   if (!ok) return false;
   const auto pin = run_command("openssl x509 -in " + p.pem("server") +

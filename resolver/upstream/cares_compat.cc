@@ -196,14 +196,14 @@ Checked<ares_channeldata*> open_tcp_channel(const ChannelSettings& settings) {
   // the connection is kept for the next truncated answer.
   opts.flags = ARES_FLAG_USEVC | ARES_FLAG_NOCHECKRESP | ARES_FLAG_STAYOPEN;
   // One try, alive for the whole query: Upstream retransmits itself, and ends the query at its
-  // lifetime whatever c-ares still waits for. (c-ares 1.22+ shortens a try to 5x the server's
-  // mean answer time once it has three samples; a try it ends early only hands the query back
-  // to Upstream's retransmission.)
+  // lifetime whatever c-ares still waits for. (c-ares 1.32+ shortens a try to 5x the server's
+  // mean answer time once it has three samples, never under 250 ms; a try it ends early only
+  // hands the query back to Upstream's retransmission.)
   opts.timeout = settings.timeout_ms;
   opts.tries = 1;
   opts.sock_state_cb = settings.socket_state;
   opts.sock_state_cb_data = settings.socket_state_data;
-#ifdef ARES_OPT_MAXTIMEOUTMS  // 1.22: without it a try is cut at 5 s
+#ifdef ARES_OPT_MAXTIMEOUTMS  // 1.22; from 1.32 a try is cut at 5 s without it
   mask |= ARES_OPT_MAXTIMEOUTMS;
   opts.maxtimeout = settings.timeout_ms;
 #endif

@@ -20,7 +20,6 @@ namespace hg::resolver {
 
 using upstream_limits::kMaxIdlePorts;
 using upstream_limits::kReadsPerWake;
-using upstream_wire::kHeaderSize;
 
 namespace {
 

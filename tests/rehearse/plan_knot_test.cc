@@ -329,27 +329,29 @@ TEST(PlanUsage, BadFlagsAreOneLineAndExitTwo) {
     const char* args;
     const char* says;
   } cases[] = {
+      // Every case that reaches the cut-over's check gives --now on the same line, so none
+      // depends on today's date.
       {"plan www.example.test --target-ttl 60 --cutover tomorrow --auth 127.0.0.1",
        "--cutover 'tomorrow': expected a UTC time"},
-      {"plan www.example.test --target-ttl sixty --cutover 2026-12-03T10:00Z --now "
-       "2026-12-01T11:00Z --auth 127.0.0.1",
+      {"plan www.example.test --target-ttl sixty --auth 127.0.0.1 "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--target-ttl 'sixty'"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
-       "2026-12-01T11:00Z --auth nohost",
+      {"plan www.example.test --target-ttl 60 --auth nohost "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--auth 'nohost'"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
-       "2026-12-01T11:00Z --auth 127.0.0.1 --profile /nonexistent.toml",
+      {"plan www.example.test --target-ttl 60 --auth 127.0.0.1 --profile /nonexistent.toml "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--profile /nonexistent.toml: cannot be read"},
       {"plan www.example.test --cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--target-ttl is required"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
-       "2026-12-03T11:00Z --auth 127.0.0.1",
+      {"plan www.example.test --target-ttl 60 --auth 127.0.0.1 "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-03T11:00Z",
        "--cutover '2026-12-03T10:00Z': expected a time in the future (now 2026-12-03T11:00:00Z)"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
-       "2026-12-01T11:00Z --auth 127.0.0.1 --transfer-margin soon",
+      {"plan www.example.test --target-ttl 60 --auth 127.0.0.1 --transfer-margin soon "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--transfer-margin 'soon'"},
-      {"plan www.example.test --target-ttl 60 --cutover 2026-12-03T10:00Z --now "
-       "2026-12-01T11:00Z --auth 127.0.0.1 --moving ''",
+      {"plan www.example.test --target-ttl 60 --auth 127.0.0.1 --moving '' "
+       "--cutover 2026-12-03T10:00Z --now 2026-12-01T11:00Z",
        "--moving ''"},
   };
   for (const auto& c : cases) {

@@ -762,8 +762,7 @@ void Upstream::learn_from_reply(Attempt& a) {
       // A later copy answered while earlier ones are still unanswered: those were lost.
       for (std::size_t i = 0; i < me; ++i) {
         Attempt& e = q.attempts[i];
-        if (e.server != &s || e.edns_retry || !e.outstanding || e.refused || e.judged_lost)
-          continue;
+        if (e.server != &s || e.edns_retry || !e.outstanding || e.judged_lost) continue;
         e.judged_lost = true;
         path.lost();
       }
@@ -786,7 +785,7 @@ void Upstream::classify_retransmissions(Query& q, const Server& s) {
       if (e.server != &s || e.edns_retry) continue;
       if (i < j) {
         earlier_replied = earlier_replied || e.replied;
-        earlier_pending = earlier_pending || (e.outstanding && !e.refused && !e.replied);
+        earlier_pending = earlier_pending || (e.outstanding && !e.replied);
       } else {
         answered = answered || e.replied;
       }

@@ -93,7 +93,8 @@ struct UpstreamOptions {
   RttLimits rtt{};
   /// Random letter case in query names, checked in answers (draft-vixie-dnsext-dns0x20).
   bool use_0x20 = true;
-  /// Advertised EDNS UDP payload size (ARES_OPT_EDNSPSZ); 1232 avoids IP fragmentation
+  /// Advertised EDNS UDP payload size, and the longest UDP answer taken (a longer one is asked
+  /// again over TCP); 1232 avoids IP fragmentation
   /// (DNS flag day 2020).
   uint16_t edns_payload = 1232;
   /// Where per-server statistics are published (nullptr: nowhere), as worker `worker`.

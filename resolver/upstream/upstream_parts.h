@@ -92,7 +92,6 @@ struct Upstream::Attempt {
   bool judged_lost;  // unanswered when a later copy to the same server was answered
   bool classified;   // (retransmit) counted as spurious or needed
   bool local_error;  // no socket could be had for it: not the server's fault
-  bool refused;      // ICMP unreachable on its socket
   bool tls_auth;     // DoT: failed because the certificate or pin did not verify
 };
 

@@ -84,7 +84,6 @@ void Upstream::read_attempt(Attempt& a) {
       // An ICMP error for this attempt's datagram (port or host unreachable, ...): this
       // attempt failed; the others, on their own sockets, are not touched.
       if (a.outstanding) {
-        a.refused = true;
         on_answer(&a, ARES_ECONNREFUSED, {});
       } else {
         close_attempt_socket(a);

@@ -207,7 +207,7 @@ Hit Cache::lookup_impl(const CacheKey& key, Time now, void* ctx, FreshFn fresh) 
 
 InsertOutcome Cache::insert(const CacheKey& key, const wire::Message& response, Time now,
                             Hit* stored) {
-  Entry::Built built = Entry::build(key, response, settings_.ttl, caps_, now);
+  Entry::Built built = Entry::build(key, response, settings_.ttl, caps_, now, settings_.keep_ad);
   Shard& s = shard_for(key.hash);
   if (built.outcome == InsertOutcome::RemovedZeroTtl) {
     note_success(key);

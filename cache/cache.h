@@ -75,6 +75,11 @@ struct CacheSettings {
   /// Prefetch: the share of an entry's TTL, at its end, in which a hit may trigger a refresh.
   double prefetch_window = 0.10;
   bool prefetch = true;
+  /// Whether an entry keeps the AD bit of what is inserted. Off unless some upstream is trusted
+  /// to set AD (--trust-ad): then Upstream has already cleared AD from every other server, and
+  /// entries from a cache file or the fleet keep theirs. Off, no entry ever says AD, whatever a
+  /// file, a fleet peer or an upstream wrote.
+  bool keep_ad = false;
 };
 
 enum class Freshness : uint8_t { Miss, Fresh, Stale };

@@ -127,7 +127,8 @@ std::shared_ptr<Entry> Entry::make(std::size_t records, std::size_t bytes, const
 }
 
 Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
-                          const TtlSettings& settings, const TtlCaps& caps, Time now) {
+                          const TtlSettings& settings, const TtlCaps& caps, Time now,
+                          bool keep_ad) {
   const wire::Header& h = response.header();
   if (!h.qr() || h.opcode() != wire::Opcode::Query) return {nullptr, InsertOutcome::NotResponse};
   // TC=1: the answer is incomplete by definition; c-ares retries over TCP and we cache that.
@@ -236,7 +237,7 @@ Entry::Built Entry::build(const CacheKey& key, const wire::Message& response,
   e->arcount_ = ar;
   e->rcode_ = static_cast<uint8_t>(static_cast<uint16_t>(rcode) & 0xF);
   e->kind_ = kind;
-  e->ad_ = h.ad();
+  e->ad_ = keep_ad && h.ad();
   return {std::move(e), InsertOutcome::Cached};
 }
 

@@ -72,8 +72,10 @@ class Entry {
     std::shared_ptr<const Entry> entry;  ///< null unless outcome == Cached
     InsertOutcome outcome;
   };
+  /// The entry keeps the response's AD bit only when `keep_ad`: an AD the cache did not see
+  /// earned (a trusted upstream, or validation here) is never stored.
   static Built build(const CacheKey& key, const wire::Message& response,
-                     const TtlSettings& settings, const TtlCaps& caps, Time now);
+                     const TtlSettings& settings, const TtlCaps& caps, Time now, bool keep_ad);
 
   /// A copy whose every record expires no later than `cap` seconds after `now` (used when a
   /// ttl-cap is set at run time, so the cache obeys the lowered TTL at once).

@@ -238,6 +238,17 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.tls_pins.clear(); }},
+      {"trust-ad", Kind::List, "ADDR[:PORT]",
+       "pass on the AD bit of this tls:// upstream (port 853 by default), whose certificate "
+       "name is checked; every other upstream's AD is cleared; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto e = parse_endpoint(v, uint16_t{853});
+         if (!e)
+           return "expected the address of a tls:// upstream, e.g. 192.0.2.1 or [2001:db8::1]:853";
+         c.trust_ad.push_back(*e);
+         return std::nullopt;
+       },
+       [](Config& c) { c.trust_ad.clear(); }},
       {"upstream-file", Kind::Scalar, "PATH",
        "resolv.conf-style file whose nameserver lines are the upstreams when no --upstream "
        "is given; re-read on SIGHUP (default /etc/resolv.conf)",
@@ -973,6 +984,7 @@ std::string to_toml(const Config& c) {
   if (!c.tls_ca_file.empty()) out += "tls-ca-file = " + toml_string(c.tls_ca_file) + "\n";
   if (!c.tls_pins.empty())
     out += "tls-pin = " + toml_list(c.tls_pins, [](const std::string& p) { return p; }) + "\n";
+  if (!c.trust_ad.empty()) out += "trust-ad = " + toml_list(c.trust_ad, ep_text) + "\n";
   if (!c.local_records.empty())
     out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
            "\n";
@@ -1090,6 +1102,21 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
       return ConfigExit{2, "--upstream " + to_string(t) +
                                ": no #AUTH-NAME to check its certificate against; add #NAME "
                                "(the name in its certificate) or give --tls-pin sha256/BASE64"};
+  // AD is worth what the path it came over is worth: only a server whose certificate name we
+  // check may be trusted with it (RFC 4035 §3.2.3, RFC 6840 §5.7).
+  for (const Endpoint& e : c.trust_ad) {
+    bool authenticated = false;
+    for (const TlsTarget& t : c.tls_upstreams)
+      authenticated = authenticated || (t.endpoint == e && !t.auth_name.empty());
+    for (const ForwardZone& f : c.forward_zones)
+      for (const TlsTarget& t : f.tls)
+        authenticated = authenticated || (t.endpoint == e && !t.auth_name.empty());
+    if (!authenticated)
+      return ConfigExit{2, "--trust-ad " + e.to_string() +
+                               ": not a tls:// upstream with a certificate name "
+                               "(tls://ADDR#NAME in --upstream or --forward); the AD bit of any "
+                               "other upstream can be set by anyone on the path"};
+  }
   if (!c.redis.user.empty() && c.redis.password.empty()) {
     return ConfigExit{2, where("redis-user", c.redis.user) +
                              ": an ACL user needs its password; give --redis-password-file"};

@@ -100,6 +100,9 @@ struct Config {
   std::vector<TlsTarget> tls_upstreams{};
   std::string tls_ca_file{};
   std::vector<std::string> tls_pins{};
+  /// --trust-ad: tls:// upstreams (of --upstream or --forward) whose AD bit is passed on;
+  /// each must carry #AUTH-NAME. Every other upstream's AD is cleared.
+  std::vector<Endpoint> trust_ad{};
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};
 

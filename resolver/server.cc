@@ -66,6 +66,7 @@ std::shared_ptr<const DotSettings> dot_settings(const Config& c, std::span<const
   d->ca_file = c.tls_ca_file;
   for (const std::string& p : c.tls_pins)
     if (auto pin = parse_tls_pin(p)) d->pins.push_back(pin.value());
+  d->trust_ad = c.trust_ad;
   return d;
 }
 }  // namespace

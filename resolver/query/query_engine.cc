@@ -32,6 +32,7 @@ cache::CacheSettings cache_settings(const Config& c) {
   s.ttl.negative_max_ttl = static_cast<uint32_t>(c.negative_max_ttl.count());
   s.stale_max = c.stale_max;
   s.stale_ttl = static_cast<uint32_t>(c.stale_ttl.count());
+  s.keep_ad = !c.trust_ad.empty();
   return s;
 }
 

@@ -149,6 +149,12 @@ const TlsTarget* DotSettings::find(const Endpoint& e) const noexcept {
   return nullptr;
 }
 
+bool DotSettings::trusts_ad(const Endpoint& e) const noexcept {
+  const TlsTarget* t = find(e);
+  return t != nullptr && !t->auth_name.empty() &&
+         std::find(trust_ad.begin(), trust_ad.end(), e) != trust_ad.end();
+}
+
 // --- framing, padding, pending -------------------------------------------------------------
 
 namespace dot {

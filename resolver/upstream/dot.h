@@ -70,7 +70,12 @@ struct DotSettings {
   std::size_t max_in_flight = 128;  ///< queries written and unanswered per connection
   /// After a certificate is refused, the server is not dialled again for this long.
   Millis auth_holdoff{10'000};
+  /// Servers whose AD bit is passed on (--trust-ad): each must be a target with an
+  /// auth_name, whose certificate is checked. Every other answer has AD cleared (Upstream).
+  std::vector<Endpoint> trust_ad{};
   const TlsTarget* find(const Endpoint& e) const noexcept;
+  /// Whether `e` is a target with an auth_name that is listed in trust_ad.
+  bool trusts_ad(const Endpoint& e) const noexcept;
 };
 
 namespace dot {

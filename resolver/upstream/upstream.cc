@@ -226,6 +226,7 @@ Checked<std::unique_ptr<Upstream::Server>> Upstream::open_server(
       if (!ctx) return R::failure(ctx.error());
       tls_ctx_ = std::move(ctx.value());
     }
+    s->trust_ad = options_.dot->trusts_ad(endpoint);
     Server* sp = s.get();
     s->dot = std::make_unique<DotChannel>(
         loop_, tls_ctx_, *options_.dot, *t, s->stats, options_.lifetime,
@@ -939,6 +940,14 @@ void Upstream::handle_result(Attempt& a, int status, std::span<uint8_t> answer) 
   if (q.finished) {
     bump(s.stats->late_answers);
     return;
+  }
+  // AD (RFC 4035 §3.2.3, RFC 6840 §5.7): the upstream's claim that it validated the data is
+  // worth only as much as the path it came over. Over UDP or TCP anyone on the path (or a
+  // forgery that won) can set it, so only a server we authenticate and were told to trust
+  // keeps it; for the rest it is cleared here, before anything is cached or answered.
+  if (!s.trust_ad && (answer[3] & 0x20) != 0) {
+    answer[3] = static_cast<uint8_t>(answer[3] & ~0x20);
+    bump(s.stats->ad_cleared);
   }
   // Hand the caller an answer to exactly the query it gave: its ID, its question bytes.
   const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);

@@ -33,7 +33,7 @@ struct Summary {
   uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
            edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
   uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
-           wrong_source = 0, socket_errors = 0, reclaimed = 0;
+           wrong_source = 0, socket_errors = 0, reclaimed = 0, ad_cleared = 0;
   uint64_t tls_handshakes = 0, tls_resumptions = 0, tls_reused = 0, tls_verify_failures = 0,
            tls_connection_failures = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
@@ -73,6 +73,7 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.wrong_source += get(s->dropped_wrong_source);
       m.socket_errors += get(s->socket_errors);
       m.reclaimed += get(s->sockets_reclaimed);
+      m.ad_cleared += get(s->ad_cleared);
       m.tls_handshakes += get(s->tls_handshakes);
       m.tls_resumptions += get(s->tls_resumptions);
       m.tls_reused += get(s->tls_reused);
@@ -111,10 +112,10 @@ std::string upstreams_text(const UpstreamBoard& board) {
         " loss={:.2f}% retransmit_wait_ms={} spurious_retransmissions={} "
         "needed_retransmissions={} retransmissions_withheld={} dropped_wrong_port={} "
         "dropped_wrong_id={} dropped_wrong_question={} dropped_wrong_source={} socket_errors={} "
-        "sockets_reclaimed={}\n",
+        "sockets_reclaimed={} ad_cleared={}\n",
         static_cast<double>(s.loss_ppm.load()) / 1e4, ms(s.patience_us.load()), m.spurious,
         m.needed, m.withheld, m.wrong_port, m.wrong_id, m.wrong_question, m.wrong_source,
-        m.socket_errors, m.reclaimed);
+        m.socket_errors, m.reclaimed, m.ad_cleared);
     if (s.tls.load()) {  // DNS over TLS: the connection's story, on the same line
       out.pop_back();
       out += fmt::format(
@@ -189,6 +190,10 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_sockets_reclaimed_total", "counter",
          "Query sockets closed early to stay within the socket budget.",
          [](const Summary& m) { return m.reclaimed; });
+  family("hourglass_upstream_server_ad_cleared_total", "counter",
+         "Answers whose AD bit was cleared: the server is not an authenticated one named by "
+         "--trust-ad.",
+         [](const Summary& m) { return m.ad_cleared; });
   family("hourglass_upstream_server_tls_handshakes_total", "counter",
          "TLS connections opened to the server (DNS over TLS; 0 for a plain server).",
          [](const Summary& m) { return m.tls_handshakes; });

@@ -57,6 +57,9 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> socket_errors{0};
   /// Attempt sockets closed early to stay within the socket budget (UpstreamOptions).
   std::atomic<uint64_t> sockets_reclaimed{0};
+  /// Answers whose AD bit was cleared: the server is not one we authenticate and trust
+  /// (--trust-ad), so its claim to have validated them is not passed on.
+  std::atomic<uint64_t> ad_cleared{0};
   /// DNS over TLS (resolver/upstream/dot.h); zero for a plain server.
   std::atomic<uint64_t> tls_handshakes{0};           ///< TLS connections opened
   std::atomic<uint64_t> tls_resumptions{0};          ///< of which resumed a session

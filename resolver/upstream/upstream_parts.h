@@ -52,6 +52,9 @@ struct Upstream::Server {
   std::shared_ptr<UpstreamServerStats> stats;
   Micros last_answer{-1};           // when the server last answered anything (options_.clock_us)
   std::unique_ptr<DotChannel> dot;  // DNS over TLS: this instead of `ares`
+  // Its answers keep their AD bit (DotSettings::trusts_ad): a DoT server whose certificate
+  // name is checked and that --trust-ad names. Every other server's AD is cleared.
+  bool trust_ad = false;
 };
 
 // A UDP socket for attempts (see send_udp). While an attempt's datagram holds its port

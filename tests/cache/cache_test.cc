@@ -67,6 +67,21 @@ TEST_F(CacheTest, OneHitNamesInsertedAndPeekedDoNotWashOutTheHotSet) {
   EXPECT_EQ(get("hot.example").freshness, Freshness::Fresh);
 }
 
+TEST_F(CacheTest, AnAdBitIsStoredOnlyWhenTheCacheKeepsAd) {
+  // Whoever inserts (an upstream answer, a cache file, a fleet peer), a cache whose daemon
+  // trusts no upstream's AD never stores it; one with --trust-ad keeps what it was given.
+  OwnedMessage m = response("signed.example");
+  m.header.set(wire::flag::AD, true);
+  m.answer.push_back(A("signed.example", 60));
+  for (const bool keep : {false, true}) {
+    reset({.max_bytes = 1 << 20, .shards = 4, .keep_ad = keep});
+    ASSERT_EQ(put(m, key("signed.example")), InsertOutcome::Cached);
+    const Hit h = get("signed.example");
+    ASSERT_EQ(h.freshness, Freshness::Fresh);
+    EXPECT_EQ(h.entry->authentic_data(), keep);
+  }
+}
+
 TEST_F(CacheTest, LookupMissesWhenEmpty) {
   EXPECT_EQ(get("www.example.com").freshness, Freshness::Miss);
   EXPECT_EQ(cache_->stats().misses, 1u);

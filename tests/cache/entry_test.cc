@@ -24,7 +24,7 @@ struct Built {
 Built build(const OwnedMessage& m, const CacheKey& k, Time now, const TtlSettings& s = {},
             const TtlCaps& caps = TtlCaps{}) {
   const Packet p(m);
-  auto b = Entry::build(k, p.msg, s, caps, now);
+  auto b = Entry::build(k, p.msg, s, caps, now, true);
   return {b.entry, b.outcome};
 }
 
@@ -234,7 +234,7 @@ TEST(EntryBuild, DropsRecordsAfterAMisplacedOpt) {
   bytes.insert(bytes.end(), txt.begin(), txt.end());
   bytes[11] = static_cast<uint8_t>(bytes[11] + 1);  // ARCOUNT + 1
   const Packet p(std::move(bytes));
-  auto b = Entry::build(key("www.example.com"), p.msg, {}, TtlCaps{}, t0);
+  auto b = Entry::build(key("www.example.com"), p.msg, {}, TtlCaps{}, t0, true);
   ASSERT_EQ(b.outcome, InsertOutcome::Cached);
   EXPECT_EQ(b.entry->arcount(), 1);
   EXPECT_EQ(decode(b.entry->to_wire(t0)).additional.size(), 1u);

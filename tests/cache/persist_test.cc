@@ -40,7 +40,9 @@ std::shared_ptr<const Entry> find(const Cache& c, const CacheKey& k) {
 
 class PersistTest : public ::testing::Test {
  protected:
-  CacheSettings settings_{.max_bytes = 1 << 20, .shards = 4, .stale_max = Seconds{60}};
+  // keep_ad: this cache stands for a daemon with --trust-ad, so the signed entry keeps AD.
+  CacheSettings settings_{
+      .max_bytes = 1 << 20, .shards = 4, .stale_max = Seconds{60}, .keep_ad = true};
   ManualClock clock_;
   Cache cache_{settings_};
 
@@ -119,6 +121,30 @@ TEST_F(PersistTest, RoundTripAgesEveryRecordByTheDowntime) {
   ASSERT_EQ(hit.freshness, Freshness::Fresh);
   EXPECT_EQ(hit.entry->remaining_ttl(0, later.now()), 3600u - 27);
   EXPECT_EQ(hit.entry->remaining_ttl(1, later.now()), 300u - 27);
+}
+
+TEST_F(PersistTest, AFileLoadedWithoutTrustedAdKeepsNoAdBit) {
+  // The file says AD for one entry: written by a daemon that trusted its upstream's AD, by an
+  // older hourglass that passed any upstream's AD on, or planted. A daemon that trusts no
+  // upstream's AD must not serve it as authentic.
+  fill();
+  ASSERT_TRUE(find(cache_, CacheKey::make(N("dnssec.example.com"), RRType::A, 1, true, true))
+                  ->authentic_data());
+  const auto file = encode(cache_.snapshot(), clock_.now(), kWall0, Seconds{60});
+  CacheSettings untrusting = settings_;
+  untrusting.keep_ad = false;
+  Cache restored(untrusting);
+  const LoadReport r = load(restored, file, clock_.now(), kWall0);
+  ASSERT_EQ(r.status, Status::Loaded) << r.problem;
+  EXPECT_EQ(r.loaded, 4u);
+  for (const auto& e : restored.snapshot())
+    EXPECT_FALSE(e->authentic_data()) << e->qname().to_text();
+  const auto e = find(restored, CacheKey::make(N("dnssec.example.com"), RRType::A, 1, true, true));
+  ASSERT_NE(e, nullptr);
+  const auto bytes = wire_of(*e, clock_.now());
+  wire::Message m;
+  ASSERT_TRUE(m.parse(bytes, wire::ParseMode::Strict));
+  EXPECT_FALSE(m.header().ad());
 }
 
 TEST_F(PersistTest, AnEntryThatExpiredDuringTheDowntimeComesBackStaleThenGoes) {

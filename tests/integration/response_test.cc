@@ -151,8 +151,11 @@ class AdUpstream {
   std::thread thread_;
 };
 
-// RFC 6840 5.8: set AD in a response only if the query had DO or AD set.
-TEST(ResponseAd, AdBitOnlyWhenClientSetDoOrAd) {
+// AD from a plain-UDP upstream (a box on the path, or a forgery that won, may have set it)
+// reaches no client: not one that sets DO, not one that sets AD, not from the cache either.
+// (With a trusted DoT upstream, --trust-ad, it passes, and then only to clients that set DO
+// or AD: RFC 6840 §5.8, wire::answer_flags and DotUpstream.AdPasses... hold those.)
+TEST(ResponseAd, AdFromAPlainUpstreamReachesNoClientNorTheCache) {
   AdUpstream upstream;
   auto d = Daemon::start({"--upstream", upstream.address()});
   ASSERT_TRUE(d->ready()) << d->output();
@@ -167,15 +170,23 @@ TEST(ResponseAd, AdBitOnlyWhenClientSetDoOrAd) {
     auto with_ad = udp_query(
         d->port(), build_query({.name = "ad.test", .flags = wire::flag::RD | wire::flag::AD}));
     ASSERT_TRUE(with_ad);
-    EXPECT_TRUE(with_ad->ad()) << "round " << round << "\n" << with_ad->text();
+    EXPECT_FALSE(with_ad->ad()) << "round " << round << "\n" << with_ad->text();
     auto with_do = udp_query(d->port(), build_query({.name = "ad.test", .dnssec_ok = true}));
     ASSERT_TRUE(with_do);
-    EXPECT_TRUE(with_do->ad()) << "round " << round << "\n" << with_do->text();
+    EXPECT_FALSE(with_do->ad()) << "round " << round << "\n" << with_do->text();
     ASSERT_TRUE(with_do->msg.edns);
     EXPECT_TRUE(with_do->msg.edns->dnssec_ok()) << "DO echoed (RFC 3225)";
   }
-  // Keys differ by DO: one upstream query without DO, one with.
+  // Keys differ by DO: one upstream query without DO, one with; the rest were hits.
   EXPECT_EQ(upstream.queries(), 2);
+  // dig, as a real client asking with +dnssec and +adflag, sees no "ad" flag either.
+  const DigResult dr = dig(d->port(), "ad.test A +dnssec +adflag");
+  EXPECT_EQ(dr.status(), "NOERROR") << dr.output;
+  const auto at = dr.output.find(";; flags:");
+  ASSERT_NE(at, std::string::npos) << dr.output;
+  const std::string flags = dr.output.substr(at, dr.output.find(';', at + 3) - at);
+  EXPECT_NE(flags.find(" qr"), std::string::npos) << flags;  // the line is the header's flags
+  EXPECT_EQ(flags.find(" ad"), std::string::npos) << dr.output;
 }
 
 }  // namespace

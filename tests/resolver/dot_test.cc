@@ -115,6 +115,43 @@ TEST(DotConfig, TlsUpstreamsForwardZonesCaFileAndPinsAreParsedAndPrinted) {
   EXPECT_EQ(to_toml(b), toml);
 }
 
+// --trust-ad names the tls:// upstreams whose AD bit is passed on: only one whose certificate
+// name is checked will do, of --upstream or of a --forward zone. A plain upstream, one
+// authenticated by a pin alone, or an address that is no upstream is one line and exit 2.
+TEST(DotConfig, TrustAdNamesOnlyATlsUpstreamWithACertificateName) {
+  auto r = parse_args({"--upstream", "tls://192.0.2.1#dns.example", "--forward",
+                       "corp.example=tls://127.0.0.9:8853#ns.corp", "--trust-ad", "192.0.2.1",
+                       "--trust-ad", "127.0.0.9:8853"});
+  ASSERT_TRUE(std::holds_alternative<Config>(r)) << std::get<ConfigExit>(r).message;
+  const Config& c = std::get<Config>(r);
+  ASSERT_EQ(c.trust_ad.size(), 2u);
+  EXPECT_EQ(c.trust_ad[0].to_string(), "192.0.2.1:853");  // DoT's port by default
+  const std::string toml = to_toml(c);
+  EXPECT_NE(toml.find("trust-ad = [\"192.0.2.1:853\", \"127.0.0.9:8853\"]"), std::string::npos)
+      << toml;
+  const std::string pin = "sha256/" + std::string(43, 'A') + "=";
+  struct Case {
+    std::vector<std::string> args;
+  } refused[] = {
+      {{"--upstream", "192.0.2.2", "--trust-ad", "192.0.2.2:53"}},
+      {{"--upstream", "tls://192.0.2.1", "--tls-pin", pin, "--trust-ad", "192.0.2.1"}},
+      {{"--upstream", "tls://192.0.2.1#dns.example", "--trust-ad", "192.0.2.3"}},
+  };
+  for (const Case& k : refused) {
+    auto bad = parse_args(k.args);
+    ASSERT_TRUE(std::holds_alternative<ConfigExit>(bad)) << k.args.back();
+    const ConfigExit& e = std::get<ConfigExit>(bad);
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_NE(e.message.find("--trust-ad " + k.args.back()), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("not a tls:// upstream with a certificate name"), std::string::npos)
+        << e.message;
+    EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
+  }
+  auto junk = parse_args({"--upstream", "tls://192.0.2.1#dns.example", "--trust-ad", "dns"});
+  ASSERT_TRUE(std::holds_alternative<ConfigExit>(junk));
+  EXPECT_NE(std::get<ConfigExit>(junk).message.find("trust-ad"), std::string::npos);
+}
+
 TEST(DotConfig, AServerWithNeitherAuthNameNorPinIsRefused) {
   auto r = parse_args({"--upstream", "tls://192.0.2.1"});
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r));

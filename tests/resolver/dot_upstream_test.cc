@@ -486,5 +486,39 @@ TEST_F(DotUpstream, AConnectionSilentForAQueryLifetimeIsReplaced) {
   run_until([&] { return b.done; });
 }
 
+// AD is passed on only from a DoT server whose certificate name is checked and that
+// --trust-ad names (DotSettings::trust_ad). The same server not named, or named but trusted
+// by its key pin alone, has its AD cleared like any plain upstream.
+TEST_F(DotUpstream, AdPassesOnlyFromAnAuthenticatedServerNamedByTrustAd) {
+  TlsServer server(id_, [](int, const Bytes& q) {
+    Bytes a = answer_to(q, 9);
+    a[3] |= 0x20;  // AD: the server says it validated the answer
+    return std::vector<Bytes>{frame(a)};
+  });
+  struct Case {
+    bool named;
+    bool ad;
+  } cases[] = {{true, true}, {false, false}};
+  for (const Case& c : cases) {
+    auto up = make(server, [&](DotSettings& s) {
+      if (c.named) s.trust_ad.push_back(server.endpoint());
+    });
+    ASSERT_TRUE(up);
+    Outcome o;
+    ASSERT_TRUE(up->send(make_query("signed"), record(o)));
+    run_until([&] { return o.done; });
+    ASSERT_EQ(o.status, UpstreamStatus::Ok);
+    ASSERT_GE(o.answer.size(), 12u);
+    EXPECT_EQ((o.answer[3] & 0x20) != 0, c.ad) << "named by --trust-ad: " << c.named;
+  }
+  // Named, but with no name to check the certificate against: not authenticated enough.
+  DotSettings pinned;
+  pinned.targets.push_back(TlsTarget{server.endpoint(), ""});
+  pinned.trust_ad.push_back(server.endpoint());
+  EXPECT_FALSE(pinned.trusts_ad(server.endpoint()));
+  pinned.targets[0].auth_name = "dns.test";
+  EXPECT_TRUE(pinned.trusts_ad(server.endpoint()));
+}
+
 }  // namespace
 }  // namespace hg::resolver

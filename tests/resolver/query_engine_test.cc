@@ -53,7 +53,7 @@ Answer parse_answer(std::span<const uint8_t> bytes) {
 
 class QueryEngineTest : public EngineHarness {
  protected:
-  QueryEngineTest() : EngineHarness(make_config()) {
+  explicit QueryEngineTest(const Config& c = make_config()) : EngineHarness(c) {
     sink_ = [this](std::span<const uint8_t> b) { deferred_.push_back(parse_answer(b)); };
   }
 
@@ -471,7 +471,19 @@ TEST_F(QueryEngineTest, UpstreamAnswersGetTheNormalizersVerdictAndBytes) {
   }
 }
 
-TEST_F(QueryEngineTest, AdBitOnlyForClientsThatSetDoOrAd) {
+/// A daemon with --trust-ad: Upstream passes AD on from the trusted server only (tested in
+/// upstream_test.cc and dot_upstream_test.cc), and the cache keeps it.
+class QueryEngineTrustAdTest : public QueryEngineTest {
+ protected:
+  QueryEngineTrustAdTest() : QueryEngineTest(trusting()) {}
+  static Config trusting() {
+    Config c = make_config();
+    c.trust_ad.push_back(*parse_endpoint("127.0.0.1", 853));
+    return c;
+  }
+};
+
+TEST_F(QueryEngineTrustAdTest, AdBitOnlyForClientsThatSetDoOrAd) {
   ask(query("signed.example", 1, 1, true, 0x8000));  // DO
   upstream_answers([](const Bytes& q) { return a_answer(q, "signed.example", 300, 1, 0x81a0); });
   ASSERT_EQ(deferred_.size(), 1u);
@@ -483,6 +495,18 @@ TEST_F(QueryEngineTest, AdBitOnlyForClientsThatSetDoOrAd) {
   auto with_ad = ask(PacketBuilder().flags(kRd | 0x0020).question("signed.example", 1).build());
   ASSERT_TRUE(with_ad);
   EXPECT_TRUE(with_ad->msg.header().ad());
+}
+
+TEST_F(QueryEngineTest, WithoutTrustAdACachedAnswerNeverSaysAd) {
+  // Upstream clears an untrusted server's AD before the engine sees it; if an AD reached the
+  // engine anyway (a path that forgot, a fleet peer, a cache file), the cache drops it.
+  ask(query("signed.example", 1, 1, true, 0x8000));  // DO
+  upstream_answers([](const Bytes& q) { return a_answer(q, "signed.example", 300, 1, 0x81a0); });
+  ASSERT_EQ(deferred_.size(), 1u);
+  EXPECT_FALSE(deferred_[0].msg.header().ad()) << "the miss's answer";
+  auto hit = ask(query("signed.example", 1, 2, true, 0x8000));
+  ASSERT_TRUE(hit);
+  EXPECT_FALSE(hit->msg.header().ad()) << "a hit for a DO client";
 }
 
 TEST_F(QueryEngineTest, LargeAnswerIsTruncatedOverUdpAndWholeOverTcp) {

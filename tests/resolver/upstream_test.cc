@@ -1044,5 +1044,27 @@ TEST(CaresVersion, OlderThan118StopsNewerThan134WarnsBetweenIsSilent) {
   EXPECT_FALSE(cares::library_problem()) << cares::library_version();
 }
 
+// AD from a server reached over plain UDP (or TCP) is anyone's claim: a box on the path, or a
+// forgery that won, can set it. It is cleared before the caller (the cache, the clients) sees
+// the answer, and counted.
+TEST_F(UpstreamTest, TheAdBitOfAPlainUpstreamIsClearedAndCounted) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 300, "192.0.2.45")});
+  r.ad = true;
+  fake.on("signed.example", r);
+  FakeReply big = r;
+  big.truncate_udp = true;  // and over TCP after a truncated answer
+  fake.on("big.signed.example", big);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (const char* name : {"signed.example", "big.signed.example"}) {
+    const Outcome o = resolve(*up, make_query(name, 1));
+    ASSERT_EQ(o.status, UpstreamStatus::Ok) << name;
+    ASSERT_GE(o.answer.size(), 12u);
+    EXPECT_EQ(o.answer[3] & 0x20, 0) << name << ": AD passed on";
+    EXPECT_EQ(u16(o.answer, 6), 1) << name;  // the answer itself is kept
+  }
+  EXPECT_EQ(stats_of(board).ad_cleared.load(), 2u);
+}
+
 }  // namespace
 }  // namespace hg::resolver

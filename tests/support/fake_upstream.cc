@@ -333,7 +333,7 @@ std::vector<uint8_t> FakeUpstream::build(const std::vector<uint8_t>& q, std::siz
   // QR=1, the query's opcode and RD, AA if scripted, TC; RA=1, RCODE.
   uint8_t b2 = static_cast<uint8_t>(0x80 | (q[2] & 0x79) | (reply.aa ? 0x04 : 0) | (tc ? 0x02 : 0));
   out.push_back(b2);
-  out.push_back(static_cast<uint8_t>(0x80 | (reply.rcode & 0x0f)));
+  out.push_back(static_cast<uint8_t>(0x80 | (reply.ad ? 0x20 : 0) | (reply.rcode & 0x0f)));
   base::append_u16(out, reply.question_twice ? 2 : 1);
   base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.answer.size()));
   base::append_u16(out, tc ? 0 : static_cast<uint16_t>(reply.authority.size()));

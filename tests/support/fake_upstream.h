@@ -49,6 +49,7 @@ struct FakeReply {
   bool wrong_question = false;  ///< echo a different question name (answer must be ignored)
   bool question_twice = false;  ///< echo the question twice, QDCOUNT 2 (must be ignored)
   bool aa = false;              ///< set the AA bit
+  bool ad = false;              ///< set the AD bit (a claim of validated data, forged or not)
   /// UDP: send the answer (from the server's address and port, as usual) to this port of
   /// 127.0.0.1 instead of the query's source port; 0 = the query's source port. For the
   /// "an answer that comes to the wrong port is dropped" tests.

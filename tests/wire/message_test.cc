@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tests/wire/packet_builder.h"
+#include "wire/header.h"
 
 namespace hg::wire {
 namespace {
@@ -301,6 +302,19 @@ TEST(ParseErrorText, EveryCauseHasADistinctName) {
     names.insert(to_string(static_cast<ParseError>(i)));
   EXPECT_EQ(names.size(), static_cast<std::size_t>(ParseError::BadText) + 1);
   EXPECT_FALSE(names.contains("unknown"));
+}
+
+// RFC 6840 §5.8: AD in a response only when the data carried it and the query asked for it,
+// with AD or with DO. (Upstream decides whether the data may carry it at all: --trust-ad.)
+TEST(AnswerFlags, AdOnlyWhenTheDataHadItAndTheClientSetDoOrAd) {
+  constexpr uint16_t data = flag::QR | flag::AD;
+  EXPECT_FALSE(answer_flags(flag::RD, false, data) & flag::AD);
+  EXPECT_TRUE(answer_flags(flag::RD | flag::AD, false, data) & flag::AD);
+  EXPECT_TRUE(answer_flags(flag::RD, true, data) & flag::AD);
+  EXPECT_FALSE(answer_flags(flag::RD | flag::AD, true, flag::QR) & flag::AD);
+  // QR and RA set, RD and CD echoed, AA and TC never copied from the data.
+  const uint16_t f = answer_flags(flag::RD | flag::CD, false, flag::QR | flag::AA | flag::TC | 3);
+  EXPECT_EQ(f, flag::QR | flag::RA | flag::RD | flag::CD | 3);
 }
 
 }  // namespace

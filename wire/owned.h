@@ -87,6 +87,8 @@ struct WriteOutcome {
   bool ok = false;          ///< header, questions and OPT were written
   bool truncated = false;   ///< answer or authority records were left out; TC=1 was set
   std::size_t records = 0;  ///< answer + authority + additional records written (OPT excluded)
+  std::size_t dropped = 0;  ///< records left out by a rule (rewrite_without_opt's RewriteRules)
+  std::size_t clamped = 0;  ///< TTLs with the top bit set, written as 0 (RewriteRules)
 };
 
 /// Writes `m` into `w` (which should be empty): header with recomputed counts, questions,

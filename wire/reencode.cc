@@ -44,7 +44,7 @@ bool owner_is_question(std::size_t base, const Message& m, const RecordView& rr)
 // One record; rolls back and returns false when it does not fit or its RDATA does not decode.
 // On success, `out` describes the record as written (offsets relative to `base`).
 bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const RecordView& rr,
-                    bool& bad_rdata, RecordView& out) {
+                    uint32_t ttl, bool& bad_rdata, RecordView& out) {
   const std::size_t mark = w.mark();
   bool ok = false;
   if (owner_is_question(base, m, rr)) {
@@ -54,7 +54,7 @@ bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const Rec
   }
   ok = ok && w.u16(static_cast<uint16_t>(rr.type)) && w.u16(rr.klass);
   const std::size_t ttl_at = w.mark();
-  ok = ok && w.u32(rr.ttl);
+  ok = ok && w.u32(ttl);
   const std::size_t rdata_at = w.mark() + 2;
   if (ok) {
     if (rdata_has_names(rr.type)) {
@@ -76,6 +76,7 @@ bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const Rec
     return false;
   }
   out = rr;
+  out.ttl = ttl;
   out.offset = static_cast<uint16_t>(mark - base);
   out.ttl_offset = static_cast<uint16_t>(ttl_at - base);
   out.rdata_offset = static_cast<uint16_t>(rdata_at - base);
@@ -85,7 +86,8 @@ bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const Rec
 
 }  // namespace
 
-WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view) {
+WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view,
+                                 const RewriteRules& rules) {
   WriteOutcome out;
   const std::size_t base = w.mark();
   if (view != nullptr) MessageViewBuilder::start(*view);
@@ -94,6 +96,7 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view)
   Header h = m.header();
   h.qdcount = static_cast<uint16_t>(questions.size());
   h.ancount = h.nscount = h.arcount = 0;
+  if (rules.clear_ad) h.set(flag::AD, false);
   const uint8_t zeros[kHeaderSize] = {};
   if (!w.bytes(zeros)) return out;
   for (const Question& q : questions) {
@@ -115,9 +118,19 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view)
   for (int s = 0; s < 3; ++s) {
     for (const RecordView& rr : m.section(static_cast<Section>(s))) {
       if (full) break;
+      if (rules.strip_dnssec && is_dnssec_proof_type(rr.type) &&
+          (questions.empty() || questions.front().type != rr.type)) {
+        ++out.dropped;
+        continue;
+      }
+      uint32_t ttl = rr.ttl;
+      if (rules.clamp_ttl && (ttl & 0x80000000u) != 0) {
+        ttl = 0;
+        ++out.clamped;
+      }
       bool bad_rdata = false;
       RecordView written{};
-      if (*counts[s] == 0xFFFF || !rewrite_record(w, base, m, rr, bad_rdata, written)) {
+      if (*counts[s] == 0xFFFF || !rewrite_record(w, base, m, rr, ttl, bad_rdata, written)) {
         if (bad_rdata) {
           w.rollback(base);
           if (view != nullptr) MessageViewBuilder::start(*view);
@@ -159,16 +172,22 @@ constexpr std::size_t kMaxAnswer = 65535;  // a 16-bit TCP length: no DNS messag
 
 AnswerNormalizer::AnswerNormalizer() : buf_(kMaxAnswer) {}
 
-NormalizeStatus AnswerNormalizer::normalize(std::span<const uint8_t> answer) {
+NormalizeStatus AnswerNormalizer::normalize(std::span<const uint8_t> answer,
+                                            const RewriteRules& rules) {
   MessageViewBuilder::start(out_);
+  dropped_ = clamped_ = 0;
   if (answer.size() > kMaxAnswer) return NormalizeStatus::TooLarge;
   if (auto st = raw_.parse(answer, ParseMode::Lenient); !st) {
     parse_error_ = st.error();
     return NormalizeStatus::Malformed;
   }
   WireWriter w(buf_);
-  const WriteOutcome out = rewrite_without_opt(w, raw_, &out_);
-  if (out.ok && !out.truncated) return NormalizeStatus::Ok;
+  const WriteOutcome out = rewrite_without_opt(w, raw_, &out_, rules);
+  if (out.ok && !out.truncated) {
+    dropped_ = out.dropped;
+    clamped_ = out.clamped;
+    return NormalizeStatus::Ok;
+  }
   MessageViewBuilder::start(out_);
   // parse() validated every RDATA, so !ok can only mean that not even the questions fit.
   return NormalizeStatus::TooLarge;

@@ -31,7 +31,25 @@ namespace hg::wire {
 /// `view`, when given and the outcome is ok, is set to the view of the bytes written — what
 /// view->parse(w.written(), ParseMode::Strict) would give, without parsing them again. It
 /// refers to the writer's buffer, which must outlive it. `view` must not be `m`.
-WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view = nullptr);
+/// What rewrite_without_opt() changes on the way through; all off, the records are those of `m`.
+struct RewriteRules {
+  /// RFC 4035 §3.2.1: for a client that did not set DO, RRSIG, NSEC and NSEC3 records are left
+  /// out of every section unless the question asks for that type. Counted in `dropped`.
+  bool strip_dnssec = false;
+  /// RFC 2181 §8: a TTL with the top bit set (2^31 and above) is written as 0. Counted in
+  /// `clamped`.
+  bool clamp_ttl = false;
+  /// The header is written with AD=0 (an AD nobody here trusts).
+  bool clear_ad = false;
+};
+
+/// RRSIG, NSEC or NSEC3: the records RFC 4035 §3.2.1 keeps from clients without DO.
+constexpr bool is_dnssec_proof_type(RRType t) noexcept {
+  return t == RRType::RRSIG || t == RRType::NSEC || t == RRType::NSEC3;
+}
+
+WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view = nullptr,
+                                 const RewriteRules& rules = {});
 
 /// Why AnswerNormalizer::normalize() refused an answer.
 enum class NormalizeStatus : uint8_t {
@@ -61,7 +79,10 @@ class AnswerNormalizer {
 
   /// On Ok, message() is the view of the bytes written (what a Strict parse of bytes()
   /// gives); on anything else message() is empty and nothing may be inserted.
-  NormalizeStatus normalize(std::span<const uint8_t> answer);
+  NormalizeStatus normalize(std::span<const uint8_t> answer, const RewriteRules& rules = {});
+  /// Records left out and TTLs clamped by the rules in the last normalize() that returned Ok.
+  std::size_t dropped() const noexcept { return dropped_; }
+  std::size_t clamped() const noexcept { return clamped_; }
 
   const Message& message() const noexcept { return out_; }
   std::span<const uint8_t> bytes() const noexcept { return out_.packet(); }
@@ -77,6 +98,8 @@ class AnswerNormalizer {
   Message out_;
   std::vector<uint8_t> buf_;
   Error parse_error_{ParseError::Truncated, 0};
+  std::size_t dropped_ = 0;
+  std::size_t clamped_ = 0;
 };
 
 }  // namespace hg::wire

@@ -137,6 +137,12 @@ std::string render_metrics(Shared& shared) {
   e.counter("hourglass_upstream_failures_total",
             "Upstream queries that failed: timeout, network error, unusable answer.",
             get(s.upstream_failures));
+  e.counter("hourglass_scrubbed_records_total",
+            "Upstream records left out before caching: DNSSEC records for a query without DO.",
+            get(s.scrubbed_records));
+  e.counter("hourglass_clamped_ttls_total",
+            "Upstream TTLs of 2^31 s or more, taken as 0 (RFC 2181 section 8).",
+            get(s.clamped_ttls));
   e.counter("hourglass_servfail_total", "SERVFAIL answers given to clients.", get(s.servfail));
   e.counter("hourglass_deadline_answers_total",
             "Clients answered at their deadline while the upstream was still silent.",

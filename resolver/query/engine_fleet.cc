@@ -51,7 +51,7 @@ bool QueryEngine::answer_from_l2(const cache::CacheKey& key, std::span<const uin
   const auto decoded = fleet::decode_value(value, key, l2_msg_);
   // Another writer's bytes: re-encode them with our writer, as an upstream answer is, so the
   // cache's precondition (compression pointers only to names) holds whatever they contain.
-  if (decoded.status != fleet::ValueStatus::Ok || !normalize_upstream(decoded.message)) {
+  if (decoded.status != fleet::ValueStatus::Ok || !normalize_upstream(decoded.message, key)) {
     fs.l2_corrupt.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -355,7 +355,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   // The insert below meets cold memory (a cache bigger than the CPU's); start loading it now
   // and parse the answer meanwhile.
   if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
-  if (status == UpstreamStatus::Ok && normalize_upstream(answer)) {
+  if (status == UpstreamStatus::Ok && normalize_upstream(answer, key)) {
     cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
     const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
     using O = cache::InsertOutcome;
@@ -409,10 +409,18 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   }
 }
 
-bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer) {
+bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key) {
   // Re-encoded by our own writer before it is cached or passed on (wire/reencode.h says why);
   // a few microseconds per upstream answer, never anything on the cache-hit path.
-  return normalizer_.normalize(answer) == wire::NormalizeStatus::Ok;
+  const wire::RewriteRules rules{.strip_dnssec = !key.dnssec_ok,
+                                 .clamp_ttl = true,
+                                 .clear_ad = !shared_.cache.settings().keep_ad};
+  if (normalizer_.normalize(answer, rules) != wire::NormalizeStatus::Ok) return false;
+  if (normalizer_.dropped() != 0) [[unlikely]]
+    shared_.stats.scrubbed_records.fetch_add(normalizer_.dropped(), std::memory_order_relaxed);
+  if (normalizer_.clamped() != 0) [[unlikely]]
+    shared_.stats.clamped_ttls.fetch_add(normalizer_.clamped(), std::memory_order_relaxed);
+  return true;
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {

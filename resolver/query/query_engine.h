@@ -127,7 +127,10 @@ class QueryEngine {
                    std::span<const uint8_t> answer);
   /// Makes an upstream (or fleet) answer fit for the cache (wire::AnswerNormalizer): on true,
   /// upstream_msg_ is the view of it re-encoded by our writer.
-  bool normalize_upstream(std::span<const uint8_t> answer);
+  /// Re-encodes an upstream or fleet answer for `key` into upstream_msg_, scrubbed by the
+  /// rules every answer gets (wire::RewriteRules: DNSSEC records only for DO keys, TTLs of
+  /// 2^31 or more as 0, AD cleared unless the cache keeps AD); counts what the rules changed.
+  bool normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key);
   void on_deadline(const cache::CacheKey& key);
   /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
   void release_timer(const Waiter& w);

@@ -87,6 +87,10 @@ struct Stats {
   Counter queries_udp, queries_tcp;
   Counter hits, stale_answers, misses, coalesced, prefetches;
   Counter upstream_queries, upstream_answers, upstream_failures;
+  /// Upstream answers scrubbed before they were cached or passed on (wire::RewriteRules):
+  /// records left out (RRSIG/NSEC/NSEC3 for a key without DO) and TTLs of 2^31 or more
+  /// written as 0 (RFC 2181 §8).
+  Counter scrubbed_records, clamped_ttls;
   Counter servfail, deadline_answers, failure_cached_answers;
   Counter refused, formerr, notimp, dropped, overload;
   Counter truncated;

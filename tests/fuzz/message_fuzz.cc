@@ -17,6 +17,9 @@
 //     daemon's, the cache file's, the replay's) refuses as Malformed exactly what a Lenient
 //     parse refuses, with the same error; otherwise it gives Ok with rewrite_without_opt()'s
 //     bytes and view, or TooLarge exactly when those would not fit whole in 65,535 bytes.
+//  8. With every RewriteRules rule on, an Ok answer holds no RRSIG, NSEC or NSEC3 record but
+//     of the question's type, no TTL of 2^31 or more and no AD, and its bytes parse (Strict)
+//     to the view given.
 //
 // Built with -fsanitize=fuzzer,address,undefined when HG_FUZZ=ON (clang); otherwise the same
 // file is linked with replay_main.cc and ctest replays tests/fuzz/corpus/message/.
@@ -127,6 +130,24 @@ void check_normalizer(std::span<const uint8_t> data) {
   }
 }
 
+void check_scrubbed(std::span<const uint8_t> data) {
+  static AnswerNormalizer n;
+  const RewriteRules all{.strip_dnssec = true, .clamp_ttl = true, .clear_ad = true};
+  if (n.normalize(data, all) != NormalizeStatus::Ok) return;
+  const Message& m = n.message();
+  check(!m.header().ad(), "AD survived clear_ad");
+  const auto qs = m.questions();
+  for (const RecordView& rr : m.records()) {
+    check((rr.ttl & 0x80000000u) == 0, "a TTL of 2^31 or more survived clamp_ttl");
+    check(!is_dnssec_proof_type(rr.type) || (!qs.empty() && qs.front().type == rr.type),
+          "a DNSSEC record survived strip_dnssec");
+  }
+  Message again;
+  check(again.parse(n.bytes(), ParseMode::Strict).has_value() &&
+            again.records().size() == m.records().size() && again.header().ad() == false,
+        "scrubbed bytes differ from their view");
+}
+
 void check_message(std::span<const uint8_t> data) {
   Message strict, lenient;
   const auto s = strict.parse(data, ParseMode::Strict);
@@ -177,6 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::span<const uint8_t> in(data, size);
   check_message(in);
   check_normalizer(in);
+  check_scrubbed(in);
   check_name_text(in);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/wire/answer_cases.h"
+#include "tests/wire/packet_builder.h"
 #include "tests/wire/vectors.h"
 #include "wire/owned.h"
 #include "wire/reencode.h"
@@ -111,6 +112,52 @@ TEST(AnswerNormalizer, StatusNames) {
   EXPECT_EQ(to_string(NormalizeStatus::Ok), "ok");
   EXPECT_EQ(to_string(NormalizeStatus::Malformed), "malformed");
   EXPECT_EQ(to_string(NormalizeStatus::TooLarge), "too-large");
+}
+
+// An answer as a broken or hostile upstream writes it: AD set, a signature and a denial
+// proof although the query had no DO, TTLs of 2^32 - 1 and 2^31.
+std::vector<uint8_t> signed_answer(uint16_t qtype) {
+  const std::vector<uint8_t> sig(40, 0xab), bitmap = {0, 1, 0x40};
+  return test::PacketBuilder()
+      .flags(0x81a0)  // QR RD RA AD
+      .question("s.example", qtype)
+      .rr(0, "s.example", 1, 0xFFFFFFFFu, {192, 0, 2, 1})
+      .rr(0, "s.example", 46, 300, sig)
+      .rr(1, "s.example", 47, 0x80000000u, bitmap)
+      .rr(2, "s.example", 50, 300, sig)
+      .build();
+}
+
+TEST(AnswerNormalizer, RulesStripDnssecRecordsClampTtlsAndClearAd) {
+  AnswerNormalizer n;
+  ASSERT_EQ(n.normalize(signed_answer(1)), NormalizeStatus::Ok);
+  EXPECT_EQ(n.message().records().size(), 4u) << "no rules: every record as it came";
+  EXPECT_TRUE(n.message().header().ad());
+  EXPECT_EQ(n.dropped(), 0u);
+
+  const RewriteRules all{.strip_dnssec = true, .clamp_ttl = true, .clear_ad = true};
+  ASSERT_EQ(n.normalize(signed_answer(1), all), NormalizeStatus::Ok);
+  ASSERT_EQ(n.message().records().size(), 1u);
+  EXPECT_EQ(n.message().records()[0].type, RRType::A);
+  EXPECT_EQ(n.message().records()[0].ttl, 0u);
+  EXPECT_FALSE(n.message().header().ad());
+  EXPECT_EQ(n.message().header().ancount, 1);
+  EXPECT_EQ(n.message().header().nscount, 0);
+  EXPECT_EQ(n.message().header().arcount, 0);
+  EXPECT_EQ(n.dropped(), 3u);
+  EXPECT_EQ(n.clamped(), 1u);  // the NSEC's TTL was not written at all
+  // The bytes say what the view says.
+  Message again;
+  ASSERT_TRUE(again.parse(n.bytes(), ParseMode::Strict).has_value());
+  ASSERT_EQ(again.records().size(), 1u);
+  EXPECT_EQ(again.records()[0].ttl, 0u);
+  EXPECT_FALSE(again.header().ad());
+
+  // Asked for by type (RFC 4035 §3.2.1), the RRSIG stays; the other proofs still go.
+  ASSERT_EQ(n.normalize(signed_answer(46), all), NormalizeStatus::Ok);
+  ASSERT_EQ(n.message().records().size(), 2u);
+  EXPECT_EQ(n.message().records()[1].type, RRType::RRSIG);
+  EXPECT_EQ(n.dropped(), 2u);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// Answers scrubbed before they are cached or reach a client (wire::RewriteRules), against the
+// real hourglassd and a scripted upstream that does what a broken or hostile one does:
+//   - RRSIG and NSEC records in the answer to a query without DO (RFC 4035 §3.2.1: they go
+//     only to clients that set DO, or that ask for that very type);
+//   - TTLs of 2^31 s and 2^32 - 1 s (RFC 2181 §8: taken as 0, never passed on raw).
+// Each is seen by dig, as a client sees it, and counted in `hourglass-ctl stats`.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/integration/commands.h"
+#include "tests/integration/daemon.h"
+#include "tests/support/fake_upstream.h"
+#include "tests/support/temp_dir.h"
+#include "wire/types.h"
+
+namespace hg::integration {
+namespace {
+
+using test::FakeRecord;
+using test::FakeReply;
+using test::FakeUpstream;
+
+/// An RRSIG over the A RRset of `owner` (RFC 4034 §3.1), well-formed for dig to print. The
+/// signature bytes are filler: nothing here validates.
+FakeRecord rrsig(std::string owner, uint32_t ttl) {
+  FakeRecord r;
+  r.name = std::move(owner);
+  r.type = static_cast<uint16_t>(wire::RRType::RRSIG);
+  r.ttl = ttl;
+  r.rdata = {0,    1,                // type covered: A
+             13,                     // algorithm: ECDSAP256SHA256
+             2,                      // labels
+             0,    0,   0x0e, 0x10,  // original TTL 3600
+             0x7f, 0,   0,    0,     // expiration
+             0x60, 0,   0,    0,     // inception
+             0x12, 0x34};            // key tag
+  for (const char* label : {"scrub", "test"}) {
+    r.rdata.push_back(static_cast<uint8_t>(std::string_view(label).size()));
+    r.rdata.insert(r.rdata.end(), label, label + std::string_view(label).size());
+  }
+  r.rdata.push_back(0);
+  r.rdata.insert(r.rdata.end(), 64, 0xab);  // signature
+  return r;
+}
+
+/// An NSEC for `owner` whose next name is `next` and bitmap says A and RRSIG.
+FakeRecord nsec(std::string owner, uint32_t ttl) {
+  FakeRecord r;
+  r.name = std::move(owner);
+  r.type = static_cast<uint16_t>(wire::RRType::NSEC);
+  r.ttl = ttl;
+  r.rdata = {1, 'z', 5,    's', 'c', 'r', 'u', 'b', 4, 't', 'e', 's', 't', 0,  // z.scrub.test.
+             0, 6,   0x40, 0,   0,   0,   0,   0x02};  // window 0: A (1) and RRSIG (46)
+  return r;
+}
+
+class Scrub : public ::testing::Test {
+ protected:
+  void start() {
+    daemon_ = Daemon::start({"--upstream", upstream_.address(), "--control", socket_});
+    ASSERT_TRUE(daemon_->ready()) << daemon_->output();
+  }
+  int64_t stat(const std::string& key) { return stat_in(ctl(socket_, "stats").output, key); }
+
+  test::TempDir dir_;
+  std::string socket_ = dir_.file("control");
+  FakeUpstream upstream_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(Scrub, DnssecRecordsReachOnlyClientsThatSetDo) {
+  // The upstream signs whatever it is asked, DO or not (as a broken middlebox or a hostile
+  // upstream would).
+  upstream_.set_default(
+      FakeReply::records({FakeRecord::a("", 300, "192.0.2.7"), rrsig("", 300), nsec("", 300)}));
+  start();
+  for (int round = 0; round < 2; ++round) {  // the miss, then the hit
+    const DigResult plain = dig(daemon_->port(), "signed.scrub.test A");
+    ASSERT_EQ(plain.status(), "NOERROR") << plain.output;
+    EXPECT_TRUE(plain.contains("192.0.2.7")) << plain.output;
+    EXPECT_FALSE(plain.contains("RRSIG")) << "round " << round << ":\n" << plain.output;
+    EXPECT_FALSE(plain.contains("NSEC")) << "round " << round << ":\n" << plain.output;
+    const DigResult with_do = dig(daemon_->port(), "+dnssec signed.scrub.test A");
+    ASSERT_EQ(with_do.status(), "NOERROR") << with_do.output;
+    EXPECT_TRUE(with_do.contains("RRSIG")) << "round " << round << ":\n" << with_do.output;
+    EXPECT_TRUE(with_do.contains("NSEC")) << "round " << round << ":\n" << with_do.output;
+  }
+  // Asked for by type, an RRSIG is the answer, with DO or without.
+  const DigResult by_type = dig(daemon_->port(), "signed.scrub.test RRSIG");
+  EXPECT_TRUE(by_type.contains("RRSIG")) << by_type.output;
+  // Left out: the RRSIG and NSEC of the one miss without DO (the hit was stored scrubbed),
+  // and the NSEC of the RRSIG query.
+  EXPECT_EQ(stat("server.scrubbed_records"), 3) << ctl(socket_, "stats").output;
+}
+
+TEST_F(Scrub, TtlsOfTwoToTheThirtyOneAndAboveAreServedAsZero) {
+  FakeReply r = FakeReply::records({FakeRecord::a("", 0xFFFFFFFFu, "192.0.2.8"),
+                                    FakeRecord::a("", 0x80000000u, "192.0.2.9"),
+                                    FakeRecord::a("", 600, "192.0.2.10")});
+  upstream_.set_default(r);
+  start();
+  const DigResult d = dig(daemon_->port(), "huge.scrub.test A");
+  ASSERT_EQ(d.status(), "NOERROR") << d.output;
+  const std::vector<uint32_t> ttls = d.ttls();
+  ASSERT_EQ(ttls.size(), 3u) << d.output;
+  for (const uint32_t t : ttls)
+    EXPECT_LE(t, 0x7FFFFFFFu) << d.output;
+  // RFC 2181 §8: "treated as if the value were zero".
+  EXPECT_EQ(ttls[0], 0u) << d.output;
+  EXPECT_EQ(ttls[1], 0u) << d.output;
+  EXPECT_EQ(stat("server.clamped_ttls"), 2);
+  // With TTL 0 in the RRset nothing is cached: the next query goes upstream again.
+  const std::size_t before = upstream_.total_queries();
+  const DigResult again = dig(daemon_->port(), "huge.scrub.test A");
+  ASSERT_EQ(again.status(), "NOERROR") << again.output;
+  EXPECT_EQ(upstream_.total_queries(), before + 1);
+}
+
+}  // namespace
+}  // namespace hg::integration

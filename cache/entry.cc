@@ -333,12 +333,19 @@ RenderResult render_entry(const Entry& entry, const ClientQuery& client, Time no
   }
   const std::size_t an_total = entry.ancount();
   const std::size_t ns_total = entry.nscount();
-  r.ancount = static_cast<uint16_t>(std::min(n, an_total));
-  r.nscount = static_cast<uint16_t>(std::min(n - r.ancount, ns_total));
-  r.arcount = static_cast<uint16_t>(n - r.ancount - r.nscount);
   // RFC 2181 §9: TC only when data the client needs was dropped. A positive answer is
   // complete without its authority records (NS); a negative one needs the SOA (RFC 2308 §5).
   r.truncated = entry.kind() == AnswerKind::Positive ? n < an_total : n < an_total + ns_total;
+  if (r.truncated) {
+    // A TC answer carries no records: the client asks again over TCP and uses that answer,
+    // so records here would only be filler, and a part of an RRset must not be taken for
+    // all of it (RFC 2181 §9). Header and question only, as other resolvers send.
+    n = 0;
+    body = 0;
+  }
+  r.ancount = static_cast<uint16_t>(std::min(n, an_total));
+  r.nscount = static_cast<uint16_t>(std::min(n - r.ancount, ns_total));
+  r.arcount = static_cast<uint16_t>(n - r.ancount - r.nscount);
 
   wire::Header h;
   h.id = client.id;

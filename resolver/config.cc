@@ -411,6 +411,14 @@ const std::vector<Key>& keys() {
          c.use_0x20 = v != "true";
          return std::nullopt;
        }},
+      {"pass-any", Kind::Flag, "",
+       "Forward queries of type ANY upstream instead of answering them here with the minimal "
+       "RFC 8482 answer (one HINFO record)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v != "true" && v != "false") return "expected no value (or true or false)";
+         c.minimal_any = v != "true";
+         return std::nullopt;
+       }},
       {"control", Kind::Scalar, "PATH", "Unix socket for hourglass-ctl (default: none)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v.empty() || v.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -928,6 +936,7 @@ std::string to_toml(const Config& c) {
   out += std::string("log-queries = ") +
          (c.log_queries_json ? "\"json\"" : (c.log_queries ? "true" : "false")) + "\n";
   out += std::string("no-0x20 = ") + (c.use_0x20 ? "false" : "true") + "\n";
+  out += std::string("pass-any = ") + (c.minimal_any ? "false" : "true") + "\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
   out += "tcp-max-per-source = " + std::to_string(c.tcp_max_per_source) + "\n";

@@ -71,6 +71,8 @@ struct Config {
   bool log_queries_json = false;
   /// 0x20: random letter case in upstream query names, checked in the answers.
   bool use_0x20 = true;
+  /// ANY is answered here with RFC 8482's HINFO; false (--pass-any) forwards it as it is.
+  bool minimal_any = true;
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};

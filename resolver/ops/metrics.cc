@@ -143,6 +143,8 @@ std::string render_metrics(Shared& shared) {
   e.counter("hourglass_clamped_ttls_total",
             "Upstream TTLs of 2^31 s or more, taken as 0 (RFC 2181 section 8).",
             get(s.clamped_ttls));
+  e.counter("hourglass_minimal_any_total",
+            "Queries of type ANY answered with the RFC 8482 HINFO record.", get(s.minimal_any));
   e.counter("hourglass_servfail_total", "SERVFAIL answers given to clients.", get(s.servfail));
   e.counter("hourglass_deadline_answers_total",
             "Clients answered at their deadline while the upstream was still silent.",

@@ -188,6 +188,13 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
     if (m.kind >= RouteKind::LocalZone) [[unlikely]]
       return {answer_local(m, q, out, limit, now), false};
   }
+  if (q.qtype == wire::RRType::ANY && shared_.config.minimal_any) [[unlikely]] {
+    // RFC 8482: ANY asks for "everything", which no cache can promise and an amplifier
+    // loves; one small synthesized RRset is the answer.
+    st.minimal_any.fetch_add(1, std::memory_order_relaxed);
+    if (shared_.config.log_queries) log_query(*q.qname, q.qtype, RCode::NoError, "any", now);
+    return {write_minimal_any(out, limit, q), false};
+  }
   auto& cache = shared_.cache;
   const auto key = cache::CacheKey::make(*q.qname, q.qtype, q.qclass, q.dnssec_ok, q.cd());
   if (++top_tick_ >= top_gap_) [[unlikely]] {

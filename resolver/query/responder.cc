@@ -47,6 +47,39 @@ std::size_t write_error(std::span<uint8_t> out, const ClientQuery& q, RCode rcod
   return w.size();
 }
 
+std::size_t write_minimal_any(std::span<uint8_t> out, std::size_t limit,
+                              const ClientQuery& q) noexcept {
+  wire::WireWriter w(out, limit);
+  const uint16_t flags = wire::answer_flags(q.flags, q.dnssec_ok, 0);
+  if (!write_head(w, q, flags, 1, 0, q.has_edns ? 1 : 0)) return 0;
+  // Owner: a pointer to the question's name, which write_head put right after the header.
+  const uint8_t hinfo[] = {0xC0,
+                           static_cast<uint8_t>(wire::kHeaderSize),
+                           0,
+                           static_cast<uint8_t>(wire::RRType::HINFO),
+                           static_cast<uint8_t>(q.qclass >> 8),
+                           static_cast<uint8_t>(q.qclass & 0xFF),
+                           0,
+                           0,
+                           0x0E,
+                           0xCD,  // TTL 3789
+                           0,
+                           9,  // RDLENGTH: CPU <character-string>, OS <character-string>
+                           7,
+                           'R',
+                           'F',
+                           'C',
+                           '8',
+                           '4',
+                           '8',
+                           '2',
+                           0};
+  if (!w.bytes(hinfo)) return 0;
+  if (q.has_edns && !wire::write_opt(w, response_opt(q.dnssec_ok, RCode::NoError, std::nullopt)))
+    return 0;
+  return w.size();
+}
+
 std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const ClientQuery& q,
                                const wire::Message& upstream, std::optional<EdeSpec> ede) noexcept {
   wire::WireWriter w(out, limit);
@@ -54,6 +87,7 @@ std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const 
   const RCode rcode = upstream.rcode();
   const uint16_t flags = wire::answer_flags(q.flags, q.dnssec_ok, upstream.header().flags);
   if (!write_head(w, q, flags, 0, 0, 0)) return 0;
+  const std::size_t after_question = w.mark();
   const auto opt = response_opt(q.dnssec_ok, rcode, ede);
   const std::size_t reserve = q.has_edns ? wire::opt_size(opt) : 0;
   if (w.room() < reserve) return 0;
@@ -75,6 +109,11 @@ std::size_t render_passthrough(std::span<uint8_t> out, std::size_t limit, const 
       // record are optional (the same rule as the cache's render_entry).
       truncated = rr.section == wire::Section::Answer ||
                   (negative && rr.section == wire::Section::Authority);
+      if (truncated) {
+        // Header and question only, as render_entry does: the client takes the TCP answer.
+        w.rollback(after_question);
+        counts[0] = counts[1] = counts[2] = 0;
+      }
       break;
     }
     if (!w.bytes(up.subspan(rr.offset, rr.end() - rr.offset))) break;

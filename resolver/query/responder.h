@@ -32,6 +32,13 @@ wire::OptSpec response_opt(bool dnssec_ok, wire::RCode rcode, std::optional<EdeS
 std::size_t write_error(std::span<uint8_t> out, const ClientQuery& q, wire::RCode rcode,
                         std::optional<EdeSpec> ede) noexcept;
 
+/// The RFC 8482 answer to a query of type ANY: one synthesized HINFO record, CPU "RFC8482"
+/// and OS "", owned by the question name, TTL 3789 s (about an hour; RFC 8482 §4.2 leaves it
+/// to the responder), then our OPT if the client sent EDNS. Returns the size written (0 if it
+/// does not fit `limit`).
+std::size_t write_minimal_any(std::span<uint8_t> out, std::size_t limit,
+                              const ClientQuery& q) noexcept;
+
 /// Renders an upstream answer for one client without the cache: the client's ID, flags and
 /// question bytes, then the upstream's records (its OPT removed), then our OPT/EDE when the
 /// client sent EDNS. Truncates at a record boundary with TC=1 beyond `limit` bytes.

@@ -91,6 +91,8 @@ struct Stats {
   /// records left out (RRSIG/NSEC/NSEC3 for a key without DO) and TTLs of 2^31 or more
   /// written as 0 (RFC 2181 §8).
   Counter scrubbed_records, clamped_ttls;
+  /// Queries of type ANY answered with RFC 8482's HINFO.
+  Counter minimal_any;
   Counter servfail, deadline_answers, failure_cached_answers;
   Counter refused, formerr, notimp, dropped, overload;
   Counter truncated;

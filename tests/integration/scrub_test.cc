@@ -2,7 +2,9 @@
 // real hourglassd and a scripted upstream that does what a broken or hostile one does:
 //   - RRSIG and NSEC records in the answer to a query without DO (RFC 4035 §3.2.1: they go
 //     only to clients that set DO, or that ask for that very type);
-//   - TTLs of 2^31 s and 2^32 - 1 s (RFC 2181 §8: taken as 0, never passed on raw).
+//   - TTLs of 2^31 s and 2^32 - 1 s (RFC 2181 §8: taken as 0, never passed on raw);
+//   - an answer too long for the client's UDP size (a TC answer carries no records);
+//   - a query of type ANY (RFC 8482: one HINFO record, nothing asked upstream).
 // Each is seen by dig, as a client sees it, and counted in `hourglass-ctl stats`.
 #include <gtest/gtest.h>
 
@@ -116,6 +118,65 @@ TEST_F(Scrub, TtlsOfTwoToTheThirtyOneAndAboveAreServedAsZero) {
   const DigResult again = dig(daemon_->port(), "huge.scrub.test A");
   ASSERT_EQ(again.status(), "NOERROR") << again.output;
   EXPECT_EQ(upstream_.total_queries(), before + 1);
+}
+
+/// The size dig reports for the answer it received ("MSG SIZE  rcvd: N"); 0 if absent.
+std::size_t message_size(const DigResult& d) {
+  const auto at = d.output.find("MSG SIZE  rcvd: ");
+  return at == std::string::npos ? 0 : std::stoul(d.output.substr(at + 16));
+}
+
+TEST_F(Scrub, ATruncatedAnswerCarriesNoRecords) {
+  // 100 A records: whole over TCP (1,6xx bytes), too long for UDP (1,232 at most). Cached
+  // (TTL 300) and passed through uncached (TTL 0) alike.
+  for (const uint32_t ttl : {300u, 0u}) {
+    std::vector<FakeRecord> many;
+    for (int i = 0; i < 100; ++i)
+      many.push_back(FakeRecord::a("", ttl, "192.0.2." + std::to_string(i + 1)));
+    FakeReply r = FakeReply::records(many);
+    r.truncate_udp = true;
+    upstream_.set_default(r);
+    start();
+    for (int round = 0; round < 2; ++round) {
+      // +ignore: dig shows the UDP answer instead of asking again over TCP.
+      const DigResult udp = dig(daemon_->port(), "+ignore +notcp big.scrub.test A");
+      ASSERT_EQ(udp.status(), "NOERROR") << udp.output;
+      EXPECT_NE(udp.flags().find("tc"), std::string::npos) << udp.output;
+      EXPECT_FALSE(udp.contains("192.0.2.")) << "TTL " << ttl << ", round " << round << ":\n"
+                                             << udp.output;
+      EXPECT_GT(message_size(udp), 0u) << udp.output;
+      EXPECT_LT(message_size(udp), 100u) << udp.output;
+      const DigResult tcp = dig(daemon_->port(), "+tcp big.scrub.test A");
+      ASSERT_EQ(tcp.status(), "NOERROR") << tcp.output;
+      EXPECT_EQ(tcp.ttls().size(), 100u) << tcp.output;
+    }
+    daemon_.reset();
+  }
+}
+
+TEST_F(Scrub, AnyIsAnsweredWithOneHinfoRecordAndNotForwarded) {
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.11")}));
+  start();
+  for (const char* transport : {"+notcp", "+tcp"}) {
+    const DigResult d = dig(daemon_->port(), std::string(transport) + " many.scrub.test ANY");
+    ASSERT_EQ(d.status(), "NOERROR") << d.output;
+    EXPECT_TRUE(d.contains("ANSWER: 1,")) << d.output;
+    EXPECT_TRUE(d.contains("HINFO\t\"RFC8482\" \"\"")) << d.output;
+    EXPECT_FALSE(d.contains("192.0.2.11")) << d.output;
+    EXPECT_LT(message_size(d), 100u) << d.output;
+  }
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+  EXPECT_EQ(stat("server.minimal_any"), 2);
+}
+
+TEST_F(Scrub, PassAnyForwardsAnyAsItIs) {
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.12")}));
+  daemon_ = Daemon::start({"--upstream", upstream_.address(), "--pass-any"});
+  ASSERT_TRUE(daemon_->ready()) << daemon_->output();
+  const DigResult d = dig(daemon_->port(), "many.scrub.test ANY");
+  ASSERT_EQ(d.status(), "NOERROR") << d.output;
+  EXPECT_TRUE(d.contains("192.0.2.12")) << d.output;
+  EXPECT_EQ(upstream_.total_queries(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "wire/reencode.h"
 
+#include <algorithm>
 #include <cassert>
+#include <optional>
+#include <variant>
 
 #include "base/bytes.h"
 #include "wire/rdata.h"
@@ -86,8 +89,112 @@ bool rewrite_record(WireWriter& w, std::size_t base, const Message& m, const Rec
 
 }  // namespace
 
+namespace {
+
+constexpr std::size_t kMaxChain = 16;
+
+bool in(const std::vector<Name>& names, const Name& n) noexcept {
+  return std::any_of(names.begin(), names.end(), [&](const Name& x) { return x == n; });
+}
+
+// True when some name of `names` is `zone` or lies below it.
+bool covers(const Name& zone, const std::vector<Name>& names) noexcept {
+  return std::any_of(names.begin(), names.end(),
+                     [&](const Name& x) { return x.is_subdomain_of(zone); });
+}
+
+// The name in a decoded NS, CNAME, DNAME, MX or SRV record's RDATA.
+std::optional<Name> target_of(const Message& m, const RecordView& rr) {
+  if (rr.type != RRType::NS && rr.type != RRType::CNAME && rr.type != RRType::DNAME &&
+      rr.type != RRType::MX && rr.type != RRType::SRV)
+    return std::nullopt;
+  auto rd = read_rdata(m, rr);
+  if (!rd) return std::nullopt;
+  if (const auto* n = std::get_if<RdataName>(&*rd)) return n->name;
+  if (const auto* mx = std::get_if<RdataMX>(&*rd)) return mx->exchange;
+  if (const auto* srv = std::get_if<RdataSRV>(&*rd)) return srv->target;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void chain_records(const Message& m, std::vector<uint8_t>& keep) {
+  const auto records = m.records();
+  keep.assign(records.size(), 0);
+  if (m.questions().empty()) return;
+  // Thread-local scratch: the daemon's miss path allocates nothing once these have grown.
+  thread_local std::vector<Name> chain, zones, targets;
+  chain.assign(1, m.questions().front().name);
+  zones.clear();
+  targets.clear();
+  const std::size_t an = m.section(Section::Answer).size();
+  const std::size_t ns = m.section(Section::Authority).size();
+  // Answer: follow CNAMEs in whatever order they come (a few passes; each pass that keeps
+  // nothing new ends it).
+  for (int pass = 0; pass < 4; ++pass) {
+    bool grew = false;
+    for (std::size_t i = 0; i < an; ++i) {
+      if (keep[i] != 0) continue;
+      const RecordView& rr = records[i];
+      const Name owner = m.owner(rr);
+      if (rr.type == RRType::DNAME ? covers(owner, chain) && !in(chain, owner) : in(chain, owner)) {
+        keep[i] = 1;
+        grew = true;
+        if (rr.type == RRType::CNAME && chain.size() < kMaxChain) {
+          if (auto t = target_of(m, rr); t && !in(chain, *t)) chain.push_back(*t);
+        }
+        if (rr.type == RRType::MX || rr.type == RRType::SRV || rr.type == RRType::NS) {
+          if (auto t = target_of(m, rr); t && targets.size() < 64) targets.push_back(*t);
+        }
+      }
+    }
+    if (!grew) break;
+  }
+  // Authority: the zone cut above the chain — the deepest zone offered, so NS records for the
+  // root or a TLD beside the real zone's go — and its proofs. The root's NS only for a question
+  // about the root itself.
+  const bool root_question = m.questions().front().name.is_root();
+  auto candidate = [&](const RecordView& rr, const Name& owner) {
+    return (rr.type == RRType::SOA || rr.type == RRType::NS || rr.type == RRType::DS) &&
+           covers(owner, chain) && (rr.type != RRType::NS || !owner.is_root() || root_question);
+  };
+  int deepest = -1;
+  for (std::size_t i = an; i < an + ns; ++i) {
+    const Name owner = m.owner(records[i]);
+    if (candidate(records[i], owner)) deepest = std::max(deepest, owner.label_count());
+  }
+  for (std::size_t i = an; i < an + ns; ++i) {
+    const RecordView& rr = records[i];
+    const Name owner = m.owner(rr);
+    if (!candidate(rr, owner) || owner.label_count() != deepest) continue;
+    keep[i] = 1;
+    if (zones.size() < kMaxChain && !in(zones, owner)) zones.push_back(owner);
+    if (rr.type == RRType::NS && targets.size() < 64) {
+      if (auto t = target_of(m, rr)) targets.push_back(*t);
+    }
+  }
+  for (std::size_t i = an; i < an + ns; ++i) {
+    const RecordView& rr = records[i];
+    if (rr.type != RRType::NSEC && rr.type != RRType::NSEC3 && rr.type != RRType::RRSIG) continue;
+    const Name owner = m.owner(rr);
+    if (std::any_of(zones.begin(), zones.end(),
+                    [&](const Name& z) { return owner.is_subdomain_of(z); }) ||
+        covers(owner, chain))
+      keep[i] = 1;
+  }
+  // Additional: addresses of the names the kept records point to.
+  for (std::size_t i = an + ns; i < records.size(); ++i) {
+    const RecordView& rr = records[i];
+    if (rr.type != RRType::A && rr.type != RRType::AAAA && rr.type != RRType::RRSIG) continue;
+    if (in(targets, m.owner(rr))) keep[i] = 1;
+  }
+}
+
 WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view,
                                  const RewriteRules& rules) {
+  thread_local std::vector<uint8_t> chain_keep;
+  if (rules.chain_only) chain_records(m, chain_keep);
+  std::size_t index = 0;  // of the record in m.records()
   WriteOutcome out;
   const std::size_t base = w.mark();
   if (view != nullptr) MessageViewBuilder::start(*view);
@@ -118,6 +225,11 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view,
   for (int s = 0; s < 3; ++s) {
     for (const RecordView& rr : m.section(static_cast<Section>(s))) {
       if (full) break;
+      const std::size_t i = index++;
+      if (rules.chain_only && chain_keep[i] == 0) {
+        ++out.dropped;
+        continue;
+      }
       if (rules.strip_dnssec && is_dnssec_proof_type(rr.type) &&
           (questions.empty() || questions.front().type != rr.type)) {
         ++out.dropped;

@@ -41,7 +41,22 @@ struct RewriteRules {
   bool clamp_ttl = false;
   /// The header is written with AD=0 (an AD nobody here trusts).
   bool clear_ad = false;
+  /// Only the question's chain is kept (see chain_records()); every other record is left out
+  /// and counted in `dropped`.
+  bool chain_only = false;
 };
+
+/// Marks, per record of `m` (in records() order), whether it belongs to the answer to
+/// `m`'s first question — the records a cache may keep and a client may be given:
+/// - answer: records owned by the question name or by a name a kept CNAME leads to (up to 16
+///   names), and DNAMEs above one of those names;
+/// - authority: SOA, NS and DS owned by a zone at or above a chain name, and NSEC, NSEC3 and
+///   RRSIG owned in such a zone;
+/// - additional: A, AAAA and RRSIG owned by the target of a kept NS, MX or SRV record.
+/// Everything else (an A record for another name, NS for the root or an unrelated zone,
+/// glue nobody refers to) is what a poisoning attempt adds, and is marked 0. `keep` is resized
+/// to records().size(). A message without a question keeps nothing.
+void chain_records(const Message& m, std::vector<uint8_t>& keep);
 
 /// RRSIG, NSEC or NSEC3: the records RFC 4035 §3.2.1 keeps from clients without DO.
 constexpr bool is_dnssec_proof_type(RRType t) noexcept {

@@ -138,7 +138,8 @@ std::string render_metrics(Shared& shared) {
             "Upstream queries that failed: timeout, network error, unusable answer.",
             get(s.upstream_failures));
   e.counter("hourglass_scrubbed_records_total",
-            "Upstream records left out before caching: DNSSEC records for a query without DO.",
+            "Upstream records left out before caching: outside the question's chain, or DNSSEC "
+            "records for a query without DO.",
             get(s.scrubbed_records));
   e.counter("hourglass_clamped_ttls_total",
             "Upstream TTLs of 2^31 s or more, taken as 0 (RFC 2181 section 8).",

@@ -421,7 +421,8 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cach
   // a few microseconds per upstream answer, never anything on the cache-hit path.
   const wire::RewriteRules rules{.strip_dnssec = !key.dnssec_ok,
                                  .clamp_ttl = true,
-                                 .clear_ad = !shared_.cache.settings().keep_ad};
+                                 .clear_ad = !shared_.cache.settings().keep_ad,
+                                 .chain_only = true};
   if (normalizer_.normalize(answer, rules) != wire::NormalizeStatus::Ok) return false;
   if (normalizer_.dropped() != 0) [[unlikely]]
     shared_.stats.scrubbed_records.fetch_add(normalizer_.dropped(), std::memory_order_relaxed);

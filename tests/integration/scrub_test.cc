@@ -4,7 +4,8 @@
 //     only to clients that set DO, or that ask for that very type);
 //   - TTLs of 2^31 s and 2^32 - 1 s (RFC 2181 §8: taken as 0, never passed on raw);
 //   - an answer too long for the client's UDP size (a TC answer carries no records);
-//   - a query of type ANY (RFC 8482: one HINFO record, nothing asked upstream).
+//   - a query of type ANY (RFC 8482: one HINFO record, nothing asked upstream);
+//   - records outside the question's chain (an A record for another name, NS for the root).
 // Each is seen by dig, as a client sees it, and counted in `hourglass-ctl stats`.
 #include <gtest/gtest.h>
 
@@ -55,6 +56,28 @@ FakeRecord nsec(std::string owner, uint32_t ttl) {
   r.ttl = ttl;
   r.rdata = {1, 'z', 5,    's', 'c', 'r', 'u', 'b', 4, 't', 'e', 's', 't', 0,  // z.scrub.test.
              0, 6,   0x40, 0,   0,   0,   0,   0x02};  // window 0: A (1) and RRSIG (46)
+  return r;
+}
+
+/// The wire form of a dotted name ("." is the root).
+std::vector<uint8_t> wire_name(std::string_view text) {
+  std::vector<uint8_t> out;
+  while (!text.empty() && text != ".") {
+    const auto dot = text.find('.');
+    const std::string_view label = text.substr(0, dot);
+    out.push_back(static_cast<uint8_t>(label.size()));
+    out.insert(out.end(), label.begin(), label.end());
+    text = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+  }
+  out.push_back(0);
+  return out;
+}
+
+FakeRecord ns(std::string owner, std::string_view target) {
+  FakeRecord r;
+  r.name = std::move(owner);
+  r.type = static_cast<uint16_t>(wire::RRType::NS);
+  r.rdata = wire_name(target);
   return r;
 }
 
@@ -177,6 +200,33 @@ TEST_F(Scrub, PassAnyForwardsAnyAsItIs) {
   ASSERT_EQ(d.status(), "NOERROR") << d.output;
   EXPECT_TRUE(d.contains("192.0.2.12")) << d.output;
   EXPECT_EQ(upstream_.total_queries(), 1u);
+}
+
+TEST_F(Scrub, RecordsOutsideTheQuestionsChainReachNoClient) {
+  // A poisoning attempt rides on a real answer: an A record for another name, a CNAME chain
+  // that is real, NS records for the root and for the other name's zone.
+  FakeReply r = FakeReply::records({FakeRecord::cname("", 300, "web.scrub.test"),
+                                    FakeRecord::a("web.scrub.test", 300, "192.0.2.20"),
+                                    FakeRecord::a("www.bank.test", 300, "6.6.6.6")});
+  r.authority = {ns(".", "a.root-servers.net"), ns("bank.test", "ns.evil.test"),
+                 ns("scrub.test", "ns1.scrub.test")};
+  upstream_.set_default(r);
+  start();
+  for (int round = 0; round < 2; ++round) {  // the miss, then the hit
+    const DigResult d = dig(daemon_->port(), "www.scrub.test A");
+    ASSERT_EQ(d.status(), "NOERROR") << d.output;
+    EXPECT_TRUE(d.contains("web.scrub.test.")) << d.output;
+    EXPECT_TRUE(d.contains("192.0.2.20")) << d.output;
+    EXPECT_FALSE(d.contains("6.6.6.6")) << "round " << round << ":\n" << d.output;
+    EXPECT_FALSE(d.contains("bank.test")) << "round " << round << ":\n" << d.output;
+    EXPECT_FALSE(d.contains("root-servers")) << "round " << round << ":\n" << d.output;
+    EXPECT_TRUE(d.contains("ns1.scrub.test")) << d.output;  // the chain's own zone cut
+  }
+  EXPECT_EQ(stat("server.scrubbed_records"), 3);
+  // The planted name was never cached: asking for it goes upstream.
+  const std::size_t before = upstream_.total_queries();
+  (void)dig(daemon_->port(), "www.bank.test A");
+  EXPECT_EQ(upstream_.total_queries(), before + 1);
 }
 
 }  // namespace

@@ -160,5 +160,69 @@ TEST(AnswerNormalizer, RulesStripDnssecRecordsClampTtlsAndClearAd) {
   EXPECT_EQ(n.dropped(), 2u);
 }
 
+// What a poisoning upstream adds around a real answer, records in a shuffled order.
+std::vector<uint8_t> poisoned_answer() {
+  const auto name = [](std::string_view n) { return test::wire_name(n); };
+  std::vector<uint8_t> mx = {0, 10};
+  const auto mail = name("mail.example.net");
+  mx.insert(mx.end(), mail.begin(), mail.end());
+  return test::PacketBuilder()
+      .flags(0x8180)
+      .question("www.example.com", 15)                            // MX
+      .rr(0, "web.example.net", 15, 300, mx)                      // 0 kept: chain
+      .rr(0, "www.example.com", 5, 300, name("web.example.net"))  // 1 kept: CNAME
+      .rr(0, "www.bank.test", 1, 300, {6, 6, 6, 6})               // 2 dropped
+      .rr(1, ".", 2, 300, name("a.root-servers.net"))             // 3 dropped: root NS
+      .rr(1, "example.net", 2, 300, name("ns1.example.net"))      // 4 kept: deepest
+      .rr(1, "net", 2, 300, name("a.gtld-servers.net"))           // 5 dropped: shallower
+      .rr(1, "bank.test", 2, 300, name("ns.evil.test"))           // 6 dropped: unrelated
+      .rr(2, "ns1.example.net", 1, 300, {192, 0, 2, 53})          // 7 kept: NS target
+      .rr(2, "mail.example.net", 1, 300, {192, 0, 2, 25})         // 8 kept: MX target
+      .rr(2, "ns.evil.test", 1, 300, {6, 6, 6, 7})                // 9 dropped
+      .rr(2, "www.bank.test", 1, 300, {6, 6, 6, 8})               // 10 dropped
+      .build();
+}
+
+TEST(ChainRecords, KeepsTheQuestionsChainAndWhatItPointsToAndNothingElse) {
+  Message m;
+  const auto bytes = poisoned_answer();
+  ASSERT_TRUE(m.parse(bytes, ParseMode::Strict).has_value());
+  std::vector<uint8_t> keep;
+  chain_records(m, keep);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 0}));
+
+  AnswerNormalizer n;
+  ASSERT_EQ(n.normalize(bytes, RewriteRules{.chain_only = true}), NormalizeStatus::Ok);
+  EXPECT_EQ(n.dropped(), 6u);
+  EXPECT_EQ(n.message().header().ancount, 2);
+  EXPECT_EQ(n.message().header().nscount, 1);
+  EXPECT_EQ(n.message().header().arcount, 2);
+}
+
+TEST(ChainRecords, ANegativeAnswerKeepsItsSoaAndProofsAndADnameLeadsTheChain) {
+  const auto name = [](std::string_view n) { return test::wire_name(n); };
+  const std::vector<uint8_t> soa_rdata = [&] {
+    std::vector<uint8_t> r = name("ns.example.org");
+    const auto rn = name("host.example.org");
+    r.insert(r.end(), rn.begin(), rn.end());
+    r.insert(r.end(), 20, 0);
+    return r;
+  }();
+  const auto bytes = test::PacketBuilder()
+                         .flags(0x8183)  // NXDOMAIN
+                         .question("a.b.old.example", 1)
+                         .rr(0, "old.example", 39, 300, name("example.org"))  // DNAME: kept
+                         .rr(0, "a.b.old.example", 5, 300, name("a.b.example.org"))
+                         .rr(1, "example.org", 6, 300, soa_rdata)  // kept
+                         .rr(1, "a.example.org", 47, 300, {0})     // NSEC: kept
+                         .rr(1, "example.com", 6, 300, soa_rdata)  // dropped
+                         .build();
+  Message m;
+  ASSERT_TRUE(m.parse(bytes, ParseMode::Strict).has_value());
+  std::vector<uint8_t> keep;
+  chain_records(m, keep);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 1, 1, 1, 0}));
+}
+
 }  // namespace
 }  // namespace hg::wire

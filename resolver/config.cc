@@ -66,6 +66,16 @@ std::pair<std::string_view, std::string_view> split_number(std::string_view s) {
   return {s.substr(0, i), s.substr(i)};
 }
 
+// --private-address private-ranges: where a public name should never point (DNS rebinding):
+// "this network" (RFC 1122), loopback, RFC 1918, shared address space (RFC 6598),
+// link-local, the unspecified and loopback IPv6 addresses, ULA (RFC 4193), IPv6 link-local,
+// and IPv4-mapped IPv6 (whose v4 part the blocks above already cover, but which a browser
+// reaches all the same).
+constexpr const char* kPrivateRanges[] = {"0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10",
+                                          "127.0.0.0/8",    "169.254.0.0/16", "172.16.0.0/12",
+                                          "192.168.0.0/16", "::/128",         "::1/128",
+                                          "fc00::/7",       "fe80::/10",      "::ffff:0:0/96"};
+
 // RFC 1035 §2.3.4 limits in presentation form: labels 1..63 octets, the name at most 253
 // characters without the trailing dot (255 octets in wire form).
 std::optional<std::string> zone_syntax_error(std::string_view zone) {
@@ -419,6 +429,31 @@ const std::vector<Key>& keys() {
          c.minimal_any = v != "true";
          return std::nullopt;
        }},
+      {"private-address", Kind::List, "CIDR",
+       "Leave A/AAAA records in this block out of upstream answers (DNS-rebinding "
+       "protection); repeatable; 'private-ranges' adds loopback, RFC 1918, link-local, ULA, "
+       "0.0.0.0/8, 100.64.0.0/10 and IPv4-mapped IPv6",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v == "private-ranges") {
+           for (const char* b : kPrivateRanges)
+             c.private_addresses.push_back(Cidr::parse(b).value());
+           return std::nullopt;
+         }
+         auto cidr = Cidr::parse(v);
+         if (!cidr) return cidr.error() + " (or private-ranges)";
+         c.private_addresses.push_back(cidr.value());
+         return std::nullopt;
+       },
+       [](Config& c) { c.private_addresses.clear(); }},
+      {"private-domain", Kind::List, "ZONE",
+       "Names at or below ZONE may resolve to --private-address blocks (forward zones, hosts "
+       "files and local records always may); repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (auto why = zone_syntax_error(v)) return *why;
+         c.private_domains.emplace_back(v);
+         return std::nullopt;
+       },
+       [](Config& c) { c.private_domains.clear(); }},
       {"control", Kind::Scalar, "PATH", "Unix socket for hourglass-ctl (default: none)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v.empty() || v.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -932,6 +967,13 @@ std::string to_toml(const Config& c) {
   out += "client-timeout = " + std::to_string(c.client_timeout.count()) + "\n";
   out += "upstream-timeout = " + std::to_string(c.upstream_timeout.count()) + "\n";
   out += "allow = " + toml_list(c.allow, [](const Cidr& x) { return x.to_string(); }) + "\n";
+  if (!c.private_addresses.empty())
+    out += "private-address = " +
+           toml_list(c.private_addresses, [](const Cidr& x) { return x.to_string(); }) + "\n";
+  if (!c.private_domains.empty())
+    out +=
+        "private-domain = " + toml_list(c.private_domains, [](const std::string& x) { return x; }) +
+        "\n";
   out += "threads = " + std::to_string(c.threads) + "\n";
   out += std::string("log-queries = ") +
          (c.log_queries_json ? "\"json\"" : (c.log_queries ? "true" : "false")) + "\n";

@@ -73,6 +73,10 @@ struct Config {
   bool use_0x20 = true;
   /// ANY is answered here with RFC 8482's HINFO; false (--pass-any) forwards it as it is.
   bool minimal_any = true;
+  /// Rebinding protection (docs/security.md): A/AAAA records in these blocks are left out of
+  /// upstream answers, except for names at or below `private_domains` and forward zones.
+  std::vector<Cidr> private_addresses{};
+  std::vector<std::string> private_domains{};
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
   std::optional<Endpoint> metrics{};

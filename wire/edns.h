@@ -38,6 +38,7 @@ inline constexpr uint16_t Other = 0;
 inline constexpr uint16_t StaleAnswer = 3;
 inline constexpr uint16_t CachedError = 13;  ///< RFC 8914 §4.14: the failure cache answered
 inline constexpr uint16_t NotReady = 14;
+inline constexpr uint16_t Blocked = 15;  ///< RFC 8914 §4.16: by this resolver's policy
 inline constexpr uint16_t Prohibited = 18;
 inline constexpr uint16_t StaleNxdomainAnswer = 19;
 inline constexpr uint16_t NotSupported = 21;

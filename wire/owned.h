@@ -89,6 +89,7 @@ struct WriteOutcome {
   std::size_t records = 0;  ///< answer + authority + additional records written (OPT excluded)
   std::size_t dropped = 0;  ///< records left out by a rule (rewrite_without_opt's RewriteRules)
   std::size_t clamped = 0;  ///< TTLs with the top bit set, written as 0 (RewriteRules)
+  std::size_t blocked = 0;  ///< A/AAAA records left out by RewriteRules::drop_address
 };
 
 /// Writes `m` into `w` (which should be empty): header with recomputed counts, questions,

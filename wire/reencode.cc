@@ -235,6 +235,14 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view,
         ++out.dropped;
         continue;
       }
+      if (rules.drop_address != nullptr &&
+          ((rr.type == RRType::A && rr.rdlength == 4) ||
+           (rr.type == RRType::AAAA && rr.rdlength == 16)) &&
+          rules.drop_address(rules.drop_context,
+                             m.packet().subspan(rr.rdata_offset, rr.rdlength))) {
+        ++out.blocked;
+        continue;
+      }
       uint32_t ttl = rr.ttl;
       if (rules.clamp_ttl && (ttl & 0x80000000u) != 0) {
         ttl = 0;
@@ -287,7 +295,7 @@ AnswerNormalizer::AnswerNormalizer() : buf_(kMaxAnswer) {}
 NormalizeStatus AnswerNormalizer::normalize(std::span<const uint8_t> answer,
                                             const RewriteRules& rules) {
   MessageViewBuilder::start(out_);
-  dropped_ = clamped_ = 0;
+  dropped_ = clamped_ = blocked_ = 0;
   if (answer.size() > kMaxAnswer) return NormalizeStatus::TooLarge;
   if (auto st = raw_.parse(answer, ParseMode::Lenient); !st) {
     parse_error_ = st.error();
@@ -298,6 +306,7 @@ NormalizeStatus AnswerNormalizer::normalize(std::span<const uint8_t> answer,
   if (out.ok && !out.truncated) {
     dropped_ = out.dropped;
     clamped_ = out.clamped;
+    blocked_ = out.blocked;
     return NormalizeStatus::Ok;
   }
   MessageViewBuilder::start(out_);

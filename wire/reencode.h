@@ -44,6 +44,10 @@ struct RewriteRules {
   /// Only the question's chain is kept (see chain_records()); every other record is left out
   /// and counted in `dropped`.
   bool chain_only = false;
+  /// Called with the address (4 or 16 bytes) of every A and AAAA record, in any section;
+  /// true leaves the record out, counted in `blocked`. Null: every address is kept.
+  bool (*drop_address)(const void* context, std::span<const uint8_t> address) = nullptr;
+  const void* drop_context = nullptr;
 };
 
 /// Marks, per record of `m` (in records() order), whether it belongs to the answer to
@@ -98,6 +102,7 @@ class AnswerNormalizer {
   /// Records left out and TTLs clamped by the rules in the last normalize() that returned Ok.
   std::size_t dropped() const noexcept { return dropped_; }
   std::size_t clamped() const noexcept { return clamped_; }
+  std::size_t blocked() const noexcept { return blocked_; }
 
   const Message& message() const noexcept { return out_; }
   std::span<const uint8_t> bytes() const noexcept { return out_.packet(); }
@@ -115,6 +120,7 @@ class AnswerNormalizer {
   Error parse_error_{ParseError::Truncated, 0};
   std::size_t dropped_ = 0;
   std::size_t clamped_ = 0;
+  std::size_t blocked_ = 0;
 };
 
 }  // namespace hg::wire

@@ -110,6 +110,7 @@ Control::Output stats_text(Shared& shared) {
   line("server.scrubbed_records", r(s.scrubbed_records));
   line("server.clamped_ttls", r(s.clamped_ttls));
   line("server.minimal_any", r(s.minimal_any));
+  line("server.rebind_blocked", r(s.rebind_blocked));
   line("server.servfail", r(s.servfail));
   line("server.deadline_answers", r(s.deadline_answers));
   line("server.failure_cached_answers", r(s.failure_cached_answers));

@@ -146,6 +146,9 @@ std::string render_metrics(Shared& shared) {
             get(s.clamped_ttls));
   e.counter("hourglass_minimal_any_total",
             "Queries of type ANY answered with the RFC 8482 HINFO record.", get(s.minimal_any));
+  e.counter("hourglass_rebind_blocked_total",
+            "A/AAAA records left out of upstream answers by --private-address.",
+            get(s.rebind_blocked));
   e.counter("hourglass_servfail_total", "SERVFAIL answers given to clients.", get(s.servfail));
   e.counter("hourglass_deadline_answers_total",
             "Clients answered at their deadline while the upstream was still silent.",

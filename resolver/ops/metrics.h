@@ -24,6 +24,7 @@
 //             hourglass_upstream_queries_total, hourglass_upstream_answers_total,
 //             hourglass_upstream_failures_total, hourglass_scrubbed_records_total,
 //             hourglass_clamped_ttls_total, hourglass_minimal_any_total,
+//             hourglass_rebind_blocked_total,
 //             hourglass_servfail_total,
 //             hourglass_deadline_answers_total, hourglass_failure_cached_answers_total,
 //             hourglass_rejected_total{reason}, hourglass_truncated_total,

@@ -5,7 +5,11 @@
 
 #include <fmt/core.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "wire/edns.h"
 #include "wire/header.h"
@@ -21,6 +25,25 @@ using wire::RCode;
 namespace {
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;
+
+// RewriteRules::drop_address for --private-address; the context is the config's blocks.
+bool in_private_block(const void* context, std::span<const uint8_t> address) {
+  const auto& blocks = *static_cast<const std::vector<Cidr>*>(context);
+  sockaddr_storage ss{};
+  if (address.size() == 4) {
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    std::memcpy(&sin.sin_addr, address.data(), 4);
+    std::memcpy(&ss, &sin, sizeof sin);
+  } else {
+    sockaddr_in6 sin6{};
+    sin6.sin6_family = AF_INET6;
+    std::memcpy(&sin6.sin6_addr, address.data(), 16);
+    std::memcpy(&ss, &sin6, sizeof sin6);
+  }
+  const auto* sa = reinterpret_cast<const sockaddr*>(&ss);
+  return std::any_of(blocks.begin(), blocks.end(), [&](const Cidr& c) { return c.contains(sa); });
+}
 
 cache::CacheSettings cache_settings(const Config& c) {
   cache::CacheSettings s;
@@ -95,7 +118,11 @@ QueryEngine::QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int wor
       loop_(loop),
       sender_(std::move(sender)),
       worker_(worker),
-      buf_(kMaxTcpAnswer) {}
+      buf_(kMaxTcpAnswer) {
+  // The config checked each zone's syntax; one that still does not parse exempts nothing.
+  for (const std::string& z : shared_.config.private_domains)
+    if (auto n = wire::Name::from_text(z)) private_domains_.push_back(*n);
+}
 
 bool QueryEngine::allowed(const sockaddr* peer) const noexcept {
   if (peer == nullptr) return true;  // tests and fuzzing: no address
@@ -363,6 +390,12 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   // and parse the answer meanwhile.
   if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
   if (status == UpstreamStatus::Ok && normalize_upstream(answer, key)) {
+    // RFC 8914 §4.16: the waiters learn why an address is missing (later hits do not).
+    const std::optional<EdeSpec> ede =
+        normalizer_.blocked() != 0
+            ? std::optional<EdeSpec>(
+                  EdeSpec{wire::ede::Blocked, "private address left out (rebinding protection)"})
+            : std::nullopt;
     cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
     const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);
     using O = cache::InsertOutcome;
@@ -380,10 +413,10 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
             w.route.is_tcp ? kMaxTcpAnswer : udp_limit(w.query.udp_size, kMaxTcpAnswer);
         std::size_t size = 0;
         if (hit.freshness == cache::Freshness::Fresh) {
-          size = answer_hit(hit, q, buf_, limit, std::nullopt);
+          size = answer_hit(hit, q, buf_, limit, ede);
         } else {
           // Not cached (TTL 0, negative without SOA, too large): pass the answer through.
-          size = render_passthrough(buf_, limit, q, upstream_msg_, std::nullopt);
+          size = render_passthrough(buf_, limit, q, upstream_msg_, ede);
           if (shared_.cache.has_ttl_caps())
             cap_passthrough_ttls(buf_, size, q.has_edns, upstream_msg_, shared_.cache, key.qname);
         }
@@ -419,16 +452,29 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
 bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key) {
   // Re-encoded by our own writer before it is cached or passed on (wire/reencode.h says why);
   // a few microseconds per upstream answer, never anything on the cache-hit path.
-  const wire::RewriteRules rules{.strip_dnssec = !key.dnssec_ok,
-                                 .clamp_ttl = true,
-                                 .clear_ad = !shared_.cache.settings().keep_ad,
-                                 .chain_only = true};
+  wire::RewriteRules rules{.strip_dnssec = !key.dnssec_ok,
+                           .clamp_ttl = true,
+                           .clear_ad = !shared_.cache.settings().keep_ad,
+                           .chain_only = true};
+  if (!shared_.config.private_addresses.empty() && !may_be_private(key)) [[unlikely]] {
+    rules.drop_address = &in_private_block;
+    rules.drop_context = &shared_.config.private_addresses;
+  }
   if (normalizer_.normalize(answer, rules) != wire::NormalizeStatus::Ok) return false;
   if (normalizer_.dropped() != 0) [[unlikely]]
     shared_.stats.scrubbed_records.fetch_add(normalizer_.dropped(), std::memory_order_relaxed);
   if (normalizer_.clamped() != 0) [[unlikely]]
     shared_.stats.clamped_ttls.fetch_add(normalizer_.clamped(), std::memory_order_relaxed);
+  if (normalizer_.blocked() != 0) [[unlikely]]
+    shared_.stats.rebind_blocked.fetch_add(normalizer_.blocked(), std::memory_order_relaxed);
   return true;
+}
+
+bool QueryEngine::may_be_private(const cache::CacheKey& key) const {
+  for (const wire::Name& zone : private_domains_)
+    if (key.qname.is_subdomain_of(zone)) return true;
+  // A forward zone is usually the site's own: its names are meant to be private.
+  return routing_ != nullptr && routing_->route(key.qname, key.qtype).kind == RouteKind::Forward;
 }
 
 void QueryEngine::on_deadline(const cache::CacheKey& key) {

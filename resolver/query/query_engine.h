@@ -131,6 +131,9 @@ class QueryEngine {
   /// rules every answer gets (wire::RewriteRules: DNSSEC records only for DO keys, TTLs of
   /// 2^31 or more as 0, AD cleared unless the cache keeps AD); counts what the rules changed.
   bool normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key);
+  /// Whether `key`'s name may resolve to a --private-address block: at or below a
+  /// --private-domain, or in a forward zone.
+  bool may_be_private(const cache::CacheKey& key) const;
   void on_deadline(const cache::CacheKey& key);
   /// Cancels the waiter's deadline timer (on its own loop) once it has been answered.
   void release_timer(const Waiter& w);
@@ -181,6 +184,7 @@ class QueryEngine {
   uint32_t top_rng_ = 0x9e3779b9u;
   wire::Message l2_msg_;
   std::shared_ptr<const Routing> routing_;
+  std::vector<wire::Name> private_domains_;  ///< --private-domain, parsed
   ForwardSender forward_;
 };
 

@@ -93,6 +93,8 @@ struct Stats {
   Counter scrubbed_records, clamped_ttls;
   /// Queries of type ANY answered with RFC 8482's HINFO.
   Counter minimal_any;
+  /// A/AAAA records left out of upstream answers by --private-address (rebinding protection).
+  Counter rebind_blocked;
   Counter servfail, deadline_answers, failure_cached_answers;
   Counter refused, formerr, notimp, dropped, overload;
   Counter truncated;

@@ -5,7 +5,8 @@
 //   - TTLs of 2^31 s and 2^32 - 1 s (RFC 2181 §8: taken as 0, never passed on raw);
 //   - an answer too long for the client's UDP size (a TC answer carries no records);
 //   - a query of type ANY (RFC 8482: one HINFO record, nothing asked upstream);
-//   - records outside the question's chain (an A record for another name, NS for the root).
+//   - records outside the question's chain (an A record for another name, NS for the root);
+//   - public names that answer with private addresses (DNS rebinding, --private-address).
 // Each is seen by dig, as a client sees it, and counted in `hourglass-ctl stats`.
 #include <gtest/gtest.h>
 
@@ -227,6 +228,65 @@ TEST_F(Scrub, RecordsOutsideTheQuestionsChainReachNoClient) {
   const std::size_t before = upstream_.total_queries();
   (void)dig(daemon_->port(), "www.bank.test A");
   EXPECT_EQ(upstream_.total_queries(), before + 1);
+}
+
+// The browser-to-router attack: a page from attacker.example makes the browser look up
+// names under the attacker's zone that answer with the addresses of the victim's own
+// network, and the same-origin policy then lets the page talk to them.
+TEST_F(Scrub, RebindingPresetLeavesOutPrivateAddressesOfPublicNamesOnly) {
+  const std::vector<std::pair<std::string, FakeRecord>> rebinding = {
+      {"loop", FakeRecord::a("", 300, "127.0.0.1")},
+      {"ten", FakeRecord::a("", 300, "10.1.2.3")},
+      {"home", FakeRecord::a("", 300, "192.168.1.1")},
+      {"meta", FakeRecord::a("", 300, "169.254.169.254")},
+      {"zero", FakeRecord::a("", 300, "0.0.0.0")},
+      {"loop6", FakeRecord::aaaa("", 300, "::1")},
+      {"link6", FakeRecord::aaaa("", 300, "fe80::1")},
+      {"mapped", FakeRecord::aaaa("", 300, "::ffff:127.0.0.1")},
+      {"ula", FakeRecord::aaaa("", 300, "fd00::1")}};
+  for (const auto& [label, rec] : rebinding)
+    upstream_.on(label + ".attacker.test", FakeReply::records({rec}));
+  // A public name with one public and one private address keeps the public one.
+  upstream_.on("mixed.attacker.test", FakeReply::records({FakeRecord::a("", 300, "192.0.2.30"),
+                                                          FakeRecord::a("", 300, "10.0.0.30")}));
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "10.9.9.9")}));
+  FakeUpstream lan;
+  lan.set_default(FakeReply::records({FakeRecord::a("", 300, "192.168.7.7")}));
+  daemon_ = Daemon::start({"--upstream", upstream_.address(), "--control", socket_,
+                           "--private-address", "private-ranges", "--private-domain", "corp.test",
+                           "--forward", "lan.test=" + lan.address()});
+  ASSERT_TRUE(daemon_->ready()) << daemon_->output();
+
+  int blocked = 0;
+  for (const auto& [label, rec] : rebinding) {
+    const std::string type = rec.type == 1 ? "A" : "AAAA";
+    for (int round = 0; round < 2; ++round) {
+      const DigResult d = dig(daemon_->port(), label + ".attacker.test " + type);
+      ASSERT_EQ(d.status(), "NOERROR") << d.output;
+      EXPECT_TRUE(d.contains("ANSWER: 0,")) << label << ", round " << round << ":\n" << d.output;
+      if (round == 0) {
+        EXPECT_TRUE(d.contains("EDE: 15 (Blocked)")) << d.output;
+        blocked += d.contains("ANSWER: 0,") ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_EQ(blocked, 9);
+  const DigResult mixed = dig(daemon_->port(), "mixed.attacker.test A");
+  EXPECT_TRUE(mixed.contains("192.0.2.30")) << mixed.output;
+  EXPECT_FALSE(mixed.contains("10.0.0.30")) << mixed.output;
+  // Exempt: a --private-domain, and a forward zone (the site's own names).
+  const DigResult corp = dig(daemon_->port(), "intranet.corp.test A");
+  EXPECT_TRUE(corp.contains("10.9.9.9")) << corp.output;
+  const DigResult router = dig(daemon_->port(), "router.lan.test A");
+  EXPECT_TRUE(router.contains("192.168.7.7")) << router.output;
+  EXPECT_EQ(stat("server.rebind_blocked"), 9 * 2 + 1);
+}
+
+TEST_F(Scrub, WithoutPrivateAddressPrivateAnswersPass) {
+  upstream_.set_default(FakeReply::records({FakeRecord::a("", 300, "127.0.0.1")}));
+  start();
+  const DigResult d = dig(daemon_->port(), "loop.attacker.test A");
+  EXPECT_TRUE(d.contains("127.0.0.1")) << d.output;
 }
 
 }  // namespace

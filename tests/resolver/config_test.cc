@@ -6,9 +6,11 @@
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
@@ -235,6 +237,38 @@ TEST(ParseConfig, AllowWithHostBitsSuggestsTheNetwork) {
   ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--allow", "10.1.2.3/8"}));
   EXPECT_THAT(e.message, HasSubstr("--allow \"10.1.2.3/8\""));
   EXPECT_THAT(e.message, HasSubstr("did you mean 10.0.0.0/8"));
+}
+
+TEST(ParseConfig, PrivateAddressTakesBlocksAndThePresetPrivateDomainTakesZones) {
+  Config c = ok(parse_args({"--upstream", "192.0.2.1", "--private-address", "private-ranges",
+                            "--private-address", "198.18.0.0/15", "--private-domain",
+                            "corp.example", "--pass-any"}));
+  ASSERT_EQ(c.private_addresses.size(), 13u);
+  const auto has = [&](const char* b) {
+    return std::find(c.private_addresses.begin(), c.private_addresses.end(),
+                     Cidr::parse(b).value()) != c.private_addresses.end();
+  };
+  for (const char* b : {"127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                        "169.254.0.0/16", "0.0.0.0/8", "100.64.0.0/10", "::1/128", "fc00::/7",
+                        "fe80::/10", "::ffff:0:0/96", "198.18.0.0/15"})
+    EXPECT_TRUE(has(b)) << b;
+  EXPECT_EQ(c.private_domains, std::vector<std::string>{"corp.example"});
+  EXPECT_FALSE(c.minimal_any);
+  // Through the TOML file and back.
+  TempDir dir;
+  const std::string text = to_toml(c);
+  Config back = ok(parse_args({"--config", dir.write("p.toml", text)}));
+  EXPECT_EQ(back.private_addresses, c.private_addresses);
+  EXPECT_EQ(back.private_domains, c.private_domains);
+  EXPECT_FALSE(back.minimal_any);
+
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--private-address", "lan"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--private-address \"lan\""));
+  EXPECT_THAT(e.message, HasSubstr("private-ranges"));
+  e = fails(parse_args({"--upstream", "192.0.2.1", "--private-domain", "a..b"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("--private-domain \"a..b\""));
 }
 
 TEST(ParseConfig, BadTtlCapsAreRejected) {

@@ -123,7 +123,10 @@ void chain_records(const Message& m, std::vector<uint8_t>& keep) {
   keep.assign(records.size(), 0);
   if (m.questions().empty()) return;
   // Thread-local scratch: the daemon's miss path allocates nothing once these have grown.
-  thread_local std::vector<Name> chain, zones, targets;
+  thread_local std::vector<Name> owners, chain, zones, targets;
+  owners.clear();
+  for (const RecordView& rr : records)
+    owners.push_back(m.owner(rr));  // decompressed once, read by every pass below
   chain.assign(1, m.questions().front().name);
   zones.clear();
   targets.clear();
@@ -136,8 +139,9 @@ void chain_records(const Message& m, std::vector<uint8_t>& keep) {
     for (std::size_t i = 0; i < an; ++i) {
       if (keep[i] != 0) continue;
       const RecordView& rr = records[i];
-      const Name owner = m.owner(rr);
-      if (rr.type == RRType::DNAME ? covers(owner, chain) && !in(chain, owner) : in(chain, owner)) {
+      const Name& owner = owners[i];
+      // A DNAME redirects the names below its owner; asked for by type, it is the owner's.
+      if (rr.type == RRType::DNAME ? covers(owner, chain) : in(chain, owner)) {
         keep[i] = 1;
         grew = true;
         if (rr.type == RRType::CNAME && chain.size() < kMaxChain) {
@@ -160,12 +164,11 @@ void chain_records(const Message& m, std::vector<uint8_t>& keep) {
   };
   int deepest = -1;
   for (std::size_t i = an; i < an + ns; ++i) {
-    const Name owner = m.owner(records[i]);
-    if (candidate(records[i], owner)) deepest = std::max(deepest, owner.label_count());
+    if (candidate(records[i], owners[i])) deepest = std::max(deepest, owners[i].label_count());
   }
   for (std::size_t i = an; i < an + ns; ++i) {
     const RecordView& rr = records[i];
-    const Name owner = m.owner(rr);
+    const Name& owner = owners[i];
     if (!candidate(rr, owner) || owner.label_count() != deepest) continue;
     keep[i] = 1;
     if (zones.size() < kMaxChain && !in(zones, owner)) zones.push_back(owner);
@@ -176,7 +179,7 @@ void chain_records(const Message& m, std::vector<uint8_t>& keep) {
   for (std::size_t i = an; i < an + ns; ++i) {
     const RecordView& rr = records[i];
     if (rr.type != RRType::NSEC && rr.type != RRType::NSEC3 && rr.type != RRType::RRSIG) continue;
-    const Name owner = m.owner(rr);
+    const Name& owner = owners[i];
     if (std::any_of(zones.begin(), zones.end(),
                     [&](const Name& z) { return owner.is_subdomain_of(z); }) ||
         covers(owner, chain))
@@ -186,7 +189,7 @@ void chain_records(const Message& m, std::vector<uint8_t>& keep) {
   for (std::size_t i = an + ns; i < records.size(); ++i) {
     const RecordView& rr = records[i];
     if (rr.type != RRType::A && rr.type != RRType::AAAA && rr.type != RRType::RRSIG) continue;
-    if (in(targets, m.owner(rr))) keep[i] = 1;
+    if (in(targets, owners[i])) keep[i] = 1;
   }
 }
 

@@ -222,6 +222,18 @@ TEST(ChainRecords, ANegativeAnswerKeepsItsSoaAndProofsAndADnameLeadsTheChain) {
   std::vector<uint8_t> keep;
   chain_records(m, keep);
   EXPECT_EQ(keep, (std::vector<uint8_t>{1, 1, 1, 1, 0}));
+
+  // Asked for by type at its owner, the DNAME is the answer itself (it redirects only the
+  // names below the owner, but it belongs to the owner's question).
+  const auto by_type = test::PacketBuilder()
+                           .flags(0x8180)
+                           .question("old.example", 39)
+                           .rr(0, "old.example", 39, 300, name("example.org"))
+                           .rr(0, "other.example", 39, 300, name("evil.test"))
+                           .build();
+  ASSERT_TRUE(m.parse(by_type, ParseMode::Strict).has_value());
+  chain_records(m, keep);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 0}));
 }
 
 }  // namespace

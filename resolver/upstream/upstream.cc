@@ -526,6 +526,13 @@ bool Upstream::launch(Query& q, Server& s, bool edns_retry, bool probe, bool ret
     in_send_ = false;
     return true;
   }
+  if (q.tcp_only) {
+    // A wrong-case reply has been seen for this query: it is asked over TCP only, which an
+    // off-path forger cannot answer (c-ares bounds the try by the query's lifetime).
+    send_tcp(a);
+    in_send_ = false;
+    return true;
+  }
   expiries_.push_back({now + options_.lifetime, &a, a.serial, a.id});
   arm_expiry();
   send_udp(a, std::span<const uint8_t>(scratch_.data(), len));
@@ -632,21 +639,17 @@ void Upstream::on_retry(Query& q) {
   if (q.finished) return;
   const MonoTime now = loop_.now();
   // Every attempt still unanswered has run past its timer: a timeout for its server (the
-  // RTO backs off), or, if its only replies had the wrong letter case, a 0x20 failure.
+  // RTO backs off).
   for (std::size_t i = 0; i < q.n_attempts; ++i) {
     Attempt& a = q.attempts[i];
     if (!a.outstanding || a.timed_out) continue;
     a.timed_out = true;
     Server& s = *a.server;
-    if (a.case_mismatch) {
-      if (s.health.on_case_failure(now)) bump(s.stats->case_fallbacks);
-    } else {
-      // A timeout counts toward the server's streak (backoff, suspicion) only if the server
-      // has not answered anything since the attempt was sent: with many queries in flight,
-      // one lost packet must not back off the timer of every other query.
-      if (a.sent > s.last_answer) s.health.rtt.timeout();
-      bump(s.stats->timeouts);
-    }
+    // A timeout counts toward the server's streak (backoff, suspicion) only if the server
+    // has not answered anything since the attempt was sent: with many queries in flight,
+    // one lost packet must not back off the timer of every other query.
+    if (a.sent > s.last_answer) s.health.rtt.timeout();
+    bump(s.stats->timeouts);
     update_stats(s);
   }
   ++q.timeouts;
@@ -667,13 +670,13 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
   }
   Server& s = *servers_[*idx];
   const bool retransmit = why == UpstreamStatus::Timeout;
-  if (s.dot) {
+  if (s.dot || q.tcp_only) {
     // A stream delivers or dies: no second copy while one is on the server's connection,
     // whether the timer fired or another server's copy (a probe) failed; a dead
     // connection's queries are written again on the next one, or fail over.
     for (std::size_t i = 0; i < q.n_attempts; ++i) {
       const Attempt& e = q.attempts[i];
-      if (e.server == &s && e.outstanding) {
+      if (e.server == &s && e.outstanding && (s.dot || e.tcp)) {
         bump(s.stats->retransmissions_withheld);
         set_retry_timer(q, now + retry_interval(q, s));
         return;
@@ -702,15 +705,6 @@ void Upstream::next_attempt(Query& q, UpstreamStatus why) {
   }
   send_probes(q, &s);
   set_retry_timer(q, now + retry_interval(q, s));
-}
-
-Micros Upstream::case_grace(const Server& s) const {
-  // Not sooner than the real answer could still come: a forger replying at once with the
-  // wrong case must not turn a distant server's ordinary round trip into case failures (two
-  // in a row switch 0x20 off for that server). Three smoothed RTTs, or 250 ms before the
-  // first sample, and never under the minimum RTO.
-  const Micros wait = s.health.rtt.has_sample() ? 3 * s.health.rtt.srtt() : Micros{250'000};
-  return std::max(wait, options_.rtt.min_rto);
 }
 
 Millis Upstream::retry_interval(const Query& q, const Server& s) const {
@@ -930,7 +924,7 @@ void Upstream::handle_result(Attempt& a, int status, std::span<uint8_t> answer) 
   // A usable answer.
   s.health.on_answer();
   if (!a.timed_out) s.health.rtt.sample(options_.clock_us() - a.sent);  // Karn's rule
-  if (a.use_0x20) s.health.case_streak = 0;
+  if (a.use_0x20) judge_case(a, answer, now);
   if (a.edns_retry && s.health.edns_ok(now)) {
     s.health.no_edns_until = now + ServerHealth::kRemember;
     bump(s.stats->edns_fallbacks);
@@ -978,6 +972,52 @@ void Upstream::release_if_done(Query* q) {
   drop_query(q);
 }
 
+void Upstream::switch_to_tcp(Query& q, Server& s) {
+  q.tcp_only = true;
+  ++q.busy;
+  for (std::size_t i = 0; i < q.n_attempts; ++i) {
+    Attempt& e = q.attempts[i];
+    if (e.outstanding && !e.tcp && !e.server->dot) on_answer(&e, ARES_ECANCELLED, {});
+  }
+  --q.busy;
+  if (q.finished) return;
+  if (s.retired) {  // removed by a reload: a server of the new list gets the TCP query
+    next_attempt(q, UpstreamStatus::Timeout);
+    return;
+  }
+  const MonoTime now = loop_.now();
+  if (!launch(q, s, false, false)) {
+    set_retry_timer(q, q.give_up);  // out of attempts or IDs: the lifetime ends it
+    return;
+  }
+  // Give the connection its round trips before another server is tried.
+  set_retry_timer(q, now + 2 * retry_interval(q, s));
+}
+
+void Upstream::judge_case(const Attempt& a, std::span<const uint8_t> answer, MonoTime now) {
+  namespace uw = upstream_wire;
+  Server& s = *a.server;
+  if (!a.tcp) {  // a UDP answer gets here only in the exact case (accept_datagram)
+    s.health.on_case_echo();
+    return;
+  }
+  const Query& q = *a.query;
+  const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
+  switch (uw::match_question_cased(answer, question, a.case_bits)) {
+    case uw::QuestionMatch::Exact:
+      s.health.on_case_echo();
+      // The server keeps case over TCP, so the wrong-case UDP reply was not its own.
+      if (q.tcp_only) bump(s.stats->case_forgeries);
+      break;
+    case uw::QuestionMatch::CaseOnly:
+      // The server itself does not echo the case: a confirmed failure, for this name.
+      if (s.health.on_case_failure(now, uw::name_hash(question))) bump(s.stats->case_fallbacks);
+      break;
+    case uw::QuestionMatch::Other:
+      break;  // c-ares took it as the answer; it says nothing about case
+  }
+}
+
 bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
   namespace uw = upstream_wire;
   Server& s = *a.server;
@@ -1005,14 +1045,13 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
     return false;
   }
   if (a.use_0x20 && match == uw::QuestionMatch::CaseOnly) {
-    // A forgery, or a server that does not echo case. The attempt stays open for the real
-    // answer; the query moves on soon if none comes (on_retry decides which it was).
-    a.case_mismatch = true;
+    // A forgery, or a server that does not echo case; which, only TCP can tell, and until it
+    // has, nothing is decided on this reply: not the answer, and not the server's 0x20 state
+    // (a forger must not be able to switch 0x20 off). Every UDP attempt of the query ends
+    // here, so no later datagram can answer it, and it is asked again over TCP, where an
+    // off-path forger cannot answer. handle_result() judges the TCP answer's case.
     bump(s.stats->case_mismatches);
-    if (!q.finished) {
-      const MonoTime soon = now + ceil_ms(case_grace(s));
-      if (!q.timer || soon < q.timer_at) set_retry_timer(q, soon);
-    }
+    if (!q.finished && !q.tcp_only) switch_to_tcp(q, s);
     return false;
   }
   // Longer than the query offered (a server that ignores the payload size, or a forger who

@@ -3,7 +3,8 @@
 // or without EDNS and with which letter case (docs/upstream.md argues the design).
 //
 // Transport: each attempt of a query has a fresh random ID and its datagram leaves from a
-// socket of its own (a fresh kernel-chosen source port, RFC 5452). Only a datagram that
+// socket of its own, connected to the server (a fresh kernel-chosen source port, RFC 5452,
+// that answers anyone but the server as a closed port does). Only a datagram that
 // arrives on the attempt's socket from the server's address and port, with its ID and
 // question (0x20 case included), answers it; the rest is counted and dropped. A truncated
 // answer (TC, or longer than the query offered) is asked again over TCP through c-ares: one
@@ -179,8 +180,8 @@ class Upstream {
   bool launch(Query& q, Server& s, bool edns_retry, bool probe, bool retransmit = false);
   /// The attempt's copy of its query (ID, letter case, OPT or not), in scratch_.
   std::span<const uint8_t> attempt_bytes(const Attempt& a);
-  /// Gives the attempt a socket of its own with no port and sends `bytes` to the server (the
-  /// kernel binds a fresh random port).
+  /// Gives the attempt a socket of its own with no port, connects it to the server (the
+  /// kernel binds a fresh random port) and sends `bytes`.
   void send_udp(Attempt& a, std::span<const uint8_t> bytes);
   /// Asks the attempt's query again over TCP, through the server's c-ares channel.
   void send_tcp(Attempt& a);
@@ -203,8 +204,12 @@ class Upstream {
   void send_probes(Query& q, const Server* primary);
   void set_retry_timer(Query& q, MonoTime at);
   void on_retry(Query& q);
-  /// How long after a wrong-case reply the attempt's real answer is still waited for.
-  Micros case_grace(const Server& s) const;
+  /// A UDP reply of `q` came in the wrong 0x20 case (from `s`'s address): ends the query's
+  /// UDP attempts and asks `s` again over TCP; from now on `q` takes only TCP answers.
+  void switch_to_tcp(Query& q, Server& s);
+  /// What a usable answer to a 0x20 attempt says about the server's case: echoed, or (over
+  /// TCP) not echoed by the server itself.
+  void judge_case(const Attempt& a, std::span<const uint8_t> answer, MonoTime now);
   /// How long the attempt just sent to `s` is given before the query is retransmitted.
   Millis retry_interval(const Query& q, const Server& s) const;
   /// The next attempt after a timeout or a failure; finishes `q` when nothing is left.
@@ -262,8 +267,8 @@ class Upstream {
   /// or a new one; false if none could be made.
   bool make_socket_room(Server& s, int family);
   // The attempts' UDP sockets (send_udp): each is watched by the loop once, sends one
-  // attempt's datagram (the kernel binds a fresh random port) and is disconnected after it
-  // (which gives the port up), then kept idle for a later attempt.
+  // attempt's datagram (connected: the kernel binds a fresh random port) and is disconnected after
+  // it (which gives the port up), then kept idle for a later attempt.
   std::vector<std::unique_ptr<PortSocket>> ports_;
   std::vector<PortSocket*> idle_ports_[2];  // per family: [0] IPv4, [1] IPv6
   std::vector<PortSocket*>& idle_ports(int family) { return idle_ports_[family == AF_INET6]; }

@@ -31,7 +31,8 @@ uint64_t get(const std::atomic<uint64_t>& a) {
 
 struct Summary {
   uint64_t queries = 0, answers = 0, late = 0, timeouts = 0, failures = 0, edns_rejections = 0,
-           edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, truncated = 0, probes = 0;
+           edns_fallbacks = 0, case_mismatches = 0, case_fallbacks = 0, case_forgeries = 0,
+           truncated = 0, probes = 0;
   uint64_t spurious = 0, needed = 0, withheld = 0, wrong_port = 0, wrong_id = 0, wrong_question = 0,
            wrong_source = 0, socket_errors = 0, reclaimed = 0, ad_cleared = 0;
   uint64_t tls_handshakes = 0, tls_resumptions = 0, tls_reused = 0, tls_verify_failures = 0,
@@ -62,6 +63,7 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.edns_fallbacks += get(s->edns_fallbacks);
       m.case_mismatches += get(s->case_mismatches);
       m.case_fallbacks += get(s->case_fallbacks);
+      m.case_forgeries += get(s->case_forgeries);
       m.truncated += get(s->truncated);
       m.probes += get(s->probes);
       m.spurious += get(s->spurious_retransmissions);
@@ -101,12 +103,12 @@ std::string upstreams_text(const UpstreamBoard& board) {
     out += fmt::format(
         "{} state={} srtt_ms={} rttvar_ms={} rto_ms={} edns={} 0x20={} queries={} answers={} "
         "late_answers={} timeouts={} failures={} edns_rejections={} edns_fallbacks={} "
-        "case_mismatches={} case_fallbacks={} truncated={} probes={}\n",
+        "case_mismatches={} case_fallbacks={} case_forgeries={} truncated={} probes={}\n",
         name, s.suspect.load() ? "suspect" : "up", ms(s.srtt_us.load()),
         s.srtt_us.load() < 0 ? std::string("-") : ms(s.rttvar_us.load()), ms(s.rto_us.load()),
         s.edns.load() ? "yes" : "no", s.use_0x20.load() ? "on" : "off", m.queries, m.answers,
         m.late, m.timeouts, m.failures, m.edns_rejections, m.edns_fallbacks, m.case_mismatches,
-        m.case_fallbacks, m.truncated, m.probes);
+        m.case_fallbacks, m.case_forgeries, m.truncated, m.probes);
     out.pop_back();  // the path and the drops, on the same line
     out += fmt::format(
         " loss={:.2f}% retransmit_wait_ms={} spurious_retransmissions={} "
@@ -162,6 +164,9 @@ std::string upstreams_metrics(const UpstreamBoard& board) {
   family("hourglass_upstream_server_case_fallbacks_total", "counter",
          "Times 0x20 was switched off for the server (it does not echo the case).",
          [](const Summary& m) { return m.case_fallbacks; });
+  family("hourglass_upstream_server_case_forgeries_total", "counter",
+         "Wrong-case replies shown forged: asked again over TCP, the server echoed the case.",
+         [](const Summary& m) { return m.case_forgeries; });
   family("hourglass_upstream_server_spurious_retransmissions_total", "counter",
          "Retransmissions made needless by a later answer to an earlier copy (a slow server).",
          [](const Summary& m) { return m.spurious; });

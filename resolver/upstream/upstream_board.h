@@ -36,8 +36,10 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> edns_fallbacks{0};   ///< times "no EDNS" was switched on
   std::atomic<uint64_t> case_mismatches{0};  ///< replies dropped for the wrong 0x20 case
   std::atomic<uint64_t> case_fallbacks{0};   ///< times "no 0x20" was switched on
-  std::atomic<uint64_t> truncated{0};        ///< UDP answers with TC (c-ares retries over TCP)
-  std::atomic<uint64_t> probes{0};           ///< hedged queries sent to a suspect server
+  /// Queries whose wrong-case UDP reply the TCP answer proved forged (it echoed the case).
+  std::atomic<uint64_t> case_forgeries{0};
+  std::atomic<uint64_t> truncated{0};  ///< UDP answers with TC (c-ares retries over TCP)
+  std::atomic<uint64_t> probes{0};     ///< hedged queries sent to a suspect server
   /// Retransmissions an earlier copy's answer showed needless (the server was slow).
   std::atomic<uint64_t> spurious_retransmissions{0};
   /// Retransmissions that got the answer while every earlier copy went unanswered (loss).
@@ -51,7 +53,8 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> dropped_wrong_id{0};
   std::atomic<uint64_t> dropped_wrong_question{0};
   /// Datagrams dropped on an attempt's socket because they came from another address or
-  /// port than the server's (the socket is not connected; the check is ours).
+  /// port than the server's. The socket is connected to the server, so the kernel refuses
+  /// those first (with ICMP port unreachable); this counts what would get past it.
   std::atomic<uint64_t> dropped_wrong_source{0};
   /// Attempts for which no socket could be had (descriptors or memory ran out).
   std::atomic<uint64_t> socket_errors{0};

@@ -53,7 +53,11 @@ Micros PathEstimator::patience(Micros rto) const noexcept {
   return lossy() ? rto : std::max(rto, slow_);
 }
 
-bool ServerHealth::on_case_failure(MonoTime now) noexcept {
+bool ServerHealth::on_case_failure(MonoTime now, uint64_t name) noexcept {
+  for (int i = 0; i < case_streak; ++i) {
+    if (case_names[static_cast<std::size_t>(i)] == name) return false;
+  }
+  case_names[static_cast<std::size_t>(case_streak)] = name;
   if (++case_streak < kCaseFallbackAfter) return false;
   case_streak = 0;
   no_0x20_until = now + kRemember;

@@ -9,10 +9,12 @@
 // docs/upstream.md argues the numbers.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <tuple>
 
 #include "resolver/net/event_loop.h"
 
@@ -121,13 +123,17 @@ struct ServerHealth {
   MonoTime no_edns_until{};
   /// Until then, queries go without 0x20 (the server did not echo the query name's case).
   MonoTime no_0x20_until{};
-  /// Queries with 0x20 whose only replies had the wrong case, in a row.
+  /// Confirmed case failures in a row (a TCP answer that did not echo the case either), on
+  /// different names: the hashes of the names, the first case_streak of them set.
   int case_streak = 0;
+  std::array<uint64_t, 3> case_names{};  // kCaseFallbackAfter entries
   /// Earliest time a suspect server may be sent a probe.
   MonoTime next_probe{};
 
   static constexpr int kSuspectAfter = 3;  ///< timeouts or failures in a row
-  static constexpr int kCaseFallbackAfter = 2;
+  /// Different names whose TCP answers lacked the case before "no 0x20" (case_names' size).
+  static constexpr int kCaseFallbackAfter = 3;
+  static_assert(kCaseFallbackAfter == static_cast<int>(std::tuple_size_v<decltype(case_names)>));
   static constexpr Millis kRemember{10 * 60 * 1000};  ///< "no EDNS" / "no 0x20" lasts this
   static constexpr Millis kProbeInterval{2000};
 
@@ -146,9 +152,13 @@ struct ServerHealth {
     rtt.answered();  // it did answer: not a timeout
     ++failure_streak;
   }
-  /// Records a query whose 0x20 replies all had the wrong case; true when this switches
-  /// 0x20 off for the server (from `now` for kRemember).
-  bool on_case_failure(MonoTime now) noexcept;
+  /// Records a confirmed case failure: the TCP answer to a query for the name whose hash is
+  /// `name` did not echo its letter case either. The same name again is no new evidence;
+  /// kCaseFallbackAfter different names in a row switch 0x20 off for the server (from `now`
+  /// for kRemember), and then it returns true.
+  bool on_case_failure(MonoTime now, uint64_t name) noexcept;
+  /// An answer came back in the exact case it was asked in: the streak ends.
+  void on_case_echo() noexcept { case_streak = 0; }
   /// The server's expected answer time for ranking: SRTT, or the initial RTO before any
   /// sample, doubled for each timeout in the current streak.
   Micros score() const noexcept;

@@ -78,15 +78,14 @@ struct Upstream::Attempt {
   PortSocket* port;  // its own UDP socket, so its own source port; nullptr: none
   uint64_t serial;   // unique in this Upstream: tells a reused Attempt from the one it was
   uint16_t id;
-  bool outstanding;    // not ended yet (no answer, failure or expiry)
-  bool tcp;            // asked again over TCP after a truncated answer (c-ares holds it)
-  bool truncated;      // accept_datagram(): TC set, or longer than the query offered
-  bool edns;           // sent with the OPT record
-  bool edns_retry;     // the retry without OPT after an EDNS rejection
-  bool use_0x20;       // sent with a random letter case
-  bool probe;          // hedged to a suspect server
-  bool timed_out;      // its retransmission timer expired (Karn: no RTT sample)
-  bool case_mismatch;  // a reply with the wrong letter case was dropped
+  bool outstanding;  // not ended yet (no answer, failure or expiry)
+  bool tcp;          // asked again over TCP after a truncated answer (c-ares holds it)
+  bool truncated;    // accept_datagram(): TC set, or longer than the query offered
+  bool edns;         // sent with the OPT record
+  bool edns_retry;   // the retry without OPT after an EDNS rejection
+  bool use_0x20;     // sent with a random letter case
+  bool probe;        // hedged to a suspect server
+  bool timed_out;    // its retransmission timer expired (Karn: no RTT sample)
   // accept_datagram() found the reply's question byte for byte as sent (0x20 on, no TC), so
   // handle_result need not compare it again.
   bool question_exact;
@@ -118,6 +117,9 @@ struct Upstream::Query {
   uint8_t outstanding = 0;
   int timeouts = 0;            // times the retransmission timer fired
   bool retransmitted = false;  // some attempt has `retransmit` set
+  // A UDP reply in the wrong 0x20 case came (a forger at work, or a server that does not echo
+  // case): the query's UDP attempts were ended, and it goes on over TCP only.
+  bool tcp_only = false;
   std::array<Attempt, upstream_limits::kMaxAttempts>
       attempts;  // the first n_attempts are set by launch()
 };

@@ -1,8 +1,8 @@
-// Upstream implementation, the sockets: every UDP attempt goes out on a socket of its own, so
-// from a port of its own (docs/upstream.md, "A port per query"), and only what read_attempt()
-// accepts there answers it. The sockets are kept for the next attempt with their port given up
-// (at most kMaxIdlePorts idle per address family), all within one socket budget for the
-// process.
+// Upstream implementation, the sockets: every UDP attempt goes out on a socket of its own,
+// connected to its server, so from a port of its own that only the server can reach
+// (docs/upstream.md, "A port per query"), and only what read_attempt() accepts there answers
+// it. The sockets are kept for the next attempt with their port given up (at most
+// kMaxIdlePorts idle per address family), all within one socket budget for the process.
 #include <ares.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -35,8 +35,9 @@ int process_socket_budget() {
   return budget;
 }
 
-// Whether a datagram read from an attempt's (unconnected) socket came from the server's
-// address and port.
+// Whether a datagram read from an attempt's socket came from the server's address and port.
+// The socket is connected to the server, so the kernel has already checked; this stays as a
+// second line (it costs a comparison).
 bool from_server(const Endpoint& server, const sockaddr_storage& from, socklen_t len) {
   if (server.family() == AF_INET) {
     if (from.ss_family != AF_INET || len < static_cast<socklen_t>(sizeof(sockaddr_in)))
@@ -91,8 +92,7 @@ void Upstream::read_attempt(Attempt& a) {
       break;
     }
     if (!from_server(s.endpoint, from, from_len)) {
-      // The kernel does not filter: the socket is not connected.
-      bump(s.stats->dropped_wrong_source);
+      bump(s.stats->dropped_wrong_source);  // cannot happen on a connected socket
       continue;
     }
     const std::span<uint8_t> d(rxbuf_.data(), static_cast<std::size_t>(n));
@@ -157,8 +157,8 @@ Upstream::PortSocket* Upstream::take_port(int family) {
   }
   const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return nullptr;
-  // Not connected, so ICMP errors for its datagrams are reported only with RECVERR (then
-  // as the socket's error, ECONNREFUSED etc., and in its error queue).
+  // With RECVERR, ICMP errors for its datagrams are reported as the socket's error
+  // (ECONNREFUSED etc.) and in its error queue, which read_attempt() empties.
   const int on = 1;
   if ((family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on)
                           : setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on)) != 0) {
@@ -213,10 +213,10 @@ void Upstream::close_attempt_socket(Attempt& a) {
   if (p == nullptr) return;
   a.port = nullptr;
   p->attempt = nullptr;
-  // Disconnecting a socket whose port the kernel chose (at its first sendto) also unbinds
-  // that port: a datagram to it is refused from now on, as after close(), and the next
-  // sendto() binds a new random one. One cheap system call in place of close(), socket()
-  // and an epoll registration.
+  // Disconnecting a socket whose port the kernel chose (at its connect) also unbinds that
+  // port: a datagram to it is refused from now on, as after close(), and the next connect()
+  // binds a new random one. One cheap system call in place of close(), socket() and an
+  // epoll registration.
   auto& idle = idle_ports(p->family);
   sockaddr unspec{};
   unspec.sa_family = AF_UNSPEC;
@@ -238,11 +238,15 @@ void Upstream::send_udp(Attempt& a, std::span<const uint8_t> bytes) {
     a.local_error = true;
     return;
   }
-  // sendto() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
-  // 4.x, RFC 6056); read_attempt() takes only what comes from the server's address and
-  // port, and ICMP errors for this datagram come back on this socket only (RECVERR).
-  if (::sendto(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL, s.endpoint.sockaddr_ptr(),
-               s.endpoint.sockaddr_len()) != static_cast<ssize_t>(bytes.size())) {
+  // connect() on the unbound socket binds a kernel-chosen ephemeral port (random since Linux
+  // 4.x, RFC 6056) and ties the socket to the server: the kernel then delivers to it only
+  // what comes from the server's address and port, and answers anyone else's datagram to
+  // that port with ICMP port unreachable, exactly as for a closed port, so a prober cannot
+  // tell which port a query waits on. ICMP errors for our datagram come back on this socket
+  // only.
+  if (::connect(p->fd, s.endpoint.sockaddr_ptr(), s.endpoint.sockaddr_len()) != 0 ||
+      ::send(p->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(bytes.size())) {
     close_port(p);
     on_answer(&a, ARES_ECONNREFUSED, {});  // the attempt failed: the query moves on
     return;

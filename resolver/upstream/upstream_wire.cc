@@ -143,6 +143,15 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
   return exact ? QuestionMatch::Exact : QuestionMatch::CaseOnly;
 }
 
+uint64_t name_hash(std::span<const uint8_t> question) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : question) {
+    const uint8_t lower = b >= 'A' && b <= 'Z' ? static_cast<uint8_t>(b | 0x20) : b;
+    h = (h ^ lower) * 0x100000001b3ull;
+  }
+  return h;
+}
+
 QuestionMatch match_question_cased(std::span<const uint8_t> reply,
                                    std::span<const uint8_t> question,
                                    const CaseBits& bits) noexcept {

@@ -41,6 +41,10 @@ QuestionMatch match_question_cased(std::span<const uint8_t> reply,
                                    std::span<const uint8_t> question,
                                    const CaseBits& bits) noexcept;
 
+/// A hash of a question's bytes with ASCII letters folded to lower case (FNV-1a, 64 bits):
+/// tells one name from another whatever case it was asked or answered in.
+uint64_t name_hash(std::span<const uint8_t> question) noexcept;
+
 struct OptInfo {
   bool valid = false;     ///< every section could be walked
   bool present = false;   ///< an OPT record was found in the additional section

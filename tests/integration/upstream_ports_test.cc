@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -19,6 +20,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 #include "tests/support/temp_dir.h"
 #include "wire/rdata.h"
 
@@ -172,6 +174,37 @@ TEST_F(UpstreamPorts, AnswerSentToAnotherQuerysPortIsDroppedAndCounted) {
   // Answers that come where they belong are still taken.
   auto b = udp_query(daemon_->port(), build_query({.name = "fine.wrongport.test"}));
   ASSERT_TRUE(b && has_a(*b, "192.0.2.10"));
+}
+
+// SAD DNS's first half, unspoofed: a prober who sends a datagram to every port of the
+// resolver's address finds the one a query waits on, because closed ports answer with ICMP
+// port unreachable and the open one does not. The attempt's socket is connected to the
+// server, so its port refuses everyone else exactly as a closed port does, from another port
+// of the server's own address too; nothing gets as far as hourglassd's own source check.
+TEST_F(UpstreamPorts, TheOpenPortOfAWaitingQueryLooksClosedToAProber) {
+  start();
+  FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.10")});
+  slow.delay = Millis{2000};  // the probes (under a second each) are made while it waits
+  up_.on("waiting.probe.test", slow);
+  UdpClient client;
+  ASSERT_TRUE(client.send(daemon_->port(), build_query({.name = "waiting.probe.test"})));
+  ASSERT_TRUE(
+      test::eventually([&] { return !udp_queries_for(up_, {"waiting.probe.test"}).empty(); }));
+  const auto waiting = udp_queries_for(up_, {"waiting.probe.test"});
+  std::string datagram(waiting[0].bytes.begin(), waiting[0].bytes.end());
+  datagram[2] = static_cast<char>(datagram[2] | 0x80);  // a response with its ID and question
+  const uint16_t open_port = waiting[0].source_port;
+  EXPECT_EQ(test::udp_probe("127.0.0.1", 0, test::free_port(), datagram), ECONNREFUSED);
+  EXPECT_EQ(test::udp_probe("127.0.0.1", 0, open_port, datagram), ECONNREFUSED);
+  EXPECT_EQ(test::udp_probe("127.0.0.3", 0, open_port, datagram), ECONNREFUSED);
+  // The port was open all along for the server: its answer, sent there, is taken.
+  const auto reply = client.receive(Millis{4000});
+  ASSERT_TRUE(reply);
+  const auto answer = parse_answer(*reply);
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(has_a(*answer, "192.0.2.10")) << answer->text();
+  EXPECT_EQ(field(stats(), "dropped_wrong_source"), 0u) << stats_text();
+  EXPECT_EQ(field(stats(), "dropped_wrong_question"), 0u) << stats_text();
 }
 
 // Before: 4 upstream queries (retransmitted every 50 ms once the RTO was measured).

@@ -27,6 +27,10 @@ using test::FakeReply;
 using test::FakeUpstream;
 using Clock = std::chrono::steady_clock;
 
+std::string fmt_name(const char* prefix, int i) {
+  return std::string(prefix) + std::to_string(i);
+}
+
 class UpstreamRobustness : public ::testing::Test {
  protected:
   UpstreamRobustness() { socket_ = dir_.file("control"); }
@@ -149,12 +153,16 @@ TEST_F(UpstreamRobustness, CaseScramblingServerIsDetectedAndAnswersKeepTheClient
   scrambler.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.5")}));
   scrambler.set_scramble_case(true);
   start({&scrambler});
-  const Bytes query = build_query({.name = "MiXeD.CaSe.Test"});
-  auto a = udp_query(daemon_->port(), query);
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
-  EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.5"});
-  EXPECT_EQ(Answer::question_bytes(a->bytes), Answer::question_bytes(query));  // client's case
+  // Each name's wrong-case UDP reply sends it to TCP, whose answer lacks the case too: three
+  // different names confirm that the server does not echo case.
+  for (const char* name : {"MiXeD.CaSe.Test", "Second.CaSe.Test", "Third.CaSe.Test"}) {
+    const Bytes query = build_query({.name = name});
+    auto a = udp_query(daemon_->port(), query);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
+    EXPECT_EQ(a_records(*a), std::vector<std::string>{"192.0.2.5"});
+    EXPECT_EQ(Answer::question_bytes(a->bytes), Answer::question_bytes(query));  // client's case
+  }
   const auto text = upstreams();
   const auto f = upstream_line(text, scrambler.address());
   EXPECT_EQ(f.at("0x20"), "off") << text;
@@ -183,6 +191,55 @@ TEST_F(UpstreamRobustness, ForgedReplyWithTheWrongCaseIsRejected) {
   const auto f = upstream_line(text, up.address());
   EXPECT_GE(std::stoi(f.at("case_mismatches")), 20) << text;
   EXPECT_EQ(f.at("0x20"), "on") << text;
+}
+
+// The attack on 0x20 from issue 33: a fast server (SRTT under a millisecond), a forger who
+// answers every query at once from the server's address with the right port and ID but the
+// wrong letter case, and names in the forger's own zone whose real answers take 120 ms and
+// 300 ms. Every one of 50 names is answered with its real address, 0x20 stays on, and each
+// forgery is counted, as a wrong-case reply and as one TCP showed forged.
+TEST_F(UpstreamRobustness, WrongCaseForgeriesBeforeSlowAnswersAreNeverServed) {
+  FakeUpstream up;
+  up.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")}));
+  start({&up});
+  for (int i = 0; i < 10; ++i)  // cached at the server: answered at once
+    ASSERT_TRUE(udp_query(daemon_->port(), build_query({.name = fmt_name("warm", i) + ".test"})));
+  const auto warm = upstream_line(upstreams(), up.address());
+  // ~0.1 ms when the machine is quiet. Under 40 ms the old grace (max(3 x SRTT, 50 ms)) ran
+  // out before a 120 ms answer: the attack's condition.
+  ASSERT_LT(std::stod(warm.at("srtt_ms")), 10.0) << upstreams();
+  up.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i) {
+    names.push_back(fmt_name("slow", i) + ".attacker.test");
+    FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.6")});
+    slow.delay = i % 2 == 0 ? Millis{120} : Millis{300};
+    up.on(names.back(), slow);
+  }
+  const auto got = ask_all(daemon_->port(), names, 50, Millis{4000});
+  int real = 0;
+  for (const auto& name : names) {
+    auto it = got.find(name);
+    ASSERT_NE(it, got.end()) << name;
+    EXPECT_EQ(a_records(it->second.answer), std::vector<std::string>{"192.0.2.6"})
+        << it->second.answer.text();
+    real += a_records(it->second.answer) == std::vector<std::string>{"192.0.2.6"} ? 1 : 0;
+  }
+  EXPECT_EQ(real, 50);
+  const auto text = upstreams();
+  const auto f = upstream_line(text, up.address());
+  EXPECT_EQ(f.at("0x20"), "on") << text;
+  EXPECT_EQ(f.at("case_fallbacks"), "0") << text;
+  EXPECT_GE(std::stoi(f.at("case_mismatches")), 50) << text;
+  EXPECT_EQ(f.at("case_forgeries"), "50") << text;
+  // Later names still go with 0x20 over UDP and are answered there.
+  up.set_forge_wrong_case(std::nullopt);
+  up.reset_counts();
+  auto b = udp_query(daemon_->port(), build_query({.name = "after.attack.test"}));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(up.received().size(), 1u);
+  EXPECT_EQ(up.received()[0].transport, test::Transport::Udp);
+  EXPECT_NE(up.received()[0].qname_raw, "after.attack.test");  // 14 letters in lower case: 2^-14
 }
 
 TEST_F(UpstreamRobustness, No0x20FlagSendsLowerCaseNames) {

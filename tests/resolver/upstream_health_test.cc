@@ -158,12 +158,29 @@ TEST(ServerHealth, CaseFailuresSwitch0x20OffForTenMinutesThenItIsTriedAgain) {
   ServerHealth h;
   const MonoTime t0{Millis{1'000'000}};
   EXPECT_TRUE(h.use_0x20(t0));
-  EXPECT_FALSE(h.on_case_failure(t0));
+  EXPECT_FALSE(h.on_case_failure(t0, 1));
+  EXPECT_FALSE(h.on_case_failure(t0, 2));
   EXPECT_TRUE(h.use_0x20(t0));
-  EXPECT_TRUE(h.on_case_failure(t0));
+  EXPECT_TRUE(h.on_case_failure(t0, 3));
   EXPECT_FALSE(h.use_0x20(t0));
   EXPECT_FALSE(h.use_0x20(t0 + 599s));
   EXPECT_TRUE(h.use_0x20(t0 + 600s));
+}
+
+// Only different names count: one name asked again and again (a forger's favourite, or a
+// client retrying) is one piece of evidence, and an echoed case ends the streak.
+TEST(ServerHealth, CaseFailuresCountOnlyDifferentNamesInARow) {
+  ServerHealth h;
+  const MonoTime t0{Millis{1'000'000}};
+  for (int i = 0; i < 10; ++i)
+    EXPECT_FALSE(h.on_case_failure(t0, 7));
+  EXPECT_FALSE(h.on_case_failure(t0, 8));
+  h.on_case_echo();
+  EXPECT_FALSE(h.on_case_failure(t0, 9));
+  EXPECT_FALSE(h.on_case_failure(t0, 10));
+  EXPECT_TRUE(h.use_0x20(t0));
+  EXPECT_TRUE(h.on_case_failure(t0, 11));
+  EXPECT_FALSE(h.use_0x20(t0));
 }
 
 TEST(ServerHealth, EdnsStateExpires) {

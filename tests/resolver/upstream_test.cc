@@ -12,15 +12,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "resolver/upstream/cares_compat.h"
 #include "tests/support/fake_upstream.h"
+#include "tests/support/ports.h"
 
 namespace hg::resolver {
 namespace {
@@ -624,53 +628,87 @@ TEST_F(UpstreamTest, ForgedReplyWithTheWrongCaseIsDroppedAndTheRealOneWins) {
     EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.7"});
   }
   EXPECT_GE(stats_of(board).case_mismatches.load(), 5u);
+  EXPECT_EQ(stats_of(board).case_forgeries.load(), 5u);  // each shown forged over TCP
   EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);  // real answers kept the case
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
-// The same in a burst: 40 queries leave in one turn; their 40 forgeries come back at once and
-// their 40 real answers 10 ms later, each wave more than one recvmmsg batch (32). Every
-// forgery is dropped where it falls in a batch, and every query gets its real answer.
-// (A forgery brings its query's retransmission forward to the case grace: 250 ms here, as
-// there is no RTT sample yet. With the real answers at 50 ms and a 50 ms grace, as before
-// 2026-12-01, the timer could win: the server was taken for one that does not echo case and
-// a forgery accepted. The 200 ms minimum RTO keeps a margin should the grace change.)
+// The same in a burst: 40 queries leave in one turn; their 40 forgeries come back at once, each
+// wave more than one recvmmsg batch (32). Every forgery is dropped where it falls in a batch,
+// every query goes on over TCP (40 queries on c-ares's connection) and gets its real answer.
 TEST_F(UpstreamTest, ForgedRepliesInABurstAreDroppedAcrossBatches) {
   forge_wrong_case_before(10ms);
   UpstreamBoard board;
-  auto up = make(UpstreamOptions{.rtt = RttLimits{.min_rto = Micros{200'000}}, .board = &board});
+  auto up = make(UpstreamOptions{.board = &board});
   expect_real_answers(*up, "burst", 40);
   EXPECT_GE(stats_of(board).case_mismatches.load(), 40u);
+  EXPECT_EQ(stats_of(board).case_forgeries.load(), 40u);
   EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
-// A forger answering at once with the wrong case, in front of a server 120 ms away: the
-// attempts wait for the real answers instead of counting case failures, so 0x20 stays on and
-// no forgery is accepted — both before the first RTT sample and after (then 3 x SRTT).
-// With the old 50 ms grace the first two forgeries switched 0x20 off for the server.
+// A forger answering at once with the wrong case, in front of a server 120 ms away, before
+// the first RTT sample and after. Before 2026-12-07 the attempt waited a grace of 3 x SRTT
+// for the real answer and counted a case failure when it did not come in time (two switched
+// 0x20 off); now nothing waits on a timer: the query goes to TCP at the first wrong-case reply.
 TEST_F(UpstreamTest, WrongCaseFloodDoesNotSwitchOffCaseForADistantServer) {
   forge_wrong_case_before(120ms);
   UpstreamBoard board;
   auto up = make(UpstreamOptions{.board = &board});
-  expect_real_answers(*up, "cold", 4);  // no RTT sample yet: 250 ms of grace
+  expect_real_answers(*up, "cold", 4);
   EXPECT_GT(stats_of(board).srtt_us.load(), 100'000u);
-  expect_real_answers(*up, "warm", 4);  // SRTT ~120 ms: 360 ms of grace
+  expect_real_answers(*up, "warm", 4);
   EXPECT_GE(stats_of(board).case_mismatches.load(), 8u);
   EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
+// The attack that used to win: a server whose SRTT is under a millisecond (its names come
+// back at once), and names under the forger's own zone that take 120 ms and 300 ms. A
+// grace of 3 x SRTT (then 50 ms) ran out before each real answer, so two wrong-case replies
+// switched 0x20 off and the third query's forgery was taken. Now 0x20 stays on and each
+// query is answered by its real (TCP) answer.
+TEST_F(UpstreamTest, WrongCaseRepliesBeforeSlowNamesOfAFastServerDecideNothing) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  for (int i = 0; i < 10; ++i)
+    (void)resolve(*up, make_query("fast" + std::to_string(i) + ".example", 1));
+  ASSERT_LT(stats_of(board).srtt_us.load(), 20'000u);  // ~0.1 ms; 20 on a loaded machine
+  fake.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "slow" + std::to_string(i) + ".attacker.example";
+    FakeReply slow = FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")});
+    slow.delay = i % 2 == 0 ? 120ms : 300ms;
+    fake.on(name, slow);
+    const Outcome o = resolve(*up, make_query(name, 1));
+    ASSERT_EQ(o.status, UpstreamStatus::Ok) << name;
+    EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.7"}) << name;
+    EXPECT_TRUE(stats_of(board).use_0x20.load()) << name;
+  }
+  EXPECT_EQ(stats_of(board).case_forgeries.load(), 6u);
+  EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);
+}
+
+// A server that does not echo case, over UDP or TCP: each wrong-case UDP reply sends its query
+// to TCP, whose answer (not forgeable off-path) is taken and, lacking the case too, is a
+// confirmed failure for that name. Three different names switch 0x20 off; a name asked again
+// adds nothing. Later names go in lower case over UDP and are answered at once.
 TEST_F(UpstreamTest, ServerThatDoesNotEchoCaseGetsQueriesWithout0x20) {
   fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.8")}));
   fake.set_scramble_case(true);
   UpstreamBoard board;
   auto up = make(UpstreamOptions{.board = &board});
-  Outcome o;
-  (void)up->send(make_query("scrambled.example", 1), record(o));
-  run_until([&] { return o.done; });
-  ASSERT_EQ(o.status, UpstreamStatus::Ok);
-  EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.8"});
+  for (const char* name :
+       {"scrambled1.example", "scrambled1.example", "scrambled2.example", "scrambled3.example"}) {
+    EXPECT_TRUE(stats_of(board).use_0x20.load()) << name;
+    const Outcome o = resolve(*up, make_query(name, 1));
+    ASSERT_EQ(o.status, UpstreamStatus::Ok) << name;
+    EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.8"}) << name;
+  }
+  EXPECT_EQ(fake.queries("scrambled1.example", test::Transport::Tcp), 2u);
+  EXPECT_EQ(stats_of(board).case_mismatches.load(), 4u);
+  EXPECT_EQ(stats_of(board).case_forgeries.load(), 0u);  // the server's own doing
   EXPECT_EQ(stats_of(board).case_fallbacks.load(), 1u);
   EXPECT_FALSE(stats_of(board).use_0x20.load());
   fake.reset_counts();
@@ -681,6 +719,25 @@ TEST_F(UpstreamTest, ServerThatDoesNotEchoCaseGetsQueriesWithout0x20) {
   const auto got = fake.received();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].qname_raw, "next.example");
+  EXPECT_EQ(got[0].transport, test::Transport::Udp);
+}
+
+// After a wrong-case reply the query takes no UDP answer at all: its UDP attempts are over
+// (their ports closed), so the real answer arriving over UDP afterwards is not taken either,
+// and the answer comes over TCP. 0x20 stays on: the TCP answer echoed the case.
+TEST_F(UpstreamTest, AfterAWrongCaseReplyOnlyTcpAnswersTheQuery) {
+  forge_wrong_case_before(30ms);
+  UpstreamBoard board;
+  auto up = make(UpstreamOptions{.board = &board});
+  const Outcome o = resolve(*up, make_query("switched.example", 1));
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.7"});
+  EXPECT_EQ(fake.queries("switched.example", test::Transport::Udp), 1u);
+  EXPECT_EQ(fake.queries("switched.example", test::Transport::Tcp), 1u);
+  EXPECT_EQ(stats_of(board).case_mismatches.load(), 1u);
+  EXPECT_EQ(stats_of(board).case_forgeries.load(), 1u);
+  EXPECT_EQ(stats_of(board).case_fallbacks.load(), 0u);
+  EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
 TEST_F(UpstreamTest, LostQueryIsRetransmittedAfterTheRtoNotAfterASecond) {
@@ -841,45 +898,41 @@ TEST_F(UpstreamTest, APortGivenUpAfterItsAnswerRefusesLaterDatagrams) {
 // The attempt's socket is not connected (a sendto per attempt binds its port), so the
 // source check is ours: a reply with the right ID and question, at the right port, but from
 // another address or another port than the server's, is not an answer.
-TEST_F(UpstreamTest, AReplyFromAnotherAddressOrPortIsDroppedAndCounted) {
+// The port a query waits on looks closed to everyone but the server: a reply from another
+// port of the server's address, or from the server's port at another address, is refused by
+// the kernel with ICMP port unreachable, exactly as a port nobody holds (the attempt's socket
+// is connected to the server), so an unspoofed prober cannot find the open port (the first
+// half of SAD DNS). Nothing reaches hourglass's own source check, and no forgery is taken.
+TEST_F(UpstreamTest, TheOpenPortOfAWaitingQueryRefusesStrangersLikeAClosedPort) {
   fake.on("forged.example", FakeReply::dropped());
   UpstreamBoard board;
-  auto up = make(UpstreamOptions{.lifetime = 600ms, .board = &board});
+  // The attempt outlives both probes (at most 1 s each, sent at once).
+  auto up = make(UpstreamOptions{.lifetime = 2500ms, .board = &board});
   Outcome forged;
   (void)up->send(make_query("forged.example", 1), record(forged));
   run_until([&] { return fake.queries("forged.example") == 1; });
   ASSERT_EQ(fake.queries("forged.example"), 1u);
   const auto sent = fake.received()[0];
-  std::vector<uint8_t> reply = sent.bytes;  // the query as sent: its ID, its letter case
-  reply[2] |= 0x80;                         // QR: a response (NOERROR, no records)
-  reply[3] |= 0x80;                         // RA
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(sent.source_port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  // From another port of the server's address, and from the server's port at another
-  // loopback address.
-  struct Source {
-    uint32_t address;
-    uint16_t port;
-  };
-  for (const Source from : {Source{INADDR_LOOPBACK, 0}, Source{0x7f000002, fake.port()}}) {
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    sockaddr_in me{};
-    me.sin_family = AF_INET;
-    me.sin_addr.s_addr = htonl(from.address);
-    me.sin_port = htons(from.port);
-    ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&me), sizeof me), 0);
-    ASSERT_EQ(sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<const sockaddr*>(&to),
-                     sizeof to),
-              static_cast<ssize_t>(reply.size()));
-    close(fd);
-  }
-  run_until([&] { return stats_of(board).dropped_wrong_source.load() >= 2; });
-  EXPECT_EQ(stats_of(board).dropped_wrong_source.load(), 2u);
+  std::string reply(sent.bytes.begin(), sent.bytes.end());  // its ID, its letter case
+  reply[2] = static_cast<char>(reply[2] | 0x80);            // QR: a response, no records
+  // A port that nobody holds: free_port() bound it and let it go.
+  ASSERT_EQ(test::udp_probe("127.0.0.1", 0, test::free_port(), reply), ECONNREFUSED);
+  // Run the loop meanwhile, as the daemon would: the probes must meet the attempt's socket.
+  std::atomic<int> from_other_port{-1};
+  std::atomic<int> from_other_address{-1};
+  std::thread port_prober(
+      [&] { from_other_port = test::udp_probe("127.0.0.1", 0, sent.source_port, reply); });
+  std::thread address_prober([&] {
+    from_other_address = test::udp_probe("127.0.0.2", fake.port(), sent.source_port, reply);
+  });
+  run_until([&] { return from_other_port.load() != -1 && from_other_address.load() != -1; });
+  port_prober.join();
+  address_prober.join();
+  EXPECT_EQ(from_other_port.load(), ECONNREFUSED);
+  EXPECT_EQ(from_other_address.load(), ECONNREFUSED);
   run_until([&] { return forged.done; });
   EXPECT_EQ(forged.status, UpstreamStatus::Timeout);  // neither forgery was taken
+  EXPECT_EQ(stats_of(board).dropped_wrong_source.load(), 0u);
 }
 
 TEST_F(UpstreamTest, AnAnswerThatComesToAnotherQuerysPortIsDroppedAndCounted) {

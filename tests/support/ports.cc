@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -99,6 +100,28 @@ bool read_available(int fd, std::string& into) {
 bool closed_by_peer(int fd) {
   std::string dropped;
   return read_available(fd, dropped);
+}
+
+int udp_probe(const char* from, uint16_t from_port, uint16_t to_port, const std::string& datagram,
+              std::chrono::milliseconds wait) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  const sockaddr_in me = ipv4_address(from, from_port);
+  const sockaddr_in to = ipv4_address("127.0.0.1", to_port);
+  int result = 0;
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&me), sizeof me) != 0 ||
+      connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 ||
+      send(fd, datagram.data(), datagram.size(), 0) != static_cast<ssize_t>(datagram.size())) {
+    result = errno;
+  } else {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(wait.count())) == 1) {
+      char buf[512];
+      result = recv(fd, buf, sizeof buf, MSG_DONTWAIT) < 0 ? errno : 0;
+    }
+  }
+  close(fd);
+  return result;
 }
 
 }  // namespace hg::test

@@ -45,4 +45,12 @@ bool read_available(int fd, std::string& into);
 /// Whether the other end has closed the connection `fd`: read_available(), its data dropped.
 bool closed_by_peer(int fd);
 
+/// Sends `datagram` over UDP from `from` (a loopback address; `from_port` 0: the kernel's
+/// choice) to 127.0.0.1:`to_port` on a connected socket, and returns what the sender sees
+/// within `wait`: ECONNREFUSED when the kernel answered with ICMP port unreachable (no
+/// socket would take it: a closed port), 0 when nothing came back or a reply did (a socket
+/// on that port took it), another errno if the probe could not be sent.
+int udp_probe(const char* from, uint16_t from_port, uint16_t to_port, const std::string& datagram,
+              std::chrono::milliseconds wait = std::chrono::milliseconds{1000});
+
 }  // namespace hg::test

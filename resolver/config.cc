@@ -164,6 +164,40 @@ std::optional<std::string> add_shadow_ttl(Config& c, std::string_view v, const P
   return std::nullopt;
 }
 
+// --client-share: a fraction of the in-flight table ("1/8", "0.125"; at least one entry) or a
+// number of entries; "off" is 0 (no limit). A fraction is told from a count by its '/' or '.'.
+constexpr uint64_t kInflightEntries = 4096;  // resolver/query/shared.cc's table
+constexpr std::string_view kClientShareAllowed =
+    "expected a fraction of the 4096-entry in-flight table above 0 and at most 1 (e.g. 1/8 or "
+    "0.125), a number of entries from 1 to 4096, or off";
+
+std::optional<unsigned> parse_client_share(std::string_view v) {
+  if (v == "off") return 0u;
+  if (auto slash = v.find('/'); slash != std::string_view::npos) {
+    auto num = parse_digits(v.substr(0, slash));
+    auto den = parse_digits(v.substr(slash + 1));
+    if (!num || !den || *num == 0 || *den == 0 || *num > *den) return std::nullopt;
+    return static_cast<unsigned>(std::max<uint64_t>(1, kInflightEntries * *num / *den));
+  }
+  if (auto dot = v.find('.'); dot != std::string_view::npos) {
+    // Decimal digits only (no exponent, sign or inf): "0.125", "1.0", ".25".
+    auto whole = dot == 0 ? std::optional<uint64_t>(0) : parse_digits(v.substr(0, dot));
+    const std::string_view frac = v.substr(dot + 1);
+    if (!whole || *whole > 1 || frac.empty() || frac.size() > 9) return std::nullopt;
+    auto digits = parse_digits(frac);
+    if (!digits) return std::nullopt;
+    uint64_t scale = 1;
+    for (std::size_t i = 0; i < frac.size(); ++i)
+      scale *= 10;
+    const uint64_t num = *whole * scale + *digits;  // the value is num / scale
+    if (num == 0 || num > scale) return std::nullopt;
+    return static_cast<unsigned>(std::max<uint64_t>(1, kInflightEntries * num / scale));
+  }
+  auto n = parse_digits(v);
+  if (!n || *n < 1 || *n > kInflightEntries) return std::nullopt;
+  return static_cast<unsigned>(*n);
+}
+
 std::optional<std::string> set_redis(RedisConfig& r, std::string_view v) {
   constexpr std::string_view kAllowed =
       "expected ADDR:PORT with a numeric IP (e.g. 127.0.0.1:6379, [::1]:6379) or unix:PATH";
@@ -493,6 +527,46 @@ const std::vector<Key>& keys() {
          auto n = parse_digits(v);
          if (!n || *n < 1 || *n > 256) return "expected a whole number from 1 to 256";
          c.tcp_max_per_source = static_cast<unsigned>(*n);
+         return std::nullopt;
+       }},
+      // Fair shares of the in-flight table (resolver/query/inflight.h, docs/security.md).
+      {"client-share", Kind::Scalar, "FRACTION|N|off",
+       "In-flight upstream queries one client source (IPv4 /24, IPv6 /56, loopback per "
+       "address) may have started, as a fraction of the 4096-entry table (1/8, 0.125) or a "
+       "count; its next new name gets SERVFAIL (default 1/8: 512)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         auto share = parse_client_share(v);
+         if (!share) return std::string(kClientShareAllowed);
+         c.client_share = *share;
+         return std::nullopt;
+       }},
+      {"failing-zone-cap", Kind::Scalar, "N|off",
+       "In-flight upstream queries for a zone whose queries keep timing out; beyond it its new "
+       "names get SERVFAIL at once (default 32)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v == "off") {
+           c.failing_zone_cap = 0;
+           return std::nullopt;
+         }
+         auto n = parse_digits(v);
+         if (!n || *n < 1 || *n > kInflightEntries)
+           return "expected a whole number from 1 to " + std::to_string(kInflightEntries) +
+                  ", or off";
+         c.failing_zone_cap = static_cast<unsigned>(*n);
+         return std::nullopt;
+       }},
+      {"client-rate", Kind::Scalar, "N|off",
+       "Queries per second one client source may send (burst: one second's worth); UDP "
+       "queries beyond are dropped, TCP ones REFUSED (default off)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v == "off") {
+           c.client_rate = 0;
+           return std::nullopt;
+         }
+         auto n = parse_digits(v);
+         if (!n || *n < 1 || *n > 1000000)
+           return "expected queries per second, a whole number from 1 to 1000000, or off";
+         c.client_rate = static_cast<unsigned>(*n);
          return std::nullopt;
        }},
       {"metrics-allow", Kind::List, "CIDR",
@@ -982,6 +1056,10 @@ std::string to_toml(const Config& c) {
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
   out += "tcp-max-per-source = " + std::to_string(c.tcp_max_per_source) + "\n";
+  out += "client-share = " + (c.client_share ? std::to_string(c.client_share) : "\"off\"") + "\n";
+  out += "failing-zone-cap = " +
+         (c.failing_zone_cap ? std::to_string(c.failing_zone_cap) : "\"off\"") + "\n";
+  if (c.client_rate) out += "client-rate = " + std::to_string(c.client_rate) + "\n";
   if (!c.metrics_allow.empty())
     out += "metrics-allow = " +
            toml_list(c.metrics_allow, [](const Cidr& x) { return x.to_string(); }) + "\n";

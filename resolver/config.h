@@ -83,6 +83,12 @@ struct Config {
   /// Connection admission (resolver/net/conn_admission.h): TCP connections one source (an IPv4
   /// address, an IPv6 /64) may hold per listener; who may reach --metrics (empty: `allow`).
   unsigned tcp_max_per_source = 64;
+  /// Fair shares (resolver/query/inflight.h, docs/security.md): in-flight entries one client
+  /// source may have created (0: no limit), in-flight entries of a zone whose upstream queries
+  /// keep timing out (0: no cap), and queries per second from one source (0: no limit).
+  unsigned client_share = 512;
+  unsigned failing_zone_cap = 32;
+  unsigned client_rate = 0;
   std::vector<Cidr> metrics_allow{};
   RedisConfig redis{};
   std::string cache_file{};  ///< warm-restart cache file; empty: none

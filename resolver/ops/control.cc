@@ -119,6 +119,9 @@ Control::Output stats_text(Shared& shared) {
   line("server.notimp", r(s.notimp));
   line("server.dropped", r(s.dropped));
   line("server.overload", r(s.overload));
+  line("server.share_refused", r(s.share_refused));
+  line("server.zone_capped", r(s.zone_capped));
+  line("server.rate_limited", r(s.rate_limited));
   line("server.truncated", r(s.truncated));
   line("server.local_answers", r(s.local_answers));
   line("server.hosts_answers", r(s.hosts_answers));

@@ -158,12 +158,17 @@ std::string render_metrics(Shared& shared) {
             get(s.failure_cached_answers));
   e.family("hourglass_rejected_total", "counter",
            "Queries not resolved: refused (ACL, class, zone transfer), formerr, notimp, "
-           "dropped (unanswerable), overload (in-flight limits).");
+           "dropped (unanswerable), overload (in-flight limits), client_share (a source's "
+           "--client-share of the in-flight table), failing_zone (--failing-zone-cap), "
+           "rate_limited (--client-rate: UDP dropped, TCP REFUSED).");
   e.sample("hourglass_rejected_total", get(s.refused), "reason=\"refused\"");
   e.sample("hourglass_rejected_total", get(s.formerr), "reason=\"formerr\"");
   e.sample("hourglass_rejected_total", get(s.notimp), "reason=\"notimp\"");
   e.sample("hourglass_rejected_total", get(s.dropped), "reason=\"dropped\"");
   e.sample("hourglass_rejected_total", get(s.overload), "reason=\"overload\"");
+  e.sample("hourglass_rejected_total", get(s.share_refused), "reason=\"client_share\"");
+  e.sample("hourglass_rejected_total", get(s.zone_capped), "reason=\"failing_zone\"");
+  e.sample("hourglass_rejected_total", get(s.rate_limited), "reason=\"rate_limited\"");
   e.counter("hourglass_truncated_total", "Answers cut to fit with TC=1.", get(s.truncated));
   e.family("hourglass_local_answers_total", "counter",
            "Queries answered here without an upstream: special-use and locally served zones "

@@ -27,7 +27,8 @@
 //             hourglass_rebind_blocked_total,
 //             hourglass_servfail_total,
 //             hourglass_deadline_answers_total, hourglass_failure_cached_answers_total,
-//             hourglass_rejected_total{reason}, hourglass_truncated_total,
+//             hourglass_rejected_total{reason} (refused, formerr, notimp, dropped, overload,
+//             client_share, failing_zone, rate_limited), hourglass_truncated_total,
 //             hourglass_cache_inserts_total, hourglass_cache_evictions_total,
 //             hourglass_cache_expired_total
 //   gauges    hourglass_cache_entries, hourglass_cache_bytes, hourglass_cache_capacity_bytes,

@@ -111,7 +111,11 @@ Shared::Shared(const Config& c)
     : config(c),
       cache(cache_settings(c)),
       shadow(cache::ShadowSettings{.max_bytes = static_cast<std::size_t>(c.shadow_size)}),
-      inflight(InflightSettings{.max_entries = 4096, .max_waiters = 256}) {}
+      inflight(InflightSettings{.max_entries = 4096,
+                                .max_waiters = 256,
+                                .source_share = c.client_share,
+                                .zone_cap = c.failing_zone_cap}),
+      client_rate(c.client_rate) {}
 
 QueryEngine::QueryEngine(Shared& shared, EventLoop& loop, Sender sender, int worker)
     : shared_(shared),
@@ -208,6 +212,18 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
     case Admission::Resolve:
       break;
   }
+  // --client-rate: a UDP query beyond its source's rate is dropped, not answered (an answer
+  // would go to an address that may be forged, the reflection RRL avoids); over TCP the
+  // address is proven, and REFUSED keeps the connection's answers in order.
+  if (shared_.client_rate.enabled() && peer != nullptr) [[unlikely]] {
+    if (!shared_.client_rate.allow(client_source(peer), now)) {
+      st.rate_limited.fetch_add(1, std::memory_order_relaxed);
+      if (!route.is_tcp) return {};
+      return {write_error(out, q, RCode::Refused,
+                          EdeSpec{wire::ede::Other, "query rate limit (--client-rate)"}),
+              false};
+    }
+  }
 
   const std::size_t limit = route.is_tcp ? out.size() : udp_limit(q.udp_size, out.size());
   if (routing_ != nullptr) {
@@ -255,7 +271,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
 
   if (hit.freshness == cache::Freshness::Fresh) {
     st.hits.fetch_add(1, std::memory_order_relaxed);
-    if (hit.prefetch && shared_.inflight.start_background(key, now, worker_)) {
+    if (hit.prefetch && shared_.inflight.start_background(key, now, worker_, zone_tag(key.qname))) {
       st.prefetches.fetch_add(1, std::memory_order_relaxed);
       start_upstream(key);
     }
@@ -305,7 +321,9 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   });
   const TimerId timer = w.timer;
 
-  switch (shared_.inflight.join(key, std::move(w), now, worker_)) {
+  const JoinOrigin origin{.source = client_source(peer), .zone = zone_tag(key.qname)};
+  const JoinOutcome joined = shared_.inflight.join(key, std::move(w), now, worker_, origin);
+  switch (joined) {
     case JoinOutcome::Created:
       st.misses.fetch_add(1, std::memory_order_relaxed);
       begin_miss(key);
@@ -313,6 +331,26 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
     case JoinOutcome::Joined:
       st.coalesced.fetch_add(1, std::memory_order_relaxed);
       break;
+    case JoinOutcome::SourceShareFull:
+    case JoinOutcome::ZoneCapped: {
+      // Fair shares (inflight.h): this client, or this name's zone, already has its part of the
+      // table; the rest of the table stays for the others. A stale answer still serves.
+      cancel_deadline(timer, slot);
+      if (hit.stale()) return {answer_stale_now(hit, q, out, limit), false};
+      const bool share = joined == JoinOutcome::SourceShareFull;
+      (share ? st.share_refused : st.zone_capped).fetch_add(1, std::memory_order_relaxed);
+      st.servfail.fetch_add(1, std::memory_order_relaxed);
+      if (shared_.config.log_queries)
+        log_query(*q.qname, q.qtype, RCode::ServFail, share ? "share" : "zone-capped", now);
+      // RFC 8914: 0 Other for the client's own share (nothing is wrong upstream); 22 No
+      // Reachable Authority for a zone whose servers keep not answering.
+      return {write_error(
+                  out.first(limit), q, RCode::ServFail,
+                  share ? EdeSpec{wire::ede::Other, "too many queries in flight from this client"}
+                        : EdeSpec{wire::ede::NoReachableAuthority,
+                                  "zone keeps timing out; queries for it capped"}),
+              false};
+    }
     case JoinOutcome::TableFull:
     case JoinOutcome::WaitersFull: {
       cancel_deadline(timer, slot);
@@ -405,7 +443,7 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();
-      std::vector<Waiter> done = shared_.inflight.complete(key);
+      std::vector<Waiter> done = shared_.inflight.complete(key, Completion::Answered, now);
       for (const Waiter& w : done) {
         release_timer(w);
         const ClientQuery q = w.client();
@@ -442,7 +480,11 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
   const std::string text = fmt::format("upstream: {}", to_string(status));
   const uint16_t code = status == UpstreamStatus::NetworkError ? wire::ede::NetworkError
                                                                : wire::ede::NoReachableAuthority;
-  for (Waiter& w : shared_.inflight.complete(key)) {
+  // Only a timeout counts towards the zone's streak (inflight.h): a SERVFAIL or a refusal is
+  // an answer, quick and cheap, and a network error is about our path, not the zone.
+  const Completion how =
+      status == UpstreamStatus::Timeout ? Completion::TimedOut : Completion::Other;
+  for (Waiter& w : shared_.inflight.complete(key, how, now)) {
     release_timer(w);
     adopt_fleet_stale(key, w);
     answer_failed(w, code, text, "failed");

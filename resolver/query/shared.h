@@ -26,6 +26,7 @@
 #include "resolver/net/event_loop.h"
 #include "resolver/net/outbox.h"
 #include "resolver/query/admission.h"
+#include "resolver/query/fair_share.h"
 #include "resolver/query/inflight.h"
 #include "resolver/query/local_names.h"
 #include "resolver/query/top_names.h"
@@ -101,6 +102,10 @@ struct Stats {
   /// Routing (resolver/query/local_names.h): answered here from a special-use zone or for a
   /// single-label name; answered from a hosts file; misses sent to a forward zone's servers.
   Counter local_answers, hosts_answers, forwarded;
+  /// Fair shares (docs/security.md): new names refused because their client's source held
+  /// its --client-share of the in-flight table; because their zone keeps timing out and held
+  /// its --failing-zone-cap; queries beyond --client-rate (UDP dropped, TCP REFUSED).
+  Counter share_refused, zone_capped, rate_limited;
 };
 
 /// Everything the workers share.
@@ -112,6 +117,8 @@ struct Shared {
   /// engines beside the cache.
   cache::ShadowTable shadow;
   Inflight inflight;
+  /// --client-rate (off: allow() is one branch).
+  ClientRateLimit client_rate;
   Stats stats;
   std::atomic<uint64_t> log_suppressed{0};
   std::atomic<int64_t> last_upstream_log_ms{0};

@@ -26,6 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Endpoint ep(std::string_view text) {
   auto e = parse_endpoint(text, 53);
@@ -604,6 +605,48 @@ TEST(ConfigToToml, ReadsBackToTheSameConfig) {
   EXPECT_EQ(back.ttl_caps, c.ttl_caps);
   EXPECT_EQ(back.control_path, "/run/a \"b\".sock");
   EXPECT_EQ(back.metrics, c.metrics);
+}
+
+TEST(ParseConfig, FairShareKeys) {
+  const Config d = ok(parse_args({"--upstream", "192.0.2.1"}));
+  EXPECT_EQ(d.client_share, 512u) << "an eighth of the 4096-entry in-flight table";
+  EXPECT_EQ(d.failing_zone_cap, 32u);
+  EXPECT_EQ(d.client_rate, 0u) << "off";
+  const std::pair<const char*, unsigned> shares[] = {
+      {"1/8", 512},   {"0.125", 512}, {".25", 1024}, {"1/1", 4096}, {"1.0", 4096}, {"100", 100},
+      {"4096", 4096}, {"off", 0},     {"1/4096", 1}, {"0.0001", 1}, {"1/5000", 1}};
+  for (const auto& [text, want] : shares)
+    EXPECT_EQ(ok(parse_args({"--upstream", "192.0.2.1", "--client-share", text})).client_share,
+              want)
+        << text;
+  for (const char* bad : {"0", "4097", "0/8", "9/8", "1/0", "0.0", "1.5", "-1", "1e-3", "x", "",
+                          "1/", "/8", ".", "0.1234567890"}) {
+    const ConfigExit e = fails(parse_args({"--client-share", bad}));
+    EXPECT_THAT(e.message, HasSubstr("--client-share")) << bad;
+    EXPECT_THAT(e.message, HasSubstr("expected a fraction")) << bad;
+  }
+  for (const char* bad : {"0", "4097", "x"}) {
+    EXPECT_THAT(fails(parse_args({"--failing-zone-cap", bad})).message,
+                HasSubstr("--failing-zone-cap \"" + std::string(bad) + "\": expected"));
+    EXPECT_THAT(
+        fails(parse_args({"--client-rate", bad == std::string("4097") ? "1000001" : bad})).message,
+        HasSubstr("--client-rate"));
+  }
+  const Config c = ok(parse_args({"--upstream", "192.0.2.1", "--client-share", "1/16",
+                                  "--failing-zone-cap", "off", "--client-rate", "200"}));
+  EXPECT_EQ(c.client_share, 256u);
+  EXPECT_EQ(c.failing_zone_cap, 0u);
+  EXPECT_EQ(c.client_rate, 200u);
+  TempDir dir;
+  const std::string text = to_toml(c);
+  EXPECT_THAT(text, HasSubstr("client-share = 256\n"));
+  EXPECT_THAT(text, HasSubstr("failing-zone-cap = \"off\"\n"));
+  EXPECT_THAT(text, HasSubstr("client-rate = 200\n"));
+  const Config back = ok(parse_args({"--config", dir.write("round.toml", text)}));
+  EXPECT_EQ(back.client_share, 256u);
+  EXPECT_EQ(back.failing_zone_cap, 0u);
+  EXPECT_EQ(back.client_rate, 200u);
+  EXPECT_THAT(to_toml(d), Not(HasSubstr("client-rate")));
 }
 
 TEST(ParseConfig, ConnectionAdmissionKeys) {

@@ -44,8 +44,18 @@ constexpr const char* kAttacker = "127.0.0.2";
 constexpr const char* kVictim = "127.0.0.3";
 constexpr const char* kProber = "127.0.0.4";
 
+#if defined(__SANITIZE_ADDRESS__)
+// The ASan build (-O0, every access checked) serves a fraction of the normal build's rate: it
+// is flooded at what it can take, so the kernel's socket buffer does not decide what the other
+// clients get, and its cached names get a looser bound. The normal build asserts the 13k q/s
+// and 10 ms of the issue.
+constexpr int kAttackRate = 3000;
+constexpr double kCachedP99Ms = 50.0;
+#else
 constexpr int kAttackRate = 13000;  // queries per second, as measured in issue 33
-constexpr int kAttackMax = 60000;   // and at most this many
+constexpr double kCachedP99Ms = 10.0;
+#endif
+constexpr int kAttackMax = 60000;  // and at most this many
 constexpr auto kAttackCap = std::chrono::seconds{5};
 
 double ms_since(Clock::time_point t) {
@@ -190,7 +200,7 @@ TEST(FairShare, WaterTortureFromOneClientLeavesOthersTheirNewNamesAndFastCachedN
 
   EXPECT_GE(victim_ok * 100, kVictimNames * 95) << "another client's new names are answered";
   EXPECT_EQ(probes_ok, kProbes);
-  EXPECT_LE(p99, 10.0) << "cached names stay fast";
+  EXPECT_LE(p99, kCachedP99Ms) << "cached names stay fast";
   EXPECT_GT(share_refused, 0);
   EXPECT_GT(zone_capped, 0) << "dead.test kept timing out: capped once the share was not enough";
   EXPECT_EQ(stat_in(stats, "server.overload"), 0) << "the table itself never filled";

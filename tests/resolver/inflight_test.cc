@@ -146,5 +146,40 @@ TEST(InflightTable, ConcurrentJoinsAndCompletionsHandBackEveryWaiterOnce) {
   EXPECT_EQ(t.waiters(), 0u);
 }
 
+// The fair-share counts under two threads creating, joining, refusing and completing the same
+// keys at once: no count leaks or goes below zero, and a source never holds more than its
+// share. (In this file so that the ThreadSanitizer build runs it.)
+TEST(InflightTable, ConcurrentSharesAndZoneCountsReturnToZero) {
+  Table t(InflightSettings{.max_entries = 64,
+                           .max_waiters = 1024,
+                           .max_total_waiters = 1 << 20,
+                           .source_share = 8,
+                           .zone_cap = 4,
+                           .zone_fail_after = 2});
+  constexpr int kPerThread = 20000;
+  std::atomic<bool> over_share{false};
+  auto worker = [&](int self) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const std::string key = "k" + std::to_string(i % 24);
+      const JoinOrigin origin{.source = static_cast<uint64_t>(1 + i % 3),
+                              .zone = static_cast<uint64_t>(1 + i % 2)};
+      t.join(key, W{t0, self}, t0, self, origin);
+      if (t.source_entries(origin.source) > 8) over_share = true;
+      if (i % 3 == 0) t.complete(key, i % 6 == 0 ? Completion::TimedOut : Completion::Answered, t0);
+    }
+  };
+  std::thread a(worker, 1), b(worker, 2);
+  a.join();
+  b.join();
+  for (int k = 0; k < 24; ++k)
+    t.complete("k" + std::to_string(k));
+  EXPECT_FALSE(over_share.load());
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.sources(), 0u);
+  EXPECT_EQ(t.zones(), 0u);
+  for (uint64_t s = 1; s <= 3; ++s)
+    EXPECT_EQ(t.source_entries(s), 0u);
+}
+
 }  // namespace
 }  // namespace hg::resolver

@@ -29,12 +29,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cache/key.h"
 #include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
@@ -263,8 +265,19 @@ class InflightTable {
     std::size_t size() const { return map_.size(); }
 
    private:
-    std::unordered_map<uint64_t, uint32_t> map_;
-    std::vector<typename std::unordered_map<uint64_t, uint32_t>::node_type> spare_;
+    // Seeded: a source tag is an address prefix a client picks (and forges, over UDP), and
+    // std::hash of an integer is the integer, so tags chosen to share a bucket would make
+    // every lookup under the table's lock walk a chain of them.
+    struct TagHash {
+      std::size_t operator()(uint64_t tag) const noexcept {
+        uint8_t b[8];
+        std::memcpy(b, &tag, sizeof b);
+        return static_cast<std::size_t>(cache::seeded_hash(b));
+      }
+    };
+    using Counts = std::unordered_map<uint64_t, uint32_t, TagHash>;
+    Counts map_;
+    std::vector<typename Counts::node_type> spare_;
   };
 
   // A zone's timeouts in a row, and when the last one was noted.
@@ -336,7 +349,7 @@ class InflightTable {
   std::size_t total_waiters_ = 0;
   CountMap source_counts_;
   CountMap zone_counts_;
-  std::unordered_map<uint64_t, Streak> streaks_;
+  std::unordered_map<uint64_t, Streak> streaks_;  // zone tags: seeded hashes already
   std::optional<MonoTime> swept_;
   static constexpr std::size_t kMaxSpare = 64;
   std::vector<std::vector<W>> spare_;                 // empty lists with a buffer, from recycle()

@@ -633,6 +633,29 @@ TEST_F(UpstreamTest, ForgedReplyWithTheWrongCaseIsDroppedAndTheRealOneWins) {
   EXPECT_TRUE(stats_of(board).use_0x20.load());
 }
 
+// The other side of going to TCP after a wrong-case reply: the server the forger imitates
+// takes the TCP connection but never answers on it. The query is not stuck with it: the
+// retransmission timer moves it to the other server, over TCP too (it takes no UDP answer
+// any more), and that server's answer is the one served.
+TEST_F(UpstreamTest, AfterAWrongCaseReplyAServerSilentOverTcpIsLeftForTheOther) {
+  fake.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.7")}));
+  fake.set_forge_wrong_case(FakeRecord::a("", 300, "203.0.113.66"));
+  fake.set_tcp_mute(true);
+  FakeUpstream other;
+  other.set_default(FakeReply::records({FakeRecord::a("", 300, "192.0.2.8")}));
+  auto up = make(UpstreamOptions{
+      .servers = {*parse_endpoint(fake.address(), 53), *parse_endpoint(other.address(), 53)},
+      .lifetime = 5000ms});
+  const Outcome o = resolve(*up, make_query("muted.example", 1));
+  ASSERT_EQ(o.status, UpstreamStatus::Ok);
+  EXPECT_EQ(a_records(o.answer), std::vector<std::string>{"192.0.2.8"});
+  // One UDP copy to the first server (its forgery ends UDP for the query), none to the other;
+  // the muted server's TCP query is never read, so it is not counted.
+  EXPECT_EQ(fake.queries("muted.example", test::Transport::Udp), 1u);
+  EXPECT_EQ(other.queries("muted.example", test::Transport::Udp), 0u);
+  EXPECT_EQ(other.queries("muted.example", test::Transport::Tcp), 1u);
+}
+
 // The same in a burst: 40 queries leave in one turn; their 40 forgeries come back at once, each
 // wave more than one recvmmsg batch (32). Every forgery is dropped where it falls in a batch,
 // every query goes on over TCP (40 queries on c-ares's connection) and gets its real answer.

@@ -414,15 +414,19 @@ TEST_F(FleetSecurityTest, AFleetOnAUnixSocketWithMode0660SharesAuthenticatedValu
   for (int i = 0; i < 2; ++i) {
     Member m;
     m.socket = "/tmp/hg-fsec-" + random_label(12) + ".ctl";
-    m.d = Daemon::start({"--upstream", upstream_.address(), "--redis", "unix:" + path, "--control",
-                         m.socket, "--fleet-key-file", key_.path});
+    std::vector<std::string> args{
+        "--upstream", upstream_.address(), "--redis", "unix:" + path, "--control",
+        m.socket,     "--fleet-key-file",  key_.path};
+    args.insert(args.end(), kPatientRedis.begin(), kPatientRedis.end());
+    m.d = Daemon::start(args);
     ASSERT_TRUE(m.d->ready()) << m.d->output();
     ASSERT_TRUE(wait_connected(m)) << m.d->output();
     members.push_back(std::move(m));
   }
   const std::string name = random_label() + ".unix.test";
   ASSERT_TRUE(ask(members[0], name));
-  ASSERT_TRUE(eventually([&] { return ctl_stat(members[0].socket, "fleet.l2_stores") == 1; }));
+  ASSERT_TRUE(eventually([&] { return ctl_stat(members[0].socket, "fleet.l2_stores") == 1; }))
+      << ctl(members[0].socket, "stats").output;
   auto b = ask(members[1], name);
   ASSERT_TRUE(b);
   EXPECT_EQ(first_address(*b), "192.0.2.20");

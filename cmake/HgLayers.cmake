@@ -4,7 +4,7 @@
 #
 # 1. Folders. A folder includes its own headers and those of folders to its left:
 #
-#      base  <-  wire, dnstap  <-  cache  <-  resolver  <-  tools
+#      base  <-  wire, dnstap  <-  cache, dnssec  <-  resolver  <-  tools
 #
 # 2. The rooms of resolver/. A room includes its own headers and those of rooms of a lower
 #    rank, never a sibling's of the same rank:
@@ -30,11 +30,12 @@
 
 # The checks over the tree at `root` (a source tree's top: base/, wire/, ... resolver/).
 function(hg_check_layers_in root)
-  set(order base wire dnstap cache resolver tools)
+  set(order base wire dnstap dnssec cache resolver tools)
   set(rank_base 0)
   set(rank_wire 1)
   set(rank_dnstap 1)
   set(rank_cache 2)
+  set(rank_dnssec 2)
   set(rank_resolver 3)
   set(rank_tools 4)
   # The rooms of resolver/ (resolver/ROOM/...).

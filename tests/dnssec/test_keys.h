@@ -14,6 +14,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dnssec/crypto.h"
+#include "dnssec/rrset_check.h"
+#include "dnssec/signed_data.h"
+
 namespace hg::dnssec::test {
 
 using Bytes = std::vector<uint8_t>;
@@ -122,5 +126,46 @@ class TestKey {
   uint8_t algorithm_;
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key_{nullptr, EVP_PKEY_free};
 };
+
+/// When an RRSIG is valid and how it names its owner: what sign_rrset() needs besides the key.
+struct SigSpec {
+  uint32_t inception = 0;
+  uint32_t expiration = 0;
+  int labels = -1;            ///< the RRSIG's Labels field; -1: the owner's label count
+  uint32_t original_ttl = 0;  ///< 0: the RRset's TTL
+};
+
+/// An RRSIG RDATA over `set` made by `key` for `signer`, as a signing zone would make it
+/// (the signature over signed_data() of the RRSIG without its signature).
+inline Bytes sign_rrset(const TestKey& key, bool ksk, const Rrset& set, const wire::Name& signer,
+                        const SigSpec& spec) {
+  Bytes r;
+  auto u16 = [&](uint16_t v) {
+    r.push_back(static_cast<uint8_t>(v >> 8));
+    r.push_back(static_cast<uint8_t>(v));
+  };
+  auto u32 = [&](uint32_t v) {
+    u16(static_cast<uint16_t>(v >> 16));
+    u16(static_cast<uint16_t>(v));
+  };
+  u16(set.type);
+  r.push_back(key.algorithm());
+  r.push_back(static_cast<uint8_t>(spec.labels >= 0 ? spec.labels : set.owner.label_count()));
+  u32(spec.original_ttl != 0 ? spec.original_ttl : set.ttl);
+  u32(spec.expiration);
+  u32(spec.inception);
+  u16(key_tag(key.dnskey_rdata(ksk)));
+  const wire::Name low = signer.lowercased();
+  r.insert(r.end(), low.wire().begin(), low.wire().end());
+  Bytes unsigned_rrsig = r;
+  unsigned_rrsig.push_back(0);  // parse_rrsig() wants a signature: any byte, not signed
+  const auto sig = parse_rrsig(unsigned_rrsig);
+  if (!sig) throw std::runtime_error("cannot parse the RRSIG made");
+  const auto data = signed_data(*sig, set.owner, set.type, set.klass, set.rdatas);
+  if (!data) throw std::runtime_error("no signed data");
+  const Bytes s = key.sign(*data);
+  r.insert(r.end(), s.begin(), s.end());
+  return r;
+}
 
 }  // namespace hg::dnssec::test

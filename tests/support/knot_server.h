@@ -1,0 +1,57 @@
+// KnotServer: knotd on a free loopback port serving zones a test writes, signed by knotd
+// itself when a zone names a DNSSEC policy — the signer the dnssec/ tests check the validator
+// against, instead of signatures of our own making. Everything lives in a fresh temporary
+// directory (configuration, zone files, KASP database), removed when the server goes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/child.h"
+#include "tests/support/temp_dir.h"
+
+namespace hg::test {
+
+/// A knotd DNSSEC policy: its id and the lines of its body, e.g. {"ed", {"algorithm: ed25519",
+/// "nsec3: on"}} (knot.conf(5), section policy).
+struct KnotPolicy {
+  std::string id;
+  std::vector<std::string> lines;
+};
+
+/// A zone: apex ("example.test"), zone file text, and the policy id it is signed with
+/// (empty: served unsigned).
+struct KnotZone {
+  std::string apex;
+  std::string text;
+  std::string policy;
+};
+
+class KnotServer {
+ public:
+  /// Starts knotd and waits (bounded) until every zone answers SOA, and DNSKEY for the signed
+  /// ones. nullptr when knotd is missing or does not come up; `error` then says why (with the
+  /// end of knotd's log).
+  static std::unique_ptr<KnotServer> start(const std::vector<KnotPolicy>& policies,
+                                           const std::vector<KnotZone>& zones, std::string& error);
+  ~KnotServer();
+  KnotServer(const KnotServer&) = delete;
+  KnotServer& operator=(const KnotServer&) = delete;
+
+  uint16_t port() const noexcept { return port_; }
+  /// `keymgr -c knot.conf ZONE ARGS...`'s output (e.g. "ds" for the zone's DS records);
+  /// empty when it fails.
+  std::string keymgr(const std::string& zone, const std::string& args) const;
+  /// knotd's log so far, for failure messages.
+  std::string log() const;
+
+ private:
+  KnotServer() = default;
+  TempDir dir_{"hg-knot"};
+  uint16_t port_ = 0;
+  std::unique_ptr<Child> child_;
+};
+
+}  // namespace hg::test

@@ -5,12 +5,7 @@
 // the RDATA in capitals (canonical form), a wildcard expansion, the NSEC/NSEC3 records of a
 // denial. One byte changed in an answer makes it bogus. The time is the machine's: knotd
 // signs with it too, so nothing depends on the date.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -24,67 +19,17 @@
 #include "dnssec/rrsets.h"
 #include "tests/support/knot_server.h"
 #include "tests/support/requires.h"
-#include "tests/wire/packet_builder.h"
 #include "wire/message.h"
 
 namespace hg::dnssec {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-using wire::test::PacketBuilder;
 
 int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// One exchange with the server over UDP (DO=1, RD=0), and over TCP when the answer is
-// truncated: knotd keeps to 1232 bytes over UDP, and an NSEC3 denial with 2048-bit RSA
-// signatures is more than that.
-std::optional<Bytes> ask(uint16_t port, const std::string& name, uint16_t type) {
-  const Bytes q =
-      PacketBuilder().id(0x5151).flags(0).question(name, type).opt(1232, 0x8000).build();
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  auto exchange = [&](int socktype) -> std::optional<Bytes> {
-    const int fd = ::socket(AF_INET, socktype, 0);
-    if (fd < 0) return std::nullopt;
-    std::optional<Bytes> out;
-    Bytes msg = q;
-    if (socktype == SOCK_STREAM)
-      msg.insert(msg.begin(),
-                 {static_cast<uint8_t>(q.size() >> 8), static_cast<uint8_t>(q.size())});
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0 &&
-        ::send(fd, msg.data(), msg.size(), 0) == static_cast<ssize_t>(msg.size())) {
-      Bytes buf;
-      Bytes chunk(65535);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
-      while (std::chrono::steady_clock::now() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 500) != 1) continue;
-        const ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
-        if (n <= 0) break;
-        buf.insert(buf.end(), chunk.begin(), chunk.begin() + n);
-        if (socktype == SOCK_DGRAM) {
-          out = buf;
-          break;
-        }
-        if (buf.size() >= 2 &&
-            buf.size() >= 2u + static_cast<std::size_t>((buf[0] << 8) | buf[1])) {
-          out = Bytes(buf.begin() + 2, buf.end());
-          break;
-        }
-      }
-    }
-    ::close(fd);
-    return out;
-  };
-  auto answer = exchange(SOCK_DGRAM);
-  if (answer && answer->size() > 2 && ((*answer)[2] & 0x02) != 0) answer = exchange(SOCK_STREAM);
-  return answer;
 }
 
 // keymgr's "ds" output: one "OWNER DS TAG ALG DIGESTTYPE HEX" line per DS.
@@ -168,7 +113,7 @@ class KnotSigned : public ::testing::Test {
   std::vector<Bytes> validated_keys(const std::string& apex, uint8_t algorithm) {
     const auto ds = parse_ds_lines(server_->keymgr(apex, "ds"));
     EXPECT_FALSE(ds.empty()) << "keymgr " << apex << " ds";
-    const auto answer = ask(server_->port(), apex, 48);
+    const auto answer = server_->query(apex, 48);
     EXPECT_TRUE(answer);
     if (!answer) return {};
     wire::Message m;
@@ -187,7 +132,7 @@ class KnotSigned : public ::testing::Test {
   // Every RRset of every section of the answer to NAME TYPE checks with `keys`; how many.
   int every_rrset_secure(const std::string& apex, const std::vector<Bytes>& keys,
                          const std::string& name, uint16_t type, bool tamper = false) {
-    auto answer = ask(server_->port(), name, type);
+    auto answer = server_->query(name, type);
     EXPECT_TRUE(answer) << name;
     if (!answer) return 0;
     wire::Message m;

@@ -1,5 +1,11 @@
 #include "tests/support/knot_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -7,6 +13,7 @@
 
 #include "tests/support/command.h"
 #include "tests/support/ports.h"
+#include "tests/wire/packet_builder.h"
 
 namespace hg::test {
 
@@ -88,6 +95,75 @@ std::string KnotServer::keymgr(const std::string& zone, const std::string& args)
       "keymgr -c " + shell_quote(dir_.file("knot.conf")) + " " + shell_quote(zone) + " " + args, 20,
       Stderr::Discard);
   return r.exit_code == 0 ? r.output : std::string{};
+}
+
+std::optional<std::vector<uint8_t>> KnotServer::query(const std::string& name,
+                                                      uint16_t type) const {
+  using Bytes = std::vector<uint8_t>;
+  using wire::test::PacketBuilder;
+  const Bytes q =
+      PacketBuilder().id(0x5151).flags(0).question(name, type).opt(1232, 0x8000).build();
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port_);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  auto exchange = [&](int socktype) -> std::optional<Bytes> {
+    const int fd = ::socket(AF_INET, socktype, 0);
+    if (fd < 0) return std::nullopt;
+    std::optional<Bytes> out;
+    Bytes msg = q;
+    if (socktype == SOCK_STREAM)
+      msg.insert(msg.begin(),
+                 {static_cast<uint8_t>(q.size() >> 8), static_cast<uint8_t>(q.size())});
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0 &&
+        ::send(fd, msg.data(), msg.size(), 0) == static_cast<ssize_t>(msg.size())) {
+      Bytes buf;
+      Bytes chunk(65535);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
+      while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 500) != 1) continue;
+        const ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
+        if (n <= 0) break;
+        buf.insert(buf.end(), chunk.begin(), chunk.begin() + n);
+        if (socktype == SOCK_DGRAM) {
+          out = buf;
+          break;
+        }
+        if (buf.size() >= 2 &&
+            buf.size() >= 2u + static_cast<std::size_t>((buf[0] << 8) | buf[1])) {
+          out = Bytes(buf.begin() + 2, buf.end());
+          break;
+        }
+      }
+    }
+    ::close(fd);
+    return out;
+  };
+  auto answer = exchange(SOCK_DGRAM);
+  if (answer && answer->size() > 2 && ((*answer)[2] & 0x02) != 0) answer = exchange(SOCK_STREAM);
+  return answer;
+}
+
+bool KnotServer::replace_zone(const std::string& apex, const std::string& text, uint32_t serial) {
+  dir_.write(apex + ".zone", text);
+  const auto r = run_command(
+      "knotc -s " + shell_quote(dir_.file("knot.sock")) + " -b zone-reload " + shell_quote(apex),
+      20);
+  if (r.exit_code != 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto got =
+        run_command("kdig @127.0.0.1 -p " + std::to_string(port_) +
+                        " +norec +short +timeout=1 +retry=0 " + shell_quote(apex) + " SOA",
+                    5, Stderr::Discard);
+    std::istringstream in(got.output);
+    std::string mname, rname;
+    uint64_t have = 0;
+    if (got.exit_code == 0 && (in >> mname >> rname >> have) && have >= serial) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return false;
 }
 
 std::string KnotServer::log() const {

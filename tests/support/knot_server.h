@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ class KnotServer {
   /// `keymgr -c knot.conf ZONE ARGS...`'s output (e.g. "ds" for the zone's DS records);
   /// empty when it fails.
   std::string keymgr(const std::string& zone, const std::string& args) const;
+  /// One exchange with knotd over UDP (DO=1, RD=0), and over TCP when the answer is truncated
+  /// (knotd keeps to 1232 bytes over UDP; an NSEC3 denial under 2048-bit RSA is more than
+  /// that): the response's bytes, or nullopt after 3 s.
+  std::optional<std::vector<uint8_t>> query(const std::string& name, uint16_t type) const;
+  /// Rewrites a zone's file with `text` (whose SOA serial must be higher) and has knotd reload
+  /// it; true once knotd serves `serial` (within 20 s).
+  bool replace_zone(const std::string& apex, const std::string& text, uint32_t serial);
   /// knotd's log so far, for failure messages.
   std::string log() const;
 

@@ -119,10 +119,14 @@ struct Record {
   std::size_t line = 0;
 };
 
-// Splits the text into records: a record is one line, or several when parentheses group
-// them (RFC 1035 §5.1). Returns an error message ("LINE: what"), or empty.
-std::string split_records(std::string_view text, std::vector<Record>& out) {
+// Splits the text into records (a record is one line, or several when parentheses group
+// them: RFC 1035 §5.1) and hands each to `on_record` as soon as it ends, so that the first
+// line in error is the one reported. `on_record` returns an error message, or empty. Returns
+// an error message ("LINE: what"), or empty.
+template <class OnRecord>
+std::string split_records(std::string_view text, const OnRecord& on_record) {
   Record rec;
+  std::size_t records = 0;
   std::string word;
   bool open = false;  // inside parentheses
   std::size_t open_line = 0;
@@ -142,12 +146,13 @@ std::string split_records(std::string_view text, std::vector<Record>& out) {
   };
   const auto end_record = [&]() -> std::string {
     if (rec.words.empty()) return {};
-    // Counted as they come: a file of a million one-word lines is refused before it is all
-    // held.
-    if (out.size() == kMaxTrustAnchors)
+    // Counted as they come: a file of a million one-word lines stops at the 1001st.
+    if (records == kMaxTrustAnchors)
       return std::to_string(rec.line) + ": more than " + std::to_string(kMaxTrustAnchors) +
              " trust anchors: a file holds a few keys a zone; is this the right file?";
-    out.push_back(std::move(rec));
+    ++records;
+    if (auto e = on_record(rec); !e.empty()) return std::to_string(rec.line) + ": " + e;
+    rec.words.clear();
     return {};
   };
   std::size_t at = 0;
@@ -315,6 +320,7 @@ class TrustAnchorsBuilder {
   void add_dnskey(const wire::Name& zone, std::vector<uint8_t> rdata) {
     at(zone).dnskey.push_back(std::move(rdata));
   }
+  bool empty() const noexcept { return zones_.empty(); }
   TrustAnchors finish() && {
     TrustAnchors t;
     t.zones_.reserve(zones_.size());
@@ -528,22 +534,16 @@ TrustAnchorsResult parse_trust_anchors(std::string_view text, std::string_view s
         source + ": " + std::to_string(text.size()) + " bytes, more than the " +
         std::to_string(kMaxTrustAnchorFileBytes) +
         " a trust anchor file may have (the root's is under 1 KiB): is this the right file?");
-  std::vector<Record> records;
-  if (auto e = split_records(text, records); !e.empty())
+  TrustAnchorsBuilder b;
+  const auto on_record = [&b](const Record& r) { return parse_record(r, b); };
+  if (auto e = split_records(text, on_record); !e.empty())
     return TrustAnchorsResult::failure(source + ":" + e);
-  if (records.empty())
+  if (b.empty())
     return TrustAnchorsResult::failure(
         source +
         ": no DS or DNSKEY record: a trust anchor file needs at least one (Debian's "
         "dns-root-data has the root's in " +
         std::string(kDefaultTrustAnchorFile) + ")");
-  TrustAnchorsBuilder b;
-  for (const Record& r : records) {
-    std::string e = parse_record(r, b);
-    if (e.empty()) continue;
-    e.insert(0, source + ":" + std::to_string(r.line) + ": ");
-    return TrustAnchorsResult::failure(std::move(e));
-  }
   return std::move(b).finish();
 }
 

@@ -809,7 +809,7 @@ TEST(Nsec3Proof, TheHashBudgetIsNeverExceeded) {
   // A long name walks up one label at a time: the budget ends it.
   std::string deep = "example";
   for (int i = 0; i < 100; ++i)
-    deep = "a." + deep;
+    deep.insert(0, "a.");
   HashBudget budget(50 * 13);
   const auto ce = nsec3_closest_encloser(records, name(deep.c_str()), kExample, budget);
   EXPECT_EQ(ce.verdict, DenialVerdict::BudgetExhausted);

@@ -29,11 +29,13 @@ struct Rrset {
   std::vector<std::vector<uint8_t>> rrsigs;
 };
 
-/// The signature work one query may cost. The defaults let a chain of trust of several zones,
-/// each with a key rollover under way, validate, and stop a KeyTrap zone after a few
-/// milliseconds of CPU (docs/dnssec.md gives the figures).
+/// The signature work one query may cost. Successful checks are the honest work of a chain
+/// of trust — a DS or NSEC check per label walked (chain.h: at most 40 fetches) and a DNSKEY
+/// check per zone — so they get room for the longest walk twice over. Failed checks are what
+/// an attacker buys (KeyTrap: every key of a tag tried against every signature): a few allow
+/// for a key rollover with colliding tags, and then the query stops.
 struct Budget {
-  int verifications = 32;  ///< verify() calls, successful or not
+  int verifications = 96;  ///< verify() calls, successful or not
   int failures = 4;        ///< verify() calls that did not succeed
 };
 
@@ -48,6 +50,9 @@ enum class Why : uint8_t {
   NoSupportedAlgorithm,  ///< no DS/anchor with an algorithm and digest we do: insecure (EDE 1)
   BudgetExhausted,       ///< the query's Budget ran out before a verdict (EDE 0, "Other")
   Malformed,             ///< an RRSIG that cannot cover this RRset or a broken record (EDE 6)
+  NsecMissing,           ///< a denial the NSEC/NSEC3 records do not prove (EDE 12)
+  Nsec3Iterations,       ///< only NSEC3 with too many iterations: insecure (EDE 27)
+  FetchFailed,           ///< a DS or DNSKEY the chain needs could not be had (EDE 22)
 };
 
 enum class Security : uint8_t { Secure, Insecure, Bogus };

@@ -11,8 +11,11 @@
 //    RFC 8624 §3.1 says a validator MUST (or is RECOMMENDED to) support: RSA/SHA-256 (8),
 //    RSA/SHA-512 (10), ECDSA P-256/SHA-256 (13), ECDSA P-384/SHA-384 (14), Ed25519 (15) and
 //    Ed448 (16). Anything else is UnsupportedAlgorithm, which RFC 4035 §5.2 treats as
-//    insecure, not bogus. RSA/SHA-1 (5, 7) is not offered: RFC 8624 §3.1 lets a validator
-//    drop it, and Debian's OpenSSL policy refuses SHA-1 signatures.
+//    insecure, not bogus. RSA/SHA-1 (5, 7) is not offered, a choice: RFC 8624 §3.1 still
+//    lists its validation as a MUST, but SHA-1 signatures can be forged by chosen-prefix
+//    collisions, the IETF is deprecating them (draft-ietf-dnsop-must-not-sha1), and RHEL 9's
+//    crypto policy already makes validators treat them as unsupported. The cost: the few zones
+//    still signed with SHA-1 are insecure here (answered, without AD), never bogus.
 //
 // All through OpenSSL's libcrypto (already linked for DNS over TLS and the fleet's HMAC):
 // EVP one-shot digests and EVP_DigestVerify. Every input is untrusted: lengths are checked

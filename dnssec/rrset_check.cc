@@ -108,7 +108,8 @@ CheckResult check_rrset(const Rrset& set, const wire::Name& zone,
         const int64_t left =
             std::max<int64_t>(serial_diff(sig->expiration, static_cast<uint32_t>(now)), 0);
         const int64_t ttl = std::min<int64_t>({set.ttl, sig->original_ttl, left});
-        return CheckResult{Security::Secure, Why::None, static_cast<uint32_t>(ttl), sig->key_tag};
+        return CheckResult{Security::Secure, Why::None, static_cast<uint32_t>(ttl), sig->key_tag,
+                           sig->labels};
       }
       --budget.failures;
       note(kVerify, Why::BadSignature);

@@ -65,6 +65,9 @@ struct CheckResult {
   uint32_t ttl = 0;
   /// Secure only: the key tag of the key whose signature verified.
   uint16_t key_tag = 0;
+  /// Secure only: that RRSIG's Labels field; fewer than the owner's labels means the RRset
+  /// was synthesised from a wildcard (RFC 4035 §5.3.4), which the caller must then prove.
+  uint8_t labels = 0;
 };
 
 /// How much clock skew a validity window is allowed, seconds: a tenth of the window, at most

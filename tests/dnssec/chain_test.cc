@@ -23,150 +23,35 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/knot_server.h"
+#include "tests/dnssec/hierarchy.h"
 #include "tests/support/requires.h"
 
 namespace hg::dnssec {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-wire::Name name(const std::string& text) {
-  return *wire::Name::from_text(text);
-}
-
-// keymgr's "ds" output: "OWNER DS TAG ALG DIGESTTYPE HEX" lines; the DS RDATAs and the lines
-// themselves (to put into the parent's zone file).
-struct DsLines {
-  std::vector<Bytes> rdatas;
-  std::string zone_lines;
-};
-DsLines parse_ds(const std::string& text) {
-  DsLines out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string owner, type, hex, part;
-    unsigned tag = 0, alg = 0, digest = 0;
-    if (!(words >> owner >> type >> tag >> alg >> digest) || type != "DS") continue;
-    while (words >> part)
-      hex += part;
-    Bytes ds{static_cast<uint8_t>(tag >> 8), static_cast<uint8_t>(tag), static_cast<uint8_t>(alg),
-             static_cast<uint8_t>(digest)};
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-      ds.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    out.rdatas.push_back(ds);
-    out.zone_lines += line + "\n";
-  }
-  return out;
-}
-
-std::string soa(const std::string& apex, uint32_t serial) {
-  const std::string in = apex == "." ? "." : "." + apex;  // "ns" + in: a name in the zone
-  return "$TTL 3600\n" + apex + " SOA ns" + in + " hostmaster" + in + " " + std::to_string(serial) +
-         " 3600 600 86400 300\n" + apex + " NS ns" + in + "\n" + "ns" + in + " A 192.0.2.53\n";
-}
-
-std::string long_name() {
-  std::string n;
-  for (int i = 44; i >= 0; --i)
-    n += "l" + std::to_string(i) + ".";
-  return n + "test.";
-}
-
-// Zone texts; `ds` holds the DS lines of each child once known (phase two).
-std::string root_zone(uint32_t serial, const std::string& ds) {
-  return soa(".", serial) + "test. NS ns.test.\nns.test. A 192.0.2.53\n" + ds;
-}
-std::string test_zone(uint32_t serial, const std::string& ds) {
-  // 45 labels below test., all empty non-terminals but the last: a walk to it descends
-  // through every one of them.
-  std::string z =
-      soa("test.", serial) + "host.ent.test. A 192.0.2.7\n" + long_name() + " A 192.0.2.8\n";
-  for (const char* child : {"signed", "unsigned", "sha1", "wrongds"})
-    z += std::string(child) + ".test. NS ns." + child + ".test.\nns." + child +
-         ".test. A 192.0.2.53\n";
-  return z + ds;
-}
-std::string signed_zone(uint32_t serial, const std::string& ds) {
-  return soa("signed.test.", serial) + "www.signed.test. A 192.0.2.1\n" +
-         "deep.signed.test. NS ns.deep.signed.test.\nns.deep.signed.test. A 192.0.2.53\n" +
-         "hidden.signed.test. NS ns.hidden.signed.test.\nns.hidden.signed.test. A 192.0.2.53\n" +
-         ds;
-}
+using test::long_name;
+using test::name;
+using test::now_seconds;
 
 class Chain : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::vector<test::KnotPolicy> policies{
-        {"p256", {"algorithm: ecdsap256sha256"}},
-        {"rsa", {"algorithm: rsasha256", "ksk-size: 2048", "zsk-size: 1024"}},
-        {"ed3", {"algorithm: ed25519", "nsec3: on", "nsec3-opt-out: on"}},
-        {"p384", {"algorithm: ecdsap384sha384", "nsec3: on"}},
-        {"sha1", {"algorithm: rsasha1", "ksk-size: 2048", "zsk-size: 1024"}},
-    };
-    const std::vector<test::KnotZone> zones{
-        {".", root_zone(1, ""), "p256"},
-        {"test.", test_zone(1, ""), "rsa"},
-        {"signed.test.", signed_zone(1, ""), "ed3"},
-        {"deep.signed.test.", soa("deep.signed.test.", 1) + "a.deep.signed.test. A 192.0.2.2\n",
-         "p384"},
-        {"unsigned.test.", soa("unsigned.test.", 1) + "x.unsigned.test. A 192.0.2.3\n", ""},
-        {"hidden.signed.test.", soa("hidden.signed.test.", 1), ""},
-        {"sha1.test.", soa("sha1.test.", 1) + "x.sha1.test. A 192.0.2.4\n", "sha1"},
-        {"wrongds.test.", soa("wrongds.test.", 1) + "x.wrongds.test. A 192.0.2.5\n", "p256"},
-    };
-    auto k = test::KnotServer::start(policies, zones, error_);
-    if (!k) return;
-    // Phase two: each parent gets its children's DS (one digest bit flipped for wrongds).
-    auto ds_of = [&](const std::string& zone) { return parse_ds(k->keymgr(zone, "ds")); };
-    const DsLines test_ds = ds_of("test.");
-    // Every DS of wrongds.test. (keymgr gives one per digest type) with its last digit changed.
-    std::string wrong;
-    std::istringstream lines(ds_of("wrongds.test.").zone_lines);
-    for (std::string line; std::getline(lines, line);) {
-      const auto last = line.find_last_not_of(' ');
-      if (last != std::string::npos) line[last] = line[last] == '0' ? '1' : '0';
-      wrong += line + "\n";
-    }
-    const std::string for_test =
-        ds_of("signed.test.").zone_lines + ds_of("sha1.test.").zone_lines + wrong;
-    if (test_ds.rdatas.empty() || for_test.empty() ||
-        !k->replace_zone(".", root_zone(2, test_ds.zone_lines), 2) ||
-        !k->replace_zone("test.", test_zone(2, for_test), 2) ||
-        !k->replace_zone("signed.test.", signed_zone(2, ds_of("deep.signed.test.").zone_lines),
-                         2)) {
-      error_ = "could not put the DS records into the parents: " + k->log();
-      return;
-    }
-    anchor_ = Anchor{wire::Name(), ds_of(".").rdatas};
-    server_ = k.release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    if (server_ == nullptr) {
-      if (error_.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error_);
-      FAIL() << error_;
+    std::string error;
+    h_ = test::Hierarchy::get(error);
+    if (h_ == nullptr) {
+      if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
+      FAIL() << error;
     }
+    anchor_ = h_->anchor;
   }
-
   // Runs a walk to the end, fetching from knotd; `tamper` may change a response first.
   ZoneKeys walk(const std::string& target, Budget& budget, const ChainWalk::Known& known = {},
                 int* fetches = nullptr,
                 const std::function<void(const Fetch&, Bytes&)>& tamper = {}) {
     ChainWalk w(anchor_, name(target), now_seconds(), budget, known);
     for (int i = 0; !w.done() && i < 100; ++i) {
-      auto r = server_->query(w.need().name.to_text(), w.need().type);
+      auto r = h_->knot->query(w.need().name.to_text(), w.need().type);
       Bytes bytes = r ? *r : Bytes{};
       if (tamper) tamper(w.need(), bytes);
       w.feed(bytes);
@@ -181,9 +66,8 @@ class Chain : public ::testing::Test {
     return walk(target, b);
   }
 
-  static inline test::KnotServer* server_ = nullptr;
-  static inline std::string error_;
-  static inline Anchor anchor_;
+  const test::Hierarchy* h_ = nullptr;
+  Anchor anchor_;
   std::vector<ZoneKeys> last_established_;
 };
 

@@ -97,15 +97,15 @@ std::string KnotServer::keymgr(const std::string& zone, const std::string& args)
   return r.exit_code == 0 ? r.output : std::string{};
 }
 
-std::optional<std::vector<uint8_t>> KnotServer::query(const std::string& name,
-                                                      uint16_t type) const {
+std::optional<std::vector<uint8_t>> dns_query(uint16_t port, const std::string& name, uint16_t type,
+                                              uint16_t flags) {
   using Bytes = std::vector<uint8_t>;
   using wire::test::PacketBuilder;
   const Bytes q =
-      PacketBuilder().id(0x5151).flags(0).question(name, type).opt(1232, 0x8000).build();
+      PacketBuilder().id(0x5151).flags(flags).question(name, type).opt(1232, 0x8000).build();
   sockaddr_in to{};
   to.sin_family = AF_INET;
-  to.sin_port = htons(port_);
+  to.sin_port = htons(port);
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   auto exchange = [&](int socktype) -> std::optional<Bytes> {
     const int fd = ::socket(AF_INET, socktype, 0);

@@ -30,6 +30,12 @@ struct KnotZone {
   std::string policy;
 };
 
+/// One DNS exchange with a server on 127.0.0.1:`port`: `name` `type` with header `flags`
+/// (e.g. 0x0100 RD, 0x0010 CD) and EDNS with DO=1, over UDP and, when the answer is truncated,
+/// over TCP. The response's bytes, or nullopt after 3 s.
+std::optional<std::vector<uint8_t>> dns_query(uint16_t port, const std::string& name, uint16_t type,
+                                              uint16_t flags);
+
 class KnotServer {
  public:
   /// Starts knotd and waits (bounded) until every zone answers SOA, and DNSKEY for the signed
@@ -48,7 +54,9 @@ class KnotServer {
   /// One exchange with knotd over UDP (DO=1, RD=0), and over TCP when the answer is truncated
   /// (knotd keeps to 1232 bytes over UDP; an NSEC3 denial under 2048-bit RSA is more than
   /// that): the response's bytes, or nullopt after 3 s.
-  std::optional<std::vector<uint8_t>> query(const std::string& name, uint16_t type) const;
+  std::optional<std::vector<uint8_t>> query(const std::string& name, uint16_t type) const {
+    return dns_query(port_, name, type, 0);
+  }
   /// Rewrites a zone's file with `text` (whose SOA serial must be higher) and has knotd reload
   /// it; true once knotd serves `serial` (within 20 s).
   bool replace_zone(const std::string& apex, const std::string& text, uint32_t serial);

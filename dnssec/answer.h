@@ -1,0 +1,95 @@
+// AnswerValidation: the verdict on one upstream response to one question (RFC 4035 §5.3,
+// §5.4; RFC 4033 §5: secure, insecure or bogus). It finds out which zones' keys the
+// response rests on — the signer of each RRset of the answer's CNAME/DNAME chain, the zone of
+// a denial, or, for unsigned data, the zone the name is in — walks the chain of trust to each
+// (chain.h), and then checks:
+//
+//   - every RRset of the chain from the question name, with its zone's keys; one synthesised
+//     from a wildcard also needs the NSEC/NSEC3 proof that no closer name exists (§5.3.4);
+//     a CNAME synthesised from a DNAME is unsigned and checked against the DNAME;
+//   - where the chain ends without data (NXDOMAIN, or NOERROR without the type), the NSEC or
+//     NSEC3 proof of that, for the last name of the chain (§5.4, RFC 5155 §8);
+//   - unsigned data is insecure only if the zone it is in is proven insecure (or lies under
+//     no trust anchor); in a secure zone it is bogus.
+//
+// Like ChainWalk it does no I/O: need()/feed() for the DS and DNSKEY RRsets it has to fetch,
+// then verdict(). Every walk and check pays from one Budget for the whole response.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "dnssec/chain.h"
+#include "dnssec/rrsets.h"
+#include "dnssec/rrset_check.h"
+#include "dnssec/trust_anchor.h"
+#include "wire/message.h"
+#include "wire/name.h"
+
+namespace hg::dnssec {
+
+struct Verdict {
+  Security security = Security::Bogus;
+  Why why = Why::None;
+  /// Secure: the longest the answer may be cached as secure (the smallest TTL of every RRset
+  /// and chain link it rests on, each capped by its signature's expiry).
+  uint32_t ttl = 0;
+};
+
+class AnswerValidation {
+ public:
+  /// Validates `response` (a whole DNS message, copied) to `qname`/`qtype` against `anchors`
+  /// at time `now`. `known` as for ChainWalk. A response with another rcode than NOERROR or
+  /// NXDOMAIN has nothing to validate: it ends at once Insecure.
+  AnswerValidation(const TrustAnchors& anchors, std::span<const uint8_t> response,
+                   const wire::Name& qname, uint16_t qtype, int64_t now,
+                   ChainWalk::Known known = {}, Budget budget = {});
+
+  bool done() const noexcept { return done_; }
+  const Fetch& need() const noexcept { return walk_->need(); }
+  void feed(std::span<const uint8_t> response);
+  const Verdict& verdict() const noexcept { return verdict_; }
+  /// Every zone the walks established keys for (for the caller's key cache), and every zone
+  /// they proved insecure.
+  const std::vector<ZoneKeys>& learned() const noexcept { return learned_; }
+  /// DS and DNSKEY fetches made so far.
+  int fetches() const noexcept { return fetches_; }
+
+ private:
+  // One piece of the response to judge, and the name whose zone it needs.
+  struct Piece {
+    enum Kind : uint8_t { Signed, Unsigned, Denial } kind = Signed;
+    std::size_t set = 0;  // index into answer_ (Signed, Unsigned)
+    wire::Name target;    // signer (Signed, a signed Denial) or the name (Unsigned, unsigned Denial)
+  };
+  void plan();
+  void next_walk();
+  void evaluate();
+  const ZoneKeys* zone_for(const wire::Name& target) const;
+  void judge(Security s, Why why, uint32_t ttl);
+
+  const TrustAnchors& anchors_;
+  std::vector<uint8_t> bytes_;
+  wire::Message m_;
+  wire::Name qname_;
+  uint16_t qtype_;
+  int64_t now_;
+  ChainWalk::Known known_;
+  Budget budget_;
+  bool done_ = false;
+  Verdict verdict_;
+  std::vector<SectionRrset> answer_;
+  std::vector<Piece> pieces_;
+  wire::Name denial_name_;  // the last name of the chain, when the chain ends without data
+  bool nxdomain_ = false;
+  std::vector<wire::Name> targets_;  // distinct, in order
+  std::size_t next_target_ = 0;
+  std::optional<ChainWalk> walk_;
+  std::vector<std::pair<wire::Name, ZoneKeys>> zones_;  // target → what its walk found
+  std::vector<ZoneKeys> learned_;
+  int fetches_ = 0;
+};
+
+}  // namespace hg::dnssec

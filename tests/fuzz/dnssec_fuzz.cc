@@ -9,7 +9,10 @@
 //   1: an RRSIG RDATA, parsed and its signed data made for a fixed RRset;
 //   2: two messages, the first's length in two bytes before it: the DNSKEYs and DS records of
 //      the first are the keys for the second's RRsets (a DNSKEY answer, then an answer from
-//      the same zone, as a validator gets them).
+//      the same zone, as a validator gets them);
+//   3: messages each after its length in two bytes: an answer, then the responses to the DS
+//      and DNSKEY fetches its validation (answer.h) asks for, in order; the root's anchor is
+//      the SHA-256 DS of each root DNSKEY in the second message.
 // Properties, each an abort when violated:
 //  1. Every RRSIG section_rrsets() attaches covers the RRset's type, and no RRset is an RRSIG.
 //  2. The budget is never overdrawn: verifications and failures stay ≥ 0, and a check that
@@ -17,14 +20,19 @@
 //  3. A Secure RRset's TTL is at most its TTL; Why is None exactly when it is Secure.
 //  4. A parsed RRSIG's signature lies inside the input, and its signed data begins with the
 //     RDATA's 18 fixed bytes.
+//  5. A validation ends: once the responses run out, failed fetches end it within a bound, its
+//     fetches within the walks' limits; a Secure verdict gives no reason.
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "dnssec/answer.h"
 #include "dnssec/rrset_check.h"
 #include "dnssec/rrsets.h"
 #include "dnssec/signed_data.h"
+#include "dnssec/trust_anchor.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -113,12 +121,70 @@ void fuzz_rrsig(std::span<const uint8_t> in) {
         "signed data begins with the fixed fields");
 }
 
+// Up to 64 messages, each after its length in two bytes.
+std::vector<std::span<const uint8_t>> split(std::span<const uint8_t> in) {
+  std::vector<std::span<const uint8_t>> out;
+  while (in.size() >= 2 && out.size() < 64) {
+    const std::size_t n = std::min(static_cast<std::size_t>((in[0] << 8) | in[1]), in.size() - 2);
+    out.push_back(in.subspan(2, n));
+    in = in.subspan(2 + n);
+  }
+  return out;
+}
+
+void fuzz_answer(std::span<const uint8_t> in) {
+  const auto msgs = split(in);
+  if (msgs.empty()) return;
+  wire::Message m;
+  if (!m.parse(msgs[0]) || m.questions().size() != 1) return;
+  // The anchor: the DS of the root's keys in the second message, else one for no key.
+  std::string anchor_text;
+  int64_t now = 1'700'000'000;
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    wire::Message k;
+    if (!k.parse(msgs[i])) continue;
+    for (const auto& r : dnssec::section_rrsets(k, wire::Section::Answer)) {
+      for (const auto& raw : r.set.rrsigs)
+        if (const auto sig = dnssec::parse_rrsig(raw); sig && now == 1'700'000'000)
+          now = int64_t{sig->inception} + 1;
+      if (i != 1 || r.set.type != kDnskey || !r.set.owner.is_root()) continue;
+      for (const auto& key : r.set.rdatas) {
+        const auto ds = dnssec::ds_of_dnskey(r.set.owner, key, 2);
+        if (!ds) continue;
+        anchor_text += ". DS " + std::to_string((ds->at(0) << 8) | ds->at(1)) + " " +
+                       std::to_string(ds->at(2)) + " 2 ";
+        static const char* hex = "0123456789ABCDEF";
+        for (std::size_t b = 4; b < ds->size(); ++b) {
+          anchor_text += hex[ds->at(b) >> 4];
+          anchor_text += hex[ds->at(b) & 15];
+        }
+        anchor_text += "\n";
+      }
+    }
+  }
+  // A key the anchor parser refuses (algorithm 0, say) leaves the anchor for no key.
+  auto anchors = dnssec::parse_trust_anchors(anchor_text, "fuzz");
+  if (!anchors) anchors = dnssec::parse_trust_anchors(". DS 1 8 2 " + std::string(64, '0'), "fuzz");
+  check(anchors.has_value(), "the anchor for no key parses");
+  const auto& q = m.questions()[0];
+  dnssec::AnswerValidation v(*anchors, msgs[0], q.name, static_cast<uint16_t>(q.type), now);
+  for (std::size_t i = 1; i < msgs.size() && !v.done(); ++i)
+    v.feed(msgs[i]);
+  // Out of responses: every fetch fails, and each failure ends a walk (a piece needs one).
+  for (int i = 0; i < 64 && !v.done(); ++i)
+    v.feed({});
+  check(v.done(), "a validation ends once its fetches fail");
+  check(v.fetches() <= 64 + 40 * 18, "fetches within the walks' limits");
+  if (v.verdict().security == dnssec::Security::Secure)
+    check(v.verdict().why == dnssec::Why::None, "no reason for a secure verdict");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::span<const uint8_t> rest(data + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       fuzz_message(rest);
       break;
@@ -129,6 +195,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       fuzz_message(rest.subspan(2 + n), rest.subspan(2, n));
       break;
     }
+    case 3:
+      fuzz_answer(rest);
+      break;
     default:
       fuzz_rrsig(rest);
       break;

@@ -1,10 +1,7 @@
 #include "dnssec/trust_anchor.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +11,7 @@
 
 #include "base/bytes.h"
 #include "base/decimal.h"
+#include "base/small_file.h"
 #include "dnssec/crypto.h"
 
 namespace hg::dnssec {
@@ -549,49 +547,30 @@ TrustAnchorsResult parse_trust_anchors(std::string_view text, std::string_view s
 
 TrustAnchorsResult load_trust_anchors(const std::string& path) {
   using R = TrustAnchorsResult;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    const int e = errno;
-    std::string m = "cannot open the trust anchor file " + path + " (" + std::strerror(e) + ")";
-    if (e == ENOENT && path == kDefaultTrustAnchorFile)
-      m += ": install Debian's dns-root-data package (apt-get install dns-root-data), which "
-           "puts the root's keys there, or give another trust anchor file";
-    return R::failure(std::move(m));
-  }
-  struct stat st = {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return R::failure("the trust anchor file " + path + " is not a regular file; not read");
-  }
-  const auto too_large = [&] {
-    return R::failure("the trust anchor file " + path + " is larger than " +
-                      std::to_string(kMaxTrustAnchorFileBytes) +
-                      " bytes (the root's is under 1 KiB): is this the right file?");
-  };
-  if (static_cast<uint64_t>(st.st_size) > kMaxTrustAnchorFileBytes) {
-    ::close(fd);
-    return too_large();
-  }
-  std::string text;
-  std::array<char, 65536> buf;
-  while (true) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return R::failure("cannot read the trust anchor file " + path + " (" + std::strerror(e) +
-                        ")");
+  using S = base::SmallFile::Status;
+  base::SmallFile f = base::read_small_file(path, kMaxTrustAnchorFileBytes);
+  switch (f.status) {
+    case S::Ok:
+      return parse_trust_anchors(f.text, path);
+    case S::CannotOpen: {
+      std::string m =
+          "cannot open the trust anchor file " + path + " (" + std::strerror(f.error) + ")";
+      if (f.error == ENOENT && path == kDefaultTrustAnchorFile)
+        m += ": install Debian's dns-root-data package (apt-get install dns-root-data), which "
+             "puts the root's keys there, or give another trust anchor file";
+      return R::failure(std::move(m));
     }
-    if (n == 0) break;
-    text.append(buf.data(), static_cast<std::size_t>(n));
-    if (text.size() > kMaxTrustAnchorFileBytes) {  // grew while being read
-      ::close(fd);
-      return too_large();
-    }
+    case S::NotRegular:
+      return R::failure("the trust anchor file " + path + " is not a regular file; not read");
+    case S::TooLarge:
+      return R::failure("the trust anchor file " + path + " is larger than " +
+                        std::to_string(kMaxTrustAnchorFileBytes) +
+                        " bytes (the root's is under 1 KiB): is this the right file?");
+    case S::CannotRead:
+      break;
   }
-  ::close(fd);
-  return parse_trust_anchors(text, path);
+  return R::failure("cannot read the trust anchor file " + path + " (" + std::strerror(f.error) +
+                    ")");
 }
 
 std::optional<std::vector<uint8_t>> ds_of_dnskey(const wire::Name& owner,

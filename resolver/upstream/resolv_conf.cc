@@ -1,15 +1,11 @@
 #include "resolver/upstream/resolv_conf.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <utility>
 
+#include "base/small_file.h"
 #include "resolver/text.h"
 
 namespace hg::resolver {
@@ -47,40 +43,22 @@ ResolvConf parse_resolv_conf(std::string_view text) {
 
 Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes) {
   using R = Checked<FileText>;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return R::failure("cannot open " + quote(path) + " (" + std::strerror(errno) + ")");
-  struct stat st = {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return R::failure(quote(path) + " is not a regular file; not read");
+  using S = base::SmallFile::Status;
+  base::SmallFile f = base::read_small_file(path, max_bytes);
+  switch (f.status) {
+    case S::Ok:
+      return FileText{std::move(f.text)};
+    case S::CannotOpen:
+      return R::failure("cannot open " + quote(path) + " (" + std::strerror(f.error) + ")");
+    case S::NotRegular:
+      return R::failure(quote(path) + " is not a regular file; not read");
+    case S::TooLarge:
+      return R::failure(quote(path) + " is larger than " + std::to_string(max_bytes) +
+                        " bytes; not read");
+    case S::CannotRead:
+      break;
   }
-  const auto too_large = [&] {
-    return R::failure(quote(path) + " is larger than " + std::to_string(max_bytes) +
-                      " bytes; not read");
-  };
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
-    return too_large();
-  }
-  std::string text;
-  std::array<char, 65536> buf;
-  while (true) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return R::failure("cannot read " + quote(path) + " (" + std::strerror(e) + ")");
-    }
-    if (n == 0) break;
-    text.append(buf.data(), static_cast<std::size_t>(n));
-    if (text.size() > max_bytes) {  // grew while being read
-      ::close(fd);
-      return too_large();
-    }
-  }
-  ::close(fd);
-  return FileText{std::move(text)};
+  return R::failure("cannot read " + quote(path) + " (" + std::strerror(f.error) + ")");
 }
 
 Checked<ResolvConf> read_resolv_conf(const std::string& path) {

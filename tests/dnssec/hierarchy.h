@@ -45,33 +45,6 @@ inline wire::Name name(const std::string& text) {
   return *wire::Name::from_text(text);
 }
 
-// keymgr's "ds" output: "OWNER DS TAG ALG DIGESTTYPE HEX" lines; the DS RDATAs and the lines
-// themselves (to put into the parent's zone file).
-struct DsLines {
-  std::vector<Bytes> rdatas;
-  std::string zone_lines;
-};
-inline DsLines parse_ds(const std::string& text) {
-  DsLines out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string owner, type, hex, part;
-    unsigned tag = 0, alg = 0, digest = 0;
-    if (!(words >> owner >> type >> tag >> alg >> digest) || type != "DS") continue;
-    while (words >> part)
-      hex += part;
-    Bytes ds{static_cast<uint8_t>(tag >> 8), static_cast<uint8_t>(tag), static_cast<uint8_t>(alg),
-             static_cast<uint8_t>(digest)};
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-      ds.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    out.rdatas.push_back(ds);
-    out.zone_lines += line + "\n";
-  }
-  return out;
-}
-
 inline std::string soa(const std::string& apex, uint32_t serial) {
   const std::string in = apex == "." ? "." : "." + apex;  // "ns" + in: a name in the zone
   return "$TTL 3600\n" + apex + " SOA ns" + in + " hostmaster" + in + " " + std::to_string(serial) +
@@ -160,8 +133,8 @@ struct Hierarchy {
     auto k = KnotServer::start(policies, zones, error);
     if (!k) return nullptr;
     // Phase two: each parent gets its children's DS (one digest bit flipped for wrongds).
-    auto ds_of = [&](const std::string& zone) { return parse_ds(k->keymgr(zone, "ds")); };
-    const DsLines test_ds = ds_of("test.");
+    auto ds_of = [&](const std::string& zone) { return k->ds(zone); };
+    const KnotServer::DsRecords test_ds = ds_of("test.");
     // Every DS of wrongds.test. (keymgr gives one per digest type) with its last digit changed.
     std::string wrong;
     std::istringstream lines(ds_of("wrongds.test.").zone_lines);
@@ -182,7 +155,7 @@ struct Hierarchy {
       error = "could not put the DS records into the parents: " + k->log();
       return nullptr;
     }
-    const DsLines root = ds_of(".");
+    const KnotServer::DsRecords root = ds_of(".");
     h->anchor = dnssec::Anchor{wire::Name(), root.rdatas};
     std::istringstream lines_of_root(root.zone_lines);
     for (std::string line; std::getline(lines_of_root, line);)

@@ -32,28 +32,6 @@ int64_t now_seconds() {
       .count();
 }
 
-// keymgr's "ds" output: one "OWNER DS TAG ALG DIGESTTYPE HEX" line per DS.
-std::vector<Bytes> parse_ds_lines(const std::string& text) {
-  std::vector<Bytes> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string owner, type, hex;
-    unsigned tag = 0, alg = 0, digest = 0;
-    if (!(words >> owner >> type >> tag >> alg >> digest) || type != "DS") continue;
-    std::string part;
-    while (words >> part)
-      hex += part;
-    Bytes ds{static_cast<uint8_t>(tag >> 8), static_cast<uint8_t>(tag), static_cast<uint8_t>(alg),
-             static_cast<uint8_t>(digest)};
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-      ds.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    out.push_back(ds);
-  }
-  return out;
-}
-
 struct Signed {
   std::string policy;
   std::vector<std::string> lines;
@@ -111,7 +89,7 @@ class KnotSigned : public ::testing::Test {
 
   // The zone's DNSKEY RDATAs, checked against keymgr's DS for it.
   std::vector<Bytes> validated_keys(const std::string& apex, uint8_t algorithm) {
-    const auto ds = parse_ds_lines(server_->keymgr(apex, "ds"));
+    const auto ds = server_->ds(apex).rdatas;
     EXPECT_FALSE(ds.empty()) << "keymgr " << apex << " ds";
     const auto answer = server_->query(apex, 48);
     EXPECT_TRUE(answer);

@@ -166,6 +166,27 @@ bool KnotServer::replace_zone(const std::string& apex, const std::string& text, 
   return false;
 }
 
+KnotServer::DsRecords KnotServer::ds(const std::string& zone) const {
+  DsRecords out;
+  std::istringstream in(keymgr(zone, "ds"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string owner, type, hex, part;
+    unsigned tag = 0, alg = 0, digest = 0;
+    if (!(words >> owner >> type >> tag >> alg >> digest) || type != "DS") continue;
+    while (words >> part)
+      hex += part;
+    std::vector<uint8_t> rdata{static_cast<uint8_t>(tag >> 8), static_cast<uint8_t>(tag),
+                               static_cast<uint8_t>(alg), static_cast<uint8_t>(digest)};
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+      rdata.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    out.rdatas.push_back(std::move(rdata));
+    out.zone_lines += line + "\n";
+  }
+  return out;
+}
+
 std::string KnotServer::log() const {
   return slurp(dir_.file("log"));
 }

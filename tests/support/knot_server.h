@@ -60,6 +60,13 @@ class KnotServer {
   /// Rewrites a zone's file with `text` (whose SOA serial must be higher) and has knotd reload
   /// it; true once knotd serves `serial` (within 20 s).
   bool replace_zone(const std::string& apex, const std::string& text, uint32_t serial);
+  /// A zone's DS records as keymgr gives them (one per KSK and digest type): the RDATAs, and
+  /// the "OWNER DS TAG ALG DIGESTTYPE HEX" lines to put into the parent's zone file.
+  struct DsRecords {
+    std::vector<std::vector<uint8_t>> rdatas;
+    std::string zone_lines;
+  };
+  DsRecords ds(const std::string& zone) const;
   /// knotd's log so far, for failure messages.
   std::string log() const;
 

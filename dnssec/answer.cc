@@ -134,9 +134,9 @@ void AnswerValidation::plan() {
         dname = i;
     const auto cname = find(name, kCname);
     if (!cname) break;
-    const auto target = name_in_rdata(answer_[*cname].set.rdatas.empty()
-                                          ? std::vector<uint8_t>{}
-                                          : answer_[*cname].set.rdatas[0]);
+    const auto target =
+        name_in_rdata(answer_[*cname].set.rdatas.empty() ? std::vector<uint8_t>{}
+                                                         : answer_[*cname].set.rdatas[0]);
     if (!target) break;
     if (dname && !signer_of(answer_[*cname].set) &&
         synthesised_by(answer_[*cname].set, answer_[*dname].set)) {
@@ -290,15 +290,14 @@ void AnswerValidation::evaluate() {
             ? either(d,
                      d.nsec.empty() ? DenialVerdict::NotProven
                                     : nsec_prove_nxdomain(d.nsec, denial_name_, z->zone),
-                     d.nsec3.empty()
-                         ? DenialVerdict::NotProven
-                         : nsec3_prove_nxdomain(d.nsec3, denial_name_, z->zone, hashes))
+                     d.nsec3.empty() ? DenialVerdict::NotProven
+                                     : nsec3_prove_nxdomain(d.nsec3, denial_name_, z->zone, hashes))
             : either(d,
                      d.nsec.empty() ? DenialVerdict::NotProven
                                     : nsec_prove_nodata(d.nsec, denial_name_, qtype_, z->zone),
-                     d.nsec3.empty() ? DenialVerdict::NotProven
-                                     : nsec3_prove_nodata(d.nsec3, denial_name_, qtype_, z->zone,
-                                                          hashes));
+                     d.nsec3.empty()
+                         ? DenialVerdict::NotProven
+                         : nsec3_prove_nodata(d.nsec3, denial_name_, qtype_, z->zone, hashes));
     switch (v) {
       case DenialVerdict::Proven:
         judge(Security::Secure, Why::None, std::min(d.ttl, z->ttl));

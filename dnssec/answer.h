@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "dnssec/chain.h"
-#include "dnssec/rrsets.h"
 #include "dnssec/rrset_check.h"
+#include "dnssec/rrsets.h"
 #include "dnssec/trust_anchor.h"
 #include "wire/message.h"
 #include "wire/name.h"
@@ -62,7 +62,7 @@ class AnswerValidation {
   struct Piece {
     enum Kind : uint8_t { Signed, Unsigned, Denial } kind = Signed;
     std::size_t set = 0;  // index into answer_ (Signed, Unsigned)
-    wire::Name target;    // signer (Signed, a signed Denial) or the name (Unsigned, unsigned Denial)
+    wire::Name target;  // signer (Signed, a signed Denial) or the name (Unsigned, unsigned Denial)
   };
   void plan();
   void next_walk();

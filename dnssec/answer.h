@@ -46,6 +46,10 @@ class AnswerValidation {
   AnswerValidation(const TrustAnchors& anchors, std::span<const uint8_t> response,
                    const wire::Name& qname, uint16_t qtype, int64_t now,
                    ChainWalk::Known known = {}, Budget budget = {});
+  // The walk in progress holds a reference to budget_, and m_ views bytes_: never copied or
+  // moved (keep one behind a pointer).
+  AnswerValidation(const AnswerValidation&) = delete;
+  AnswerValidation& operator=(const AnswerValidation&) = delete;
 
   bool done() const noexcept { return done_; }
   const Fetch& need() const noexcept { return walk_->need(); }

@@ -55,6 +55,8 @@ class AnswerValidation {
   const Fetch& need() const noexcept { return walk_->need(); }
   void feed(std::span<const uint8_t> response);
   const Verdict& verdict() const noexcept { return verdict_; }
+  /// The response being validated, as given.
+  std::span<const uint8_t> response() const noexcept { return bytes_; }
   /// Every zone the walks established keys for (for the caller's key cache), and every zone
   /// they proved insecure.
   const std::vector<ZoneKeys>& learned() const noexcept { return learned_; }

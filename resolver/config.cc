@@ -282,6 +282,27 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.tls_pins.clear(); }},
+      {"dnssec", Kind::Scalar, "MODE",
+       "validate: check upstream answers' DNSSEC signatures from the trust anchor down, AD "
+       "for the secure, SERVFAIL for the bogus; off: pass answers on unchecked (default off)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v == "off") {
+           c.dnssec = Config::Dnssec::Off;
+         } else if (v == "validate") {
+           c.dnssec = Config::Dnssec::Validate;
+         } else {
+           return "expected validate or off";
+         }
+         return std::nullopt;
+       }},
+      {"trust-anchor", Kind::Scalar, "FILE",
+       "DS or DNSKEY records, one per line, that --dnssec validate starts from (default "
+       "/usr/share/dns/root.key, from Debian's dns-root-data)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v.empty()) return "expected the path of a trust anchor file";
+         c.trust_anchor_file = std::string(v);
+         return std::nullopt;
+       }},
       {"trust-ad", Kind::List, "ADDR[:PORT]",
        "pass on the AD bit of this tls:// upstream (port 853 by default), whose certificate "
        "name is checked; every other upstream's AD is cleared; repeatable",
@@ -1114,6 +1135,9 @@ std::string to_toml(const Config& c) {
   if (!c.tls_pins.empty())
     out += "tls-pin = " + toml_list(c.tls_pins, [](const std::string& p) { return p; }) + "\n";
   if (!c.trust_ad.empty()) out += "trust-ad = " + toml_list(c.trust_ad, ep_text) + "\n";
+  out += std::string("dnssec = ") +
+         (c.dnssec == Config::Dnssec::Validate ? "\"validate\"" : "\"off\"") + "\n";
+  out += "trust-anchor = " + toml_string(c.trust_anchor_file) + "\n";
   if (!c.local_records.empty())
     out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
            "\n";
@@ -1245,6 +1269,11 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                                ": not a tls:// upstream with a certificate name "
                                "(tls://ADDR#NAME in --upstream or --forward); the AD bit of any "
                                "other upstream can be set by anyone on the path"};
+  }
+  if (c.dnssec == Config::Dnssec::Validate && !c.trust_ad.empty()) {
+    return ConfigExit{2, where("trust-ad", c.trust_ad.front().to_string()) +
+                             " with --dnssec validate: the AD bit is then this resolver's own "
+                             "verdict, not an upstream's; give one or the other"};
   }
   if (!c.redis.user.empty() && c.redis.password.empty()) {
     return ConfigExit{2, where("redis-user", c.redis.user) +

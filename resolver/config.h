@@ -115,6 +115,11 @@ struct Config {
   /// --trust-ad: tls:// upstreams (of --upstream or --forward) whose AD bit is passed on;
   /// each must carry #AUTH-NAME. Every other upstream's AD is cleared.
   std::vector<Endpoint> trust_ad{};
+  /// --dnssec: whether upstream answers are validated (resolver/query/engine_dnssec.cc).
+  enum class Dnssec : uint8_t { Off, Validate };
+  Dnssec dnssec = Dnssec::Off;
+  /// --trust-anchor: the DS or DNSKEY records validation starts from (dnssec/trust_anchor.h).
+  std::string trust_anchor_file = "/usr/share/dns/root.key";
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.
   std::vector<std::string> warnings{};
 

@@ -117,6 +117,13 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     // they apply to it).
     srv->loaded_from_file_ = load_cache_file(shared, now);
   }
+  if (config.dnssec == Config::Dnssec::Validate) {
+    auto anchors = dnssec::load_trust_anchors(config.trust_anchor_file);
+    if (!anchors) return R::failure("--dnssec validate: " + anchors.error());
+    log::print(log::Level::Info, "dnssec: validating from {} trust anchor record(s) in {}",
+               anchors->count(), config.trust_anchor_file);
+    shared.anchors = std::make_shared<const dnssec::TrustAnchors>(std::move(*anchors));
+  }
   if (config.redis.enabled()) {
     // Said once at start: what this instance trusts in Redis.
     if (config.redis.fleet_key.empty()) {

@@ -23,6 +23,7 @@ struct MessageViewBuilder {
   static void record(Message& v, const RecordView& rr) { v.records_.push_back(rr); }
   static void end_section(Message& v, int s) { v.section_end_[s] = v.records_.size(); }
   static RecordView& record_at(Message& v, std::size_t i) { return v.records_[i]; }
+  static Header& header(Message& v) { return v.header_; }
   static void finish(Message& v, const Header& h, std::span<const uint8_t> packet) {
     v.header_ = h;
     v.packet_ = packet;
@@ -323,6 +324,14 @@ void AnswerNormalizer::set_ttl(std::size_t i, uint32_t ttl) noexcept {
   // out_ is a view of buf_, which this object owns and writes.
   base::store_u32(buf_.data() + rr.ttl_offset, ttl);
   rr.ttl = ttl;
+}
+
+void AnswerNormalizer::set_ad(bool ad) noexcept {
+  if (buf_.size() < kHeaderSize) return;
+  Header& h = MessageViewBuilder::header(out_);
+  h.set(flag::AD, ad);
+  // out_ is a view of buf_: the flags are bytes 2 and 3 of the header (RFC 1035 §4.1.1).
+  base::store_u16(buf_.data() + 2, h.flags);
 }
 
 }  // namespace hg::wire

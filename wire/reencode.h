@@ -112,6 +112,9 @@ class AnswerNormalizer {
   /// Sets the TTL of message().records()[i] in the written bytes and in the view (the
   /// replay gives each record the TTL its model computes). `i` must be below records().size().
   void set_ttl(std::size_t i, uint32_t ttl) noexcept;
+  /// Sets or clears the AD bit of message() in the written bytes and in the view: a
+  /// validator's verdict (resolver/query/engine_dnssec.cc) on an answer whose AD was cleared.
+  void set_ad(bool ad) noexcept;
 
  private:
   Message raw_;

@@ -123,6 +123,10 @@ Control::Output stats_text(Shared& shared) {
   line("server.zone_capped", r(s.zone_capped));
   line("server.rate_limited", r(s.rate_limited));
   line("server.truncated", r(s.truncated));
+  line("dnssec.secure", r(s.dnssec_secure));
+  line("dnssec.insecure", r(s.dnssec_insecure));
+  line("dnssec.bogus", r(s.dnssec_bogus));
+  line("dnssec.fetches", r(s.dnssec_fetches));
   line("server.local_answers", r(s.local_answers));
   line("server.hosts_answers", r(s.hosts_answers));
   line("server.forwarded_queries", r(s.forwarded));

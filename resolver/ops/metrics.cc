@@ -137,6 +137,17 @@ std::string render_metrics(Shared& shared) {
   e.counter("hourglass_upstream_failures_total",
             "Upstream queries that failed: timeout, network error, unusable answer.",
             get(s.upstream_failures));
+  e.counter("hourglass_dnssec_secure_total",
+            "Upstream answers --dnssec validate proved secure (AD for clients that ask).",
+            get(s.dnssec_secure));
+  e.counter("hourglass_dnssec_insecure_total",
+            "Upstream answers in zones proven unsigned, or under no trust anchor.",
+            get(s.dnssec_insecure));
+  e.counter("hourglass_dnssec_bogus_total",
+            "Upstream answers whose DNSSEC proof failed: answered SERVFAIL with the reason.",
+            get(s.dnssec_bogus));
+  e.counter("hourglass_dnssec_fetches_total",
+            "DS and DNSKEY queries sent upstream to build chains of trust.", get(s.dnssec_fetches));
   e.counter("hourglass_scrubbed_records_total",
             "Upstream records left out before caching: outside the question's chain, or DNSSEC "
             "records for a query without DO.",

@@ -55,7 +55,8 @@ cache::CacheSettings cache_settings(const Config& c) {
   s.ttl.negative_max_ttl = static_cast<uint32_t>(c.negative_max_ttl.count());
   s.stale_max = c.stale_max;
   s.stale_ttl = static_cast<uint32_t>(c.stale_ttl.count());
-  s.keep_ad = !c.trust_ad.empty();
+  // The AD bit kept in entries: an upstream's (--trust-ad), or this resolver's own verdict.
+  s.keep_ad = !c.trust_ad.empty() || c.dnssec == Config::Dnssec::Validate;
   return s;
 }
 
@@ -375,13 +376,16 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
   wire::Header h;
   // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even
   // without DO; wire::answer_flags() passes AD on only to clients that asked.
+  // Validating here, CD=1 and DO=1: the data with its signatures and proofs, as it is, for
+  // this resolver's own verdict.
+  const bool validate = validating(key);
   h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
-                                  (key.checking_disabled ? wire::flag::CD : 0));
+                                  (key.checking_disabled || validate ? wire::flag::CD : 0));
   h.qdcount = 1;
   h.arcount = 1;
   h.write_unchecked(q.data());
   wire::OptSpec opt;
-  opt.flags = key.dnssec_ok ? wire::kEdnsDoBit : 0;
+  opt.flags = key.dnssec_ok || validate ? wire::kEdnsDoBit : 0;
   const bool ok = w.bytes(std::span<const uint8_t>(q.data(), wire::kHeaderSize)) &&
                   w.name(key.qname, false) && w.u16(static_cast<uint16_t>(key.qtype)) &&
                   w.u16(key.qclass) && wire::write_opt(w, opt);
@@ -422,12 +426,30 @@ std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery
 
 void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                               std::span<const uint8_t> answer) {
+  // An answer (NOERROR or NXDOMAIN) for a key validated here waits for its verdict.
+  if (status == UpstreamStatus::Ok && validating(key) && answer.size() >= wire::kHeaderSize &&
+      ((answer[3] & 0x0f) == 0 || (answer[3] & 0x0f) == 3)) [[unlikely]] {
+    begin_validation(key, answer);
+    return;
+  }
+  complete_upstream(key, status, answer, nullptr);
+}
+
+void QueryEngine::complete_upstream(const cache::CacheKey& key, UpstreamStatus status,
+                                    std::span<const uint8_t> answer,
+                                    const dnssec::Verdict* verdict) {
   const MonoTime now = loop_.now();
+  if (verdict != nullptr && verdict->security == dnssec::Security::Bogus) [[unlikely]] {
+    on_bogus(key, *verdict);
+    return;
+  }
   auto& st = shared_.stats;
   // The insert below meets cold memory (a cache bigger than the CPU's); start loading it now
   // and parse the answer meanwhile.
   if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
   if (status == UpstreamStatus::Ok && normalize_upstream(answer, key)) {
+    // The verdict is this resolver's: AD for a secure answer, for clients that ask.
+    if (verdict != nullptr) normalizer_.set_ad(verdict->security == dnssec::Security::Secure);
     // RFC 8914 §4.16: the waiters learn why an address is missing (later hits do not).
     const std::optional<EdeSpec> ede =
         normalizer_.blocked() != 0
@@ -494,10 +516,11 @@ void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
 bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key) {
   // Re-encoded by our own writer before it is cached or passed on (wire/reencode.h says why);
   // a few microseconds per upstream answer, never anything on the cache-hit path.
-  wire::RewriteRules rules{.strip_dnssec = !key.dnssec_ok,
-                           .clamp_ttl = true,
-                           .clear_ad = !shared_.cache.settings().keep_ad,
-                           .chain_only = true};
+  wire::RewriteRules rules{
+      .strip_dnssec = !key.dnssec_ok,
+      .clamp_ttl = true,
+      .clear_ad = !shared_.cache.settings().keep_ad || shared_.anchors != nullptr,
+      .chain_only = true};
   if (!shared_.config.private_addresses.empty() && !may_be_private(key)) [[unlikely]] {
     rules.drop_address = &in_private_block;
     rules.drop_context = &shared_.config.private_addresses;

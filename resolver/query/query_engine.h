@@ -18,9 +18,11 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cache/cache.h"
+#include "dnssec/answer.h"
 #include "resolver/fleet/fleet_cache.h"
 #include "resolver/net/event_loop.h"
 #include "resolver/net/tcp_listener.h"
@@ -125,6 +127,27 @@ class QueryEngine {
   void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
                    std::span<const uint8_t> answer);
+  /// What on_upstream does with an answer once it is validated (`verdict`) or needs no
+  /// validation (nullptr): cache it and answer the waiters, or fail them.
+  void complete_upstream(const cache::CacheKey& key, UpstreamStatus status,
+                         std::span<const uint8_t> answer, const dnssec::Verdict* verdict);
+
+  // --- DNSSEC validation (--dnssec validate; resolver/query/engine_dnssec.cc) ---
+  /// Whether `key`'s upstream answers are validated here: validation is on and the client
+  /// did not set CD (RFC 4035 §3.2.2: then it validates, and gets the data as it is).
+  bool validating(const cache::CacheKey& key) const noexcept;
+  /// Validates an upstream answer for `key`, fetching the DS and DNSKEY RRsets it needs;
+  /// complete_upstream() follows with the verdict.
+  void begin_validation(const cache::CacheKey& key, std::span<const uint8_t> answer);
+  void send_fetch(uint32_t id);
+  void on_fetch(uint32_t id, UpstreamStatus status, std::span<const uint8_t> answer);
+  void finish_validation(const cache::CacheKey& key, const dnssec::AnswerValidation& v);
+  /// The keys of `zone` a chain of trust established and that have not expired; nullptr.
+  const dnssec::ZoneKeys* known_zone(const wire::Name& zone) const;
+  void learn(const std::vector<dnssec::ZoneKeys>& zones);
+  /// A bogus answer: its waiters get SERVFAIL with the RFC 8914 code of the reason (or a
+  /// stale answer validated earlier), and the key waits out the failure cache (RFC 9520).
+  void on_bogus(const cache::CacheKey& key, const dnssec::Verdict& verdict);
   /// Makes an upstream (or fleet) answer fit for the cache (wire::AnswerNormalizer): on true,
   /// upstream_msg_ is the view of it re-encoded by our writer.
   /// Re-encodes an upstream or fleet answer for `key` into upstream_msg_, scrubbed by the
@@ -186,6 +209,21 @@ class QueryEngine {
   std::shared_ptr<const Routing> routing_;
   std::vector<wire::Name> private_domains_;  ///< --private-domain, parsed
   ForwardSender forward_;
+  /// Validations waiting for a DS or DNSKEY fetch, by id; the key stays in keys_ meanwhile.
+  struct PendingValidation {
+    uint32_t slot;
+    std::unique_ptr<dnssec::AnswerValidation> v;
+  };
+  std::unordered_map<uint32_t, PendingValidation> validations_;
+  uint32_t next_validation_ = 0;
+  /// Zone keys (and insecure zones) chains of trust established, until they expire: the next
+  /// answer from a zone costs no fetch. At most kMaxKnownZones, the oldest dropped first.
+  struct KnownZone {
+    dnssec::ZoneKeys keys;
+    MonoTime until;
+  };
+  static constexpr std::size_t kMaxKnownZones = 1024;
+  std::vector<KnownZone> known_zones_;
 };
 
 /// dnstap (engine_dnstap.cc): sends an upstream query through `upstream` and logs it as

@@ -19,6 +19,7 @@
 #include "base/counter_slots.h"
 #include "cache/cache.h"
 #include "cache/shadow.h"
+#include "dnssec/trust_anchor.h"
 #include "resolver/config.h"
 #include "resolver/fleet/fleet_cache.h"
 #include "resolver/net/conn_admission.h"
@@ -106,6 +107,9 @@ struct Stats {
   /// its --client-share of the in-flight table; because their zone keeps timing out and held
   /// its --failing-zone-cap; queries beyond --client-rate (UDP dropped, TCP REFUSED).
   Counter share_refused, zone_capped, rate_limited;
+  /// --dnssec validate (resolver/query/engine_dnssec.cc): upstream answers found secure,
+  /// insecure and bogus, and the DS/DNSKEY queries their chains of trust cost.
+  Counter dnssec_secure, dnssec_insecure, dnssec_bogus, dnssec_fetches;
 };
 
 /// Everything the workers share.
@@ -131,6 +135,8 @@ struct Shared {
   FleetCache* fleet_control = nullptr;
   /// The busiest names and those causing upstream queries (hourglass-ctl top).
   TopNames top_names;
+  /// --dnssec validate: the trust anchors read at start (nullptr: not validating).
+  std::shared_ptr<const dnssec::TrustAnchors> anchors;
 
   /// Connection admission (resolver/net/conn_admission.h): every DNS-over-TCP listener's, and the
   /// metrics endpoint's.

@@ -205,6 +205,27 @@ TEST(ParseConfig, TimeoutOutsideRangeIsRejected) {
             2);
 }
 
+TEST(ParseConfig, DnssecModesTrustAnchorAndTheTrustAdConflict) {
+  Config c = ok(parse_args({"--upstream", "192.0.2.1"}));
+  EXPECT_EQ(c.dnssec, Config::Dnssec::Off);
+  EXPECT_EQ(c.trust_anchor_file, "/usr/share/dns/root.key");
+  c = ok(parse_args({"--upstream", "192.0.2.1", "--dnssec", "validate", "--trust-anchor",
+                     "/etc/hourglass/anchors"}));
+  EXPECT_EQ(c.dnssec, Config::Dnssec::Validate);
+  EXPECT_EQ(c.trust_anchor_file, "/etc/hourglass/anchors");
+  EXPECT_THAT(to_toml(c), HasSubstr("dnssec = \"validate\""));
+  ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--dnssec", "on"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("expected validate or off"));
+  e = fails(parse_args({"--upstream", "192.0.2.1", "--trust-anchor", ""}));
+  EXPECT_EQ(e.exit_code, 2);
+  // The AD bit is either an authenticated upstream's or this resolver's verdict, not both.
+  e = fails(parse_args({"--upstream", "tls://192.0.2.1#dns.example", "--trust-ad", "192.0.2.1",
+                        "--dnssec", "validate"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.message, HasSubstr("give one or the other"));
+}
+
 TEST(ParseConfig, ClientTimeoutAboveUpstreamTimeoutIsRejected) {
   ConfigExit e = fails(parse_args(
       {"--upstream", "192.0.2.1", "--client-timeout", "4000", "--upstream-timeout", "3000"}));

@@ -1,0 +1,196 @@
+// --dnssec validate: an upstream answer for a query without CD is validated (dnssec/answer.h)
+// before it is cached or answered. The upstream was asked with DO and CD, so it hands over
+// the data with its signatures and proofs, whatever its own view of them; the DS and DNSKEY
+// RRsets the chain of trust needs are asked of the same upstreams (DO, CD), one at a time,
+// and the zones they establish are kept for later answers. Then:
+//
+//   secure    cached and answered with AD for clients that set DO or AD (RFC 6840 §5.8)
+//   insecure  cached and answered without AD, as without validation
+//   bogus     not cached; the waiters get SERVFAIL with the RFC 8914 code of the reason (or an
+//             answer that validated before, stale), and the key waits out the failure cache
+//             (RFC 9520 §3.2) before it is asked again
+//
+// Validation runs on the engine's loop like everything else here: a validation waiting for a
+// fetch holds its key in keys_ and its state in validations_, and the waiters keep their own
+// deadlines meanwhile.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+#include "base/wall_clock.h"
+#include "resolver/log.h"
+#include "resolver/query/query_engine.h"
+#include "wire/edns.h"
+#include "wire/header.h"
+#include "wire/writer.h"
+
+namespace hg::resolver {
+
+namespace {
+
+using dnssec::Why;
+
+// RFC 8914's code for why an answer is bogus, and the text clients see with it.
+EdeSpec ede_for(Why why) {
+  switch (why) {
+    case Why::RrsigsMissing:
+      return {10, "DNSSEC: RRSIGs missing"};
+    case Why::SignatureExpired:
+      return {7, "DNSSEC: signature expired"};
+    case Why::SignatureNotYetValid:
+      return {8, "DNSSEC: signature not yet valid"};
+    case Why::DnskeyMissing:
+      return {9, "DNSSEC: no DNSKEY matches the DS or the RRSIG"};
+    case Why::NsecMissing:
+      return {12, "DNSSEC: the NSEC/NSEC3 records do not prove the denial"};
+    case Why::BudgetExhausted:
+      return {wire::ede::Other,
+              "DNSSEC: validation budget exhausted (too many signatures, "
+              "key tag collisions or fetches)"};
+    case Why::FetchFailed:
+      return {wire::ede::NoReachableAuthority, "DNSSEC: a DS or DNSKEY could not be fetched"};
+    default:
+      return {6, "DNSSEC: bogus (a signature or a link of the chain does not verify)"};
+  }
+}
+
+}  // namespace
+
+bool QueryEngine::validating(const cache::CacheKey& key) const noexcept {
+  return shared_.anchors != nullptr && !key.checking_disabled;
+}
+
+const dnssec::ZoneKeys* QueryEngine::known_zone(const wire::Name& zone) const {
+  const MonoTime now = loop_.now();
+  for (const KnownZone& k : known_zones_)
+    if (k.until > now && k.keys.zone == zone) return &k.keys;
+  return nullptr;
+}
+
+void QueryEngine::learn(const std::vector<dnssec::ZoneKeys>& zones) {
+  const MonoTime now = loop_.now();
+  for (const dnssec::ZoneKeys& z : zones) {
+    if (z.security == dnssec::Security::Bogus || z.ttl == 0) continue;
+    // Kept for their TTL (capped by their signatures' expiry), at most a day.
+    const MonoTime until = now + std::chrono::seconds{std::min<uint32_t>(z.ttl, 86400)};
+    auto same = std::find_if(known_zones_.begin(), known_zones_.end(),
+                             [&](const KnownZone& k) { return k.keys.zone == z.zone; });
+    if (same != known_zones_.end()) {
+      *same = KnownZone{z, until};
+      continue;
+    }
+    if (known_zones_.size() >= kMaxKnownZones) {
+      std::erase_if(known_zones_, [&](const KnownZone& k) { return k.until <= now; });
+      if (known_zones_.size() >= kMaxKnownZones) known_zones_.erase(known_zones_.begin());
+    }
+    known_zones_.push_back(KnownZone{z, until});
+  }
+}
+
+void QueryEngine::begin_validation(const cache::CacheKey& key, std::span<const uint8_t> answer) {
+  dnssec::ChainWalk::Known known = [this](const wire::Name& zone) { return known_zone(zone); };
+  auto v = std::make_unique<dnssec::AnswerValidation>(
+      *shared_.anchors, answer, key.qname, static_cast<uint16_t>(key.qtype),
+      base::wall_count<std::chrono::seconds>(), std::move(known));
+  if (v->done()) {
+    finish_validation(key, *v);
+    return;
+  }
+  const uint32_t id = next_validation_++;
+  validations_.emplace(id, PendingValidation{keys_.hold(key), std::move(v)});
+  send_fetch(id);
+}
+
+void QueryEngine::send_fetch(uint32_t id) {
+  const dnssec::Fetch& f = validations_.at(id).v->need();
+  // RD, CD and DO, like the query whose answer is being validated.
+  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q;
+  wire::WireWriter w(q);
+  wire::Header h;
+  h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::CD);
+  h.qdcount = 1;
+  h.arcount = 1;
+  h.write_unchecked(q.data());
+  wire::OptSpec opt;
+  opt.flags = wire::kEdnsDoBit;
+  const bool ok = w.bytes(std::span<const uint8_t>(q.data(), wire::kHeaderSize)) &&
+                  w.name(f.name.lowercased(), false) && w.u16(f.type) && w.u16(1) &&
+                  wire::write_opt(w, opt);
+  shared_.stats.dnssec_fetches.fetch_add(1, std::memory_order_relaxed);
+  if (!ok) {  // cannot happen: the buffer fits the largest name
+    on_fetch(id, UpstreamStatus::BadQuery, {});
+    return;
+  }
+  auto done = [this, id](UpstreamStatus status, std::span<const uint8_t> answer) {
+    on_fetch(id, status, answer);
+  };
+  if (routing_ != nullptr && forward_) {
+    const Routing::Match m = routing_->route(f.name, static_cast<wire::RRType>(f.type));
+    if (m.kind == RouteKind::Forward) {
+      forward_(m.index, w.written(), std::move(done));
+      return;
+    }
+  }
+  sender_(w.written(), std::move(done));
+}
+
+void QueryEngine::on_fetch(uint32_t id, UpstreamStatus status, std::span<const uint8_t> answer) {
+  auto it = validations_.find(id);
+  if (it == validations_.end()) return;
+  if (status == UpstreamStatus::Cancelled) {
+    // Shutting down, or the upstreams were replaced: the answer fails like its query would.
+    const cache::CacheKey key = keys_[it->second.slot];
+    keys_.drop(it->second.slot);
+    validations_.erase(it);
+    complete_upstream(key, UpstreamStatus::Cancelled, {}, nullptr);
+    return;
+  }
+  dnssec::AnswerValidation& v = *it->second.v;
+  v.feed(status == UpstreamStatus::Ok ? answer : std::span<const uint8_t>{});
+  if (!v.done()) {
+    send_fetch(id);
+    return;
+  }
+  PendingValidation finished = std::move(it->second);
+  validations_.erase(it);
+  const cache::CacheKey key = keys_[finished.slot];
+  keys_.drop(finished.slot);
+  finish_validation(key, *finished.v);
+}
+
+void QueryEngine::finish_validation(const cache::CacheKey& key, const dnssec::AnswerValidation& v) {
+  learn(v.learned());
+  const dnssec::Verdict& verdict = v.verdict();
+  auto& st = shared_.stats;
+  switch (verdict.security) {
+    case dnssec::Security::Secure:
+      st.dnssec_secure.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case dnssec::Security::Insecure:
+      st.dnssec_insecure.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case dnssec::Security::Bogus:
+      st.dnssec_bogus.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+  complete_upstream(key, UpstreamStatus::Ok, v.response(), &verdict);
+}
+
+void QueryEngine::on_bogus(const cache::CacheKey& key, const dnssec::Verdict& verdict) {
+  const MonoTime now = loop_.now();
+  shared_.stats.upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  if (shared_.cache.failure_holdoff(key, now) == Millis{0}) shared_.cache.note_failure(key, now);
+  const EdeSpec ede = ede_for(verdict.why);
+  log::print(log::Level::Warning, "dnssec: {} {}: bogus: {}", key.qname.to_text(),
+             wire::to_string(key.qtype), ede.extra_text);
+  fleet_after_upstream(key, cache::Hit{});
+  for (Waiter& w : shared_.inflight.complete(key, Completion::Other, now)) {
+    release_timer(w);
+    adopt_fleet_stale(key, w);
+    answer_failed(w, ede.info_code, ede.extra_text, "bogus");
+  }
+}
+
+}  // namespace hg::resolver

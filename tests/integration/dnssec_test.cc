@@ -1,0 +1,116 @@
+// --dnssec validate end to end: the real hourglassd forwards to an iterating Unbound over the
+// knotd hierarchy of tests/dnssec/hierarchy.h (signed, unsigned and broken zones), with the
+// hierarchy's root DS as its trust anchor file, and dig asks it. Secure answers carry AD for
+// clients that set DO or AD; insecure ones do not; a bogus one is SERVFAIL with the RFC 8914
+// code of the reason, but CD=1 still gets the data (RFC 4035 §3.2.2); the zones a chain
+// established are not fetched again for the next name.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/dnssec/hierarchy.h"
+#include "tests/integration/commands.h"
+#include "tests/integration/daemon.h"
+#include "tests/support/requires.h"
+#include "tests/support/temp_dir.h"
+
+namespace hg::integration {
+namespace {
+
+class Dnssec : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    h_ = test::Hierarchy::get(error);
+    test::UnboundServer* upstream = h_ != nullptr ? h_->unbound(false, error) : nullptr;
+    if (upstream == nullptr) {
+      if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
+      FAIL() << error;
+    }
+    std::string anchors;
+    for (const auto& line : h_->root_ds_lines)
+      anchors += line + "\n";
+    anchor_file_ = dir_.write("root.ds", anchors);
+    socket_ = dir_.file("ctl");
+    d_ = Daemon::start({"--upstream", "127.0.0.1:" + std::to_string(upstream->port()), "--dnssec",
+                        "validate", "--trust-anchor", anchor_file_, "--control", socket_});
+    ASSERT_TRUE(d_->ready()) << d_->output();
+  }
+
+  const test::Hierarchy* h_ = nullptr;
+  test::TempDir dir_{"hg-dnssec"};
+  std::string anchor_file_;
+  std::string socket_;
+  std::unique_ptr<Daemon> d_;
+};
+
+TEST_F(Dnssec, SecureAnswersCarryAdForClientsThatAskAndInsecureOnesDoNot) {
+  DigResult r = dig(d_->port(), "+dnssec www.signed.test A");
+  EXPECT_EQ(r.status(), "NOERROR") << r.output;
+  EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.contains("192.0.2.1")) << r.output;
+  EXPECT_TRUE(r.contains("RRSIG")) << r.output;
+  // From the cache: AD again; and for a client that sets AD without DO (RFC 6840 §5.7), AD
+  // without the signatures.
+  r = dig(d_->port(), "+dnssec www.signed.test A");
+  EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
+  r = dig(d_->port(), "+adflag +nodnssec www.signed.test A");
+  EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
+  EXPECT_FALSE(r.contains("RRSIG")) << r.output;
+  // A client that asks for neither gets no AD (RFC 6840 §5.8).
+  r = dig(d_->port(), "+noadflag +nodnssec alias.signed.test A");
+  EXPECT_EQ(r.status(), "NOERROR") << r.output;
+  EXPECT_EQ(r.flags().find("ad"), std::string::npos) << r.output;
+  // Unsigned zones: answered, never AD.
+  r = dig(d_->port(), "+dnssec x.unsigned.test A");
+  EXPECT_EQ(r.status(), "NOERROR") << r.output;
+  EXPECT_EQ(r.flags().find("ad"), std::string::npos) << r.output;
+  // A secure denial.
+  r = dig(d_->port(), "+dnssec nothing.deep.signed.test A");
+  EXPECT_EQ(r.status(), "NXDOMAIN") << r.output;
+  EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
+  EXPECT_GE(ctl_stat(socket_, "dnssec.secure"), 3);
+  EXPECT_GE(ctl_stat(socket_, "dnssec.insecure"), 1);
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 0);
+}
+
+TEST_F(Dnssec, ABogusAnswerIsServfailWithItsReasonButCdGetsTheData) {
+  DigResult r = dig(d_->port(), "+dnssec x.wrongds.test A");
+  EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
+  EXPECT_TRUE(r.contains("EDE: 9")) << r.output;  // DNSKEY Missing
+  EXPECT_FALSE(r.contains("192.0.2.5")) << r.output;
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 1);
+  // Checking disabled: the client validates, and gets the data as it is.
+  r = dig(d_->port(), "+dnssec +cd x.wrongds.test A");
+  EXPECT_EQ(r.status(), "NOERROR") << r.output;
+  EXPECT_TRUE(r.contains("192.0.2.5")) << r.output;
+  EXPECT_EQ(r.flags().find("ad"), std::string::npos) << r.output;
+  // Not asked again at once (RFC 9520): the failure cache answers.
+  r = dig(d_->port(), "+dnssec x.wrongds.test A");
+  EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 1);
+}
+
+TEST_F(Dnssec, ZonesAChainEstablishedAreNotFetchedAgain) {
+  ASSERT_EQ(dig(d_->port(), "+dnssec a.deep.signed.test A").status(), "NOERROR");
+  const int64_t fetches = ctl_stat(socket_, "dnssec.fetches");
+  EXPECT_GE(fetches, 7);  // DNSKEY ., DS/DNSKEY test., signed.test., deep.signed.test., DS a
+  const DigResult r = dig(d_->port(), "+dnssec x.w.deep.signed.test A");
+  EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.fetches"), fetches);
+}
+
+TEST(DnssecConfig, AMissingTrustAnchorFileStopsTheStartWithWhatToDo) {
+  auto d = Daemon::start({"--upstream", "127.0.0.1:9", "--dnssec", "validate", "--trust-anchor",
+                          "/nonexistent/root.key"});
+  EXPECT_FALSE(d->ready());
+  EXPECT_EQ(d->wait_exit(Millis{10000}), 1) << d->output();
+  EXPECT_NE(d->output().find("--dnssec validate: cannot open the trust anchor file "
+                             "/nonexistent/root.key"),
+            std::string::npos)
+      << d->output();
+}
+
+}  // namespace
+}  // namespace hg::integration

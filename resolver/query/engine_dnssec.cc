@@ -16,15 +16,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 
 #include "base/wall_clock.h"
 #include "resolver/log.h"
 #include "resolver/query/query_engine.h"
-#include "wire/edns.h"
 #include "wire/header.h"
-#include "wire/writer.h"
 
 namespace hg::resolver {
 
@@ -106,34 +103,18 @@ void QueryEngine::begin_validation(const cache::CacheKey& key, std::span<const u
 void QueryEngine::send_fetch(uint32_t id) {
   const dnssec::Fetch& f = validations_.at(id).v->need();
   // RD, CD and DO, like the query whose answer is being validated.
-  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q;
-  wire::WireWriter w(q);
-  wire::Header h;
-  h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::CD);
-  h.qdcount = 1;
-  h.arcount = 1;
-  h.write_unchecked(q.data());
-  wire::OptSpec opt;
-  opt.flags = wire::kEdnsDoBit;
-  const bool ok = w.bytes(std::span<const uint8_t>(q.data(), wire::kHeaderSize)) &&
-                  w.name(f.name.lowercased(), false) && w.u16(f.type) && w.u16(1) &&
-                  wire::write_opt(w, opt);
+  UpstreamQuery q;
+  const bool ok = q.write(f.name.lowercased(), f.type, 1,
+                          static_cast<uint16_t>(wire::flag::RD | wire::flag::CD), true);
   shared_.stats.dnssec_fetches.fetch_add(1, std::memory_order_relaxed);
   if (!ok) {  // cannot happen: the buffer fits the largest name
     on_fetch(id, UpstreamStatus::BadQuery, {});
     return;
   }
-  auto done = [this, id](UpstreamStatus status, std::span<const uint8_t> answer) {
-    on_fetch(id, status, answer);
-  };
-  if (routing_ != nullptr && forward_) {
-    const Routing::Match m = routing_->route(f.name, static_cast<wire::RRType>(f.type));
-    if (m.kind == RouteKind::Forward) {
-      forward_(m.index, w.written(), std::move(done));
-      return;
-    }
-  }
-  sender_(w.written(), std::move(done));
+  send_routed(f.name, static_cast<wire::RRType>(f.type), q.bytes(),
+              [this, id](UpstreamStatus status, std::span<const uint8_t> answer) {
+                on_fetch(id, status, answer);
+              });
 }
 
 void QueryEngine::on_fetch(uint32_t id, UpstreamStatus status, std::span<const uint8_t> answer) {

@@ -371,24 +371,17 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
 void QueryEngine::start_upstream(const cache::CacheKey& key) {
   // Our own query: RD=1, CD as the client asked, the lowercased name, and one bare OPT record
   // at the end (Upstream removes exactly that for a server without EDNS) with DO when asked.
-  std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> q;  // the writer fills what is sent
-  wire::WireWriter w(q);
-  wire::Header h;
   // AD=1 asks a validating upstream to say whether the data is authentic (RFC 6840 §5.7) even
   // without DO; wire::answer_flags() passes AD on only to clients that asked.
   // Validating here, CD=1 and DO=1: the data with its signatures and proofs, as it is, for
   // this resolver's own verdict.
   const bool validate = validating(key);
-  h.flags = static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
-                                  (key.checking_disabled || validate ? wire::flag::CD : 0));
-  h.qdcount = 1;
-  h.arcount = 1;
-  h.write_unchecked(q.data());
-  wire::OptSpec opt;
-  opt.flags = key.dnssec_ok || validate ? wire::kEdnsDoBit : 0;
-  const bool ok = w.bytes(std::span<const uint8_t>(q.data(), wire::kHeaderSize)) &&
-                  w.name(key.qname, false) && w.u16(static_cast<uint16_t>(key.qtype)) &&
-                  w.u16(key.qclass) && wire::write_opt(w, opt);
+  UpstreamQuery q;
+  const bool ok =
+      q.write(key.qname, static_cast<uint16_t>(key.qtype), key.qclass,
+              static_cast<uint16_t>(wire::flag::RD | wire::flag::AD |
+                                    (key.checking_disabled || validate ? wire::flag::CD : 0)),
+              key.dnssec_ok || validate);
   shared_.stats.upstream_queries.fetch_add(1, std::memory_order_relaxed);
   shared_.top_names.on_upstream(key.qname);
   if (shared_.shadow.active()) shared_.shadow.on_upstream(key);
@@ -401,15 +394,39 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
     on_upstream(keys_[slot], status, answer);
     keys_.drop(slot);
   };
+  if (send_routed(key.qname, key.qtype, q.bytes(), std::move(done)))
+    shared_.stats.forwarded.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool QueryEngine::UpstreamQuery::write(const wire::Name& name, uint16_t type, uint16_t klass,
+                                       uint16_t flags, bool dnssec_ok) noexcept {
+  // Our own query: the given flags, the name as given, and one bare OPT record at the end
+  // (Upstream removes exactly that for a server without EDNS), with DO when asked.
+  wire::WireWriter w(buf_);
+  wire::Header h;
+  h.flags = flags;
+  h.qdcount = 1;
+  h.arcount = 1;
+  h.write_unchecked(buf_.data());
+  wire::OptSpec opt;
+  opt.flags = dnssec_ok ? wire::kEdnsDoBit : 0;
+  const bool ok = w.bytes(std::span<const uint8_t>(buf_.data(), wire::kHeaderSize)) &&
+                  w.name(name, false) && w.u16(type) && w.u16(klass) && wire::write_opt(w, opt);
+  size_ = ok ? w.written().size() : 0;
+  return ok;
+}
+
+bool QueryEngine::send_routed(const wire::Name& name, wire::RRType type,
+                              std::span<const uint8_t> query, Upstream::Callback done) {
   if (routing_ != nullptr && forward_) {
-    const Routing::Match m = routing_->route(key.qname, key.qtype);
+    const Routing::Match m = routing_->route(name, type);
     if (m.kind == RouteKind::Forward) {
-      shared_.stats.forwarded.fetch_add(1, std::memory_order_relaxed);
-      forward_(m.index, w.written(), std::move(done));
-      return;
+      forward_(m.index, query, std::move(done));
+      return true;
     }
   }
-  sender_(w.written(), std::move(done));
+  sender_(query, std::move(done));
+  return false;
 }
 
 std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery& q,

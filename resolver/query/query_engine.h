@@ -119,6 +119,24 @@ class QueryEngine {
   std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                                std::size_t limit);
   void start_upstream(const cache::CacheKey& key);
+  /// One query of ours to an upstream, written in place (no allocation): the client's
+  /// question (start_upstream) or a DS/DNSKEY fetch of a chain of trust (send_fetch).
+  class UpstreamQuery {
+   public:
+    /// Header `flags`, one question, one bare OPT record (DO when `dnssec_ok`); false only if
+    /// it does not fit, which the buffer's size rules out.
+    bool write(const wire::Name& name, uint16_t type, uint16_t klass, uint16_t flags,
+               bool dnssec_ok) noexcept;
+    std::span<const uint8_t> bytes() const noexcept { return {buf_.data(), size_}; }
+
+   private:
+    std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> buf_;
+    std::size_t size_ = 0;
+  };
+  /// Sends `query` for `name`/`type` to a forward zone's servers when the routing says so
+  /// (true), else to the default upstreams (false).
+  bool send_routed(const wire::Name& name, wire::RRType type, std::span<const uint8_t> query,
+                   Upstream::Callback done);
   /// A local miss: through the fleet when there is one, else straight upstream.
   void begin_miss(const cache::CacheKey& key);
   /// After an upstream answer or failure: share it with the fleet (no-op without one).

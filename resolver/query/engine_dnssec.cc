@@ -164,8 +164,10 @@ void QueryEngine::on_bogus(const cache::CacheKey& key, const dnssec::Verdict& ve
   shared_.stats.upstream_failures.fetch_add(1, std::memory_order_relaxed);
   if (shared_.cache.failure_holdoff(key, now) == Millis{0}) shared_.cache.note_failure(key, now);
   const EdeSpec ede = ede_for(verdict.why);
-  log::print(log::Level::Warning, "dnssec: {} {}: bogus: {}", key.qname.to_text(),
-             wire::to_string(key.qtype), ede.extra_text);
+  if (const auto suppressed = failure_log_turn())
+    log::print(log::Level::Warning, "dnssec: {} {}: bogus: {}{}", key.qname.to_text(),
+               wire::to_string(key.qtype), ede.extra_text,
+               *suppressed ? fmt::format(" (and {} more failures not logged)", *suppressed) : "");
   fleet_after_upstream(key, cache::Hit{});
   for (Waiter& w : shared_.inflight.complete(key, Completion::Other, now)) {
     release_timer(w);

@@ -665,17 +665,22 @@ void QueryEngine::log_query(const wire::Name& qname, wire::RRType qtype, RCode r
              wire::to_string(qtype), wire::to_string(rcode), what, ms);
 }
 
-void QueryEngine::log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status) {
+std::optional<uint64_t> QueryEngine::failure_log_turn() {
   // At most one line per second across all workers; the rest are counted and summarised.
   const int64_t now_ms = ms_since_epoch(loop_.now());
   int64_t last = shared_.last_upstream_log_ms.load(std::memory_order_relaxed);
   if (now_ms - last < 1000 || !shared_.last_upstream_log_ms.compare_exchange_strong(last, now_ms)) {
     shared_.log_suppressed.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return std::nullopt;
   }
-  const uint64_t suppressed = shared_.log_suppressed.exchange(0, std::memory_order_relaxed);
+  return shared_.log_suppressed.exchange(0, std::memory_order_relaxed);
+}
+
+void QueryEngine::log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status) {
+  const auto suppressed = failure_log_turn();
+  if (!suppressed) return;
   log::print(log::Level::Warning, "upstream failure: {} {}: {}{}", key.qname.to_text(),
              wire::to_string(key.qtype), to_string(status),
-             suppressed ? fmt::format(" (and {} more failures not logged)", suppressed) : "");
+             *suppressed ? fmt::format(" (and {} more failures not logged)", *suppressed) : "");
 }
 }  // namespace hg::resolver

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -186,6 +187,10 @@ class QueryEngine {
   void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
                  MonoTime received);
   void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
+  /// Whether a failure may be logged now (one line a second across all workers, so a flood of
+  /// failing or bogus names cannot flood the journal): the number of lines suppressed since
+  /// the last one, to say with it; nullopt when this one is suppressed (and counted).
+  std::optional<uint64_t> failure_log_turn();
 
   /// Keys that this engine's pending callbacks (an upstream answer, a waiter's deadline) will
   /// need, each in a numbered slot: the callbacks capture [this, slot], which std::function

@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "tests/dnssec/hierarchy.h"
 #include "tests/integration/commands.h"
@@ -90,6 +91,15 @@ TEST_F(Dnssec, ABogusAnswerIsServfailWithItsReasonButCdGetsTheData) {
   r = dig(d_->port(), "+dnssec x.wrongds.test A");
   EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
   EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 1);
+  // A burst of bogus names is logged like other failures, a line a second at most: a zone
+  // cannot flood the journal.
+  std::vector<std::string> names;
+  for (int i = 0; i < 8; ++i)
+    names.push_back("n" + std::to_string(i) + ".wrongds.test");
+  const auto answers = ask_all(d_->port(), names, names.size(), Millis{4000});
+  EXPECT_EQ(answers.size(), names.size());
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 9);
+  EXPECT_LE(d_->lines_with("bogus:").size(), 3u) << d_->output();
 }
 
 TEST_F(Dnssec, ZonesAChainEstablishedAreNotFetchedAgain) {

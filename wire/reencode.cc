@@ -252,6 +252,7 @@ WriteOutcome rewrite_without_opt(WireWriter& w, const Message& m, Message* view,
         ttl = 0;
         ++out.clamped;
       }
+      ttl = std::min(ttl, rules.max_ttl);
       bool bad_rdata = false;
       RecordView written{};
       if (*counts[s] == 0xFFFF || !rewrite_record(w, base, m, rr, ttl, bad_rdata, written)) {

@@ -48,6 +48,9 @@ struct RewriteRules {
   /// true leaves the record out, counted in `blocked`. Null: every address is kept.
   bool (*drop_address)(const void* context, std::span<const uint8_t> address) = nullptr;
   const void* drop_context = nullptr;
+  /// TTLs above this are written as it, in every section (not counted): a validated answer
+  /// is kept no longer than its signatures allow (RFC 4035 §5.3.3).
+  uint32_t max_ttl = 0xFFFFFFFFu;
 };
 
 /// Marks, per record of `m` (in records() order), whether it belongs to the answer to

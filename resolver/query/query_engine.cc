@@ -464,7 +464,11 @@ void QueryEngine::complete_upstream(const cache::CacheKey& key, UpstreamStatus s
   // The insert below meets cold memory (a cache bigger than the CPU's); start loading it now
   // and parse the answer meanwhile.
   if (status == UpstreamStatus::Ok) shared_.cache.prefetch(key);
-  if (status == UpstreamStatus::Ok && normalize_upstream(answer, key)) {
+  // A secure answer is kept no longer than its signatures and chain of trust allow.
+  const uint32_t max_ttl = verdict != nullptr && verdict->security == dnssec::Security::Secure
+                               ? verdict->ttl
+                               : wire::RewriteRules{}.max_ttl;
+  if (status == UpstreamStatus::Ok && normalize_upstream(answer, key, max_ttl)) {
     // The verdict is this resolver's: AD for a secure answer, for clients that ask.
     if (verdict != nullptr) normalizer_.set_ad(verdict->security == dnssec::Security::Secure);
     // RFC 8914 §4.16: the waiters learn why an address is missing (later hits do not).
@@ -530,14 +534,16 @@ void QueryEngine::complete_upstream(const cache::CacheKey& key, UpstreamStatus s
   }
 }
 
-bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key) {
+bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key,
+                                     uint32_t max_ttl) {
   // Re-encoded by our own writer before it is cached or passed on (wire/reencode.h says why);
   // a few microseconds per upstream answer, never anything on the cache-hit path.
   wire::RewriteRules rules{
       .strip_dnssec = !key.dnssec_ok,
       .clamp_ttl = true,
       .clear_ad = !shared_.cache.settings().keep_ad || shared_.anchors != nullptr,
-      .chain_only = true};
+      .chain_only = true,
+      .max_ttl = max_ttl};
   if (!shared_.config.private_addresses.empty() && !may_be_private(key)) [[unlikely]] {
     rules.drop_address = &in_private_block;
     rules.drop_context = &shared_.config.private_addresses;

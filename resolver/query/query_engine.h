@@ -171,8 +171,10 @@ class QueryEngine {
   /// upstream_msg_ is the view of it re-encoded by our writer.
   /// Re-encodes an upstream or fleet answer for `key` into upstream_msg_, scrubbed by the
   /// rules every answer gets (wire::RewriteRules: DNSSEC records only for DO keys, TTLs of
-  /// 2^31 or more as 0, AD cleared unless the cache keeps AD); counts what the rules changed.
-  bool normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key);
+  /// 2^31 or more as 0, AD cleared unless the cache keeps AD, TTLs capped at `max_ttl`);
+  /// counts what the rules changed.
+  bool normalize_upstream(std::span<const uint8_t> answer, const cache::CacheKey& key,
+                          uint32_t max_ttl = wire::RewriteRules{}.max_ttl);
   /// Whether `key`'s name may resolve to a --private-address block: at or below a
   /// --private-domain, or in a forward zone.
   bool may_be_private(const cache::CacheKey& key) const;

@@ -160,6 +160,28 @@ TEST(AnswerNormalizer, RulesStripDnssecRecordsClampTtlsAndClearAd) {
   EXPECT_EQ(n.dropped(), 2u);
 }
 
+TEST(AnswerNormalizer, MaxTtlCapsEveryRecordButLeavesShorterOnesAlone) {
+  // A validated answer whose signatures expire in 120 s (RFC 4035 §5.3.3).
+  const std::vector<uint8_t> sig(40, 0xab);
+  const auto answer = test::PacketBuilder()
+                          .flags(0x8180)
+                          .question("s.example", 1)
+                          .rr(0, "s.example", 1, 3600, {192, 0, 2, 1})
+                          .rr(0, "s.example", 46, 3600, sig)
+                          .rr(1, "example", 6, 60, std::vector<uint8_t>(22, 0))
+                          .build();
+  AnswerNormalizer n;
+  ASSERT_EQ(n.normalize(answer, RewriteRules{.max_ttl = 120}), NormalizeStatus::Ok);
+  ASSERT_EQ(n.message().records().size(), 3u);
+  EXPECT_EQ(n.message().records()[0].ttl, 120u);
+  EXPECT_EQ(n.message().records()[1].ttl, 120u);
+  EXPECT_EQ(n.message().records()[2].ttl, 60u) << "a shorter TTL stays";
+  EXPECT_EQ(n.clamped(), 0u);
+  // Without the rule, the TTLs as they came.
+  ASSERT_EQ(n.normalize(answer), NormalizeStatus::Ok);
+  EXPECT_EQ(n.message().records()[0].ttl, 3600u);
+}
+
 // What a poisoning upstream adds around a real answer, records in a shuffled order.
 std::vector<uint8_t> poisoned_answer() {
   const auto name = [](std::string_view n) { return test::wire_name(n); };

@@ -485,14 +485,26 @@ const ZoneAnchors* TrustAnchors::find(const wire::Name& zone) const noexcept {
 
 const ZoneAnchors* TrustAnchors::closest(const wire::Name& name) const {
   // From the name up to the root: at most 127 lookups, each a binary search, whatever the
-  // number of zones.
+  // number of zones. The first zone met decides: an anchor, or a negative one.
   if (zones_.empty()) return nullptr;
   wire::Name n = name;
   while (true) {
     if (const ZoneAnchors* z = find(n)) return z;
+    if (std::binary_search(insecure_.begin(), insecure_.end(), n)) return nullptr;
     if (n.is_root()) return nullptr;
     n = n.parent();
   }
+}
+
+bool TrustAnchors::anchored_at_or_below(const wire::Name& zone) const {
+  return std::any_of(zones_.begin(), zones_.end(),
+                     [&](const ZoneAnchors& z) { return z.zone.is_subdomain_of(zone); });
+}
+
+void TrustAnchors::add_insecure(const wire::Name& zone) {
+  const wire::Name z = zone.lowercased();
+  const auto it = std::lower_bound(insecure_.begin(), insecure_.end(), z);
+  if (it == insecure_.end() || *it != z) insecure_.insert(it, z);
 }
 
 std::string TrustAnchors::to_text() const {

@@ -73,8 +73,18 @@ class TrustAnchors {
   /// The anchors of exactly `zone` (any letter case); nullptr when it has none.
   const ZoneAnchors* find(const wire::Name& zone) const noexcept;
   /// The anchors of the deepest anchored zone that is `name` or an ancestor of it: where
-  /// validation of `name` starts. nullptr when no anchor covers `name`.
+  /// validation of `name` starts. nullptr when no anchor covers `name`, or when a zone
+  /// declared insecure lies between `name` and that anchor (or is `name`).
   const ZoneAnchors* closest(const wire::Name& name) const;
+  /// Whether some anchored zone is `zone` or below it.
+  bool anchored_at_or_below(const wire::Name& zone) const;
+
+  /// Declares `zone` insecure: a negative trust anchor (RFC 7646). Names at and below it are
+  /// validated from no anchor (insecure, never bogus, never AD) unless an anchor lies deeper.
+  /// Not part of the file (to_text() leaves it out); idempotent.
+  void add_insecure(const wire::Name& zone);
+  /// The zones declared insecure, lowercased, in canonical order.
+  const std::vector<wire::Name>& insecure() const noexcept { return insecure_; }
 
   /// The anchors as a trust anchor file (one record a line, no TTL): parse_trust_anchors()
   /// of it gives these anchors back.
@@ -85,6 +95,7 @@ class TrustAnchors {
  private:
   friend class TrustAnchorsBuilder;
   std::vector<ZoneAnchors> zones_;
+  std::vector<wire::Name> insecure_;
 };
 
 /// TrustAnchors or a one-line error message. The member names follow std::expected like

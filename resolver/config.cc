@@ -283,18 +283,32 @@ const std::vector<Key>& keys() {
        },
        [](Config& c) { c.tls_pins.clear(); }},
       {"dnssec", Kind::Scalar, "MODE",
-       "validate: check upstream answers' DNSSEC signatures from the trust anchor down, AD "
-       "for the secure, SERVFAIL for the bogus; off: pass answers on unchecked (default off)",
+       "validate: check upstream answers' DNSSEC signatures from the trust anchor down (AD for "
+       "the secure, SERVFAIL for the bogus) when the upstreams deliver DNSSEC records, else "
+       "pass answers on without AD and warn; require: the same, but SERVFAIL when they do not; "
+       "off: pass answers on unchecked (default validate)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v == "off") {
            c.dnssec = Config::Dnssec::Off;
          } else if (v == "validate") {
            c.dnssec = Config::Dnssec::Validate;
+         } else if (v == "require") {
+           c.dnssec = Config::Dnssec::Require;
          } else {
-           return "expected validate or off";
+           return "expected validate, require or off";
          }
+         c.dnssec_given = true;
          return std::nullopt;
        }},
+      {"insecure-domain", Kind::List, "ZONE",
+       "Do not validate names at or below ZONE (a negative trust anchor, RFC 7646): answered "
+       "without AD and never bogus; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (auto why = zone_syntax_error(v)) return *why;
+         c.insecure_domains.emplace_back(v);
+         return std::nullopt;
+       },
+       [](Config& c) { c.insecure_domains.clear(); }},
       {"trust-anchor", Kind::Scalar, "FILE",
        "DS or DNSKEY records, one per line, that --dnssec validate starts from (default "
        "/usr/share/dns/root.key, from Debian's dns-root-data)",
@@ -1135,8 +1149,15 @@ std::string to_toml(const Config& c) {
   if (!c.tls_pins.empty())
     out += "tls-pin = " + toml_list(c.tls_pins, [](const std::string& p) { return p; }) + "\n";
   if (!c.trust_ad.empty()) out += "trust-ad = " + toml_list(c.trust_ad, ep_text) + "\n";
-  out += std::string("dnssec = ") +
-         (c.dnssec == Config::Dnssec::Validate ? "\"validate\"" : "\"off\"") + "\n";
+  if (c.dnssec_given)
+    out += std::string("dnssec = ") +
+           (c.dnssec == Config::Dnssec::Validate  ? "\"validate\""
+            : c.dnssec == Config::Dnssec::Require ? "\"require\""
+                                                  : "\"off\"") +
+           "\n";
+  if (!c.insecure_domains.empty())
+    out += "insecure-domain = " +
+           toml_list(c.insecure_domains, [](const std::string& x) { return x; }) + "\n";
   out += "trust-anchor = " + toml_string(c.trust_anchor_file) + "\n";
   if (!c.local_records.empty())
     out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
@@ -1270,10 +1291,13 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
                                "(tls://ADDR#NAME in --upstream or --forward); the AD bit of any "
                                "other upstream can be set by anyone on the path"};
   }
-  if (c.dnssec == Config::Dnssec::Validate && !c.trust_ad.empty()) {
-    return ConfigExit{2, where("trust-ad", c.trust_ad.front().to_string()) +
-                             " with --dnssec validate: the AD bit is then this resolver's own "
-                             "verdict, not an upstream's; give one or the other"};
+  if (c.dnssec != Config::Dnssec::Off && !c.trust_ad.empty()) {
+    if (c.dnssec_given)
+      return ConfigExit{2, where("trust-ad", c.trust_ad.front().to_string()) +
+                               " with --dnssec validate or require: the AD bit is then this "
+                               "resolver's own verdict, not an upstream's; give one or the other"};
+    // Trusting an upstream's validation is a choice not to validate here.
+    c.dnssec = Config::Dnssec::Off;
   }
   if (!c.redis.user.empty() && c.redis.password.empty()) {
     return ConfigExit{2, where("redis-user", c.redis.user) +

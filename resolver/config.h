@@ -115,9 +115,16 @@ struct Config {
   /// --trust-ad: tls:// upstreams (of --upstream or --forward) whose AD bit is passed on;
   /// each must carry #AUTH-NAME. Every other upstream's AD is cleared.
   std::vector<Endpoint> trust_ad{};
-  /// --dnssec: whether upstream answers are validated (resolver/query/engine_dnssec.cc).
-  enum class Dnssec : uint8_t { Off, Validate };
-  Dnssec dnssec = Dnssec::Off;
+  /// --dnssec: whether upstream answers are validated (resolver/query/engine_dnssec.cc,
+  /// docs/dnssec.md). Validate: when the upstreams deliver DNSSEC records (probed), else
+  /// insecure with a warning; Require: the same, but fail closed.
+  enum class Dnssec : uint8_t { Off, Validate, Require };
+  Dnssec dnssec = Dnssec::Validate;
+  /// Whether --dnssec was given: without it, a missing trust anchor file or --trust-ad turns
+  /// validation off with a warning instead of stopping the start.
+  bool dnssec_given = false;
+  /// --insecure-domain: negative trust anchors (RFC 7646), as given.
+  std::vector<std::string> insecure_domains{};
   /// --trust-anchor: the DS or DNSKEY records validation starts from (dnssec/trust_anchor.h).
   std::string trust_anchor_file = "/usr/share/dns/root.key";
   /// Non-fatal findings (e.g. an unusable nameserver line) for the daemon to log.

@@ -97,8 +97,35 @@ void Server::start_fleet(Shared& shared, Worker& wk, bool control) {
 Checked<std::unique_ptr<Server>> Server::create(Config config) {
   using R = Checked<std::unique_ptr<Server>>;
   std::unique_ptr<Server> srv(new Server());
+  // DNSSEC (docs/dnssec.md): the trust anchors, read before anything depends on the mode.
+  std::shared_ptr<dnssec::TrustAnchors> anchors;
+  if (config.dnssec != Config::Dnssec::Off) {
+    const char* mode = config.dnssec == Config::Dnssec::Require ? "require" : "validate";
+    auto read = dnssec::load_trust_anchors(config.trust_anchor_file);
+    if (!read) {
+      if (config.dnssec_given)
+        return R::failure(fmt::format("--dnssec {}: {}", mode, read.error()));
+      // The default mode without anchors: validation off, said once.
+      log::print(log::Level::Warning,
+                 "dnssec: not validating: {} (or give --trust-anchor FILE; --dnssec off "
+                 "silences this)",
+                 read.error());
+      config.dnssec = Config::Dnssec::Off;
+    } else {
+      anchors = std::make_shared<dnssec::TrustAnchors>(std::move(*read));
+      for (const std::string& zone : config.insecure_domains)
+        if (auto z = wire::Name::from_text(zone)) anchors->add_insecure(*z);
+      log::print(log::Level::Info,
+                 "dnssec: validating (--dnssec {}) from {} trust anchor record(s) in {}{}", mode,
+                 anchors->count(), config.trust_anchor_file,
+                 anchors->insecure().empty()
+                     ? std::string()
+                     : fmt::format(", {} insecure domain(s)", anchors->insecure().size()));
+    }
+  }
   srv->shared_ = std::make_unique<Shared>(config);
   Shared& shared = *srv->shared_;
+  shared.anchors = anchors;
   {
     const auto now = std::chrono::time_point_cast<Millis>(std::chrono::steady_clock::now());
     for (const auto& cap : config.ttl_caps) {
@@ -116,13 +143,6 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     // Warm restart: the saved cache goes in before any socket is bound (after the caps, so
     // they apply to it).
     srv->loaded_from_file_ = load_cache_file(shared, now);
-  }
-  if (config.dnssec == Config::Dnssec::Validate) {
-    auto anchors = dnssec::load_trust_anchors(config.trust_anchor_file);
-    if (!anchors) return R::failure("--dnssec validate: " + anchors.error());
-    log::print(log::Level::Info, "dnssec: validating from {} trust anchor record(s) in {}",
-               anchors->count(), config.trust_anchor_file);
-    shared.anchors = std::make_shared<const dnssec::TrustAnchors>(std::move(*anchors));
   }
   if (config.redis.enabled()) {
     // Said once at start: what this instance trusts in Redis.
@@ -244,6 +264,18 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     srv->apply_routing(routing.value(), /*direct=*/true);
   }
   shared.set_upstreams_now(config.upstreams);
+  if (shared.anchors != nullptr) {
+    // Whether the default upstreams deliver DNSSEC records: asked now, on worker 0's loop
+    // (its first iteration sends), and again whenever they change.
+    UpstreamOptions uo;
+    uo.lifetime = Millis{config.upstream_timeout.count() * 6 / 5};
+    uo.use_0x20 = config.use_0x20;
+    uo.dot = dot_settings(config, {});
+    srv->dnssec_probe_ = std::make_unique<DnssecProbe>(srv->workers_[0]->loop, shared.anchors,
+                                                       config.dnssec == Config::Dnssec::Require,
+                                                       std::move(uo), shared.dnssec_upstreams);
+    srv->dnssec_probe_->start(config.upstreams);
+  }
   {
     auto watch = FileWatch::open(srv->workers_[0]->loop,
                                  [s = srv.get()](const std::string& p) { s->on_file_changed(p); });
@@ -447,6 +479,8 @@ void Server::reload_upstreams(const char* why) {
   auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
   auto message = std::make_shared<const std::string>(
       fmt::format("{}: upstreams now {} (from {})", why, ups, c.upstream_file));
+  if (dnssec_probe_)
+    workers_[0]->loop.post([this, servers = rc->nameservers] { dnssec_probe_->start(servers); });
   for (auto& w : workers_) {
     Worker* wp = w.get();
     wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
@@ -525,6 +559,7 @@ void Server::finish_shutdown(MonoTime give_up) {
   for (auto& w : workers_) {
     Worker* wp = w.get();
     wp->loop.post([this, wp, remaining] {
+      if (wp->index == 0 && dnssec_probe_) dnssec_probe_->cancel();
       wp->upstream->cancel_all();
       for (auto& f : wp->forward)
         if (f.up) f.up->cancel_all();

@@ -88,6 +88,9 @@ class Server {
   // Declared before workers_: outlives the engines that point at it.
   std::shared_ptr<DnstapWriter> dnstap_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  /// --dnssec validate/require: whether the default upstreams deliver DNSSEC records; on
+  /// worker 0's loop (declared after workers_: destroyed before the loops).
+  std::unique_ptr<DnssecProbe> dnssec_probe_;
   // On worker 0's loop; declared after workers_ so they are destroyed before it.
   std::unique_ptr<Control> control_;
   std::unique_ptr<Metrics> metrics_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "base/duration.h"
@@ -30,6 +31,8 @@ constexpr std::string_view kHelp =
     "help                    this list\n"
     "stats                   cache and server counters, queries in flight\n"
     "upstreams               per upstream server: RTT, RTO, EDNS and 0x20 state, counters\n"
+    "dnssec                  validation: the mode, the trust anchors, whether each upstream\n"
+    "                        delivers DNSSEC records, the verdicts so far\n"
     "top-names [N]           the busiest names, and those causing the most upstream queries\n"
     "dump [NAME]             cached answers (all, or NAME's) with the TTLs left now\n"
     "flush                   remove every cached answer\n"
@@ -185,6 +188,37 @@ Control::Output dump(Shared& shared, std::optional<wire::Name> only, MonoTime no
   return o;
 }
 
+std::string dnssec_text(const Shared& shared) {
+  const Config& c = shared.config;
+  const auto get = [](const auto& a) { return a.load(std::memory_order_relaxed); };
+  std::string out;
+  if (shared.anchors == nullptr) {
+    out = "dnssec mode=off\n";
+  } else {
+    const DnssecPath path = shared.dnssec_upstreams.path();
+    std::string zones, insecure;
+    for (const auto& z : shared.anchors->zones())
+      zones += (zones.empty() ? "" : ",") + z.zone.to_text();
+    for (const auto& z : shared.anchors->insecure())
+      insecure += (insecure.empty() ? "" : ",") + z.to_text();
+    out = fmt::format(
+        "dnssec mode={} default_upstreams={} trust_anchor={} anchors={} anchored_zones={} "
+        "insecure_domains={}\n",
+        c.dnssec == Config::Dnssec::Require ? "require" : "validate",
+        path == DnssecPath::Validate   ? "validated"
+        : path == DnssecPath::Insecure ? "insecure"
+                                       : "refused",
+        c.trust_anchor_file, shared.anchors->count(), zones, insecure.empty() ? "-" : insecure);
+    for (const DnssecServerState& d : shared.dnssec_upstreams.servers())
+      out += fmt::format("upstream {} dnssec={} ({})\n", d.server.to_string(),
+                         to_string(d.capability), d.detail);
+  }
+  const Stats& s = shared.stats;
+  out += fmt::format("verdicts secure={} insecure={} bogus={} fetches={}\n", get(s.dnssec_secure),
+                     get(s.dnssec_insecure), get(s.dnssec_bogus), get(s.dnssec_fetches));
+  return out;
+}
+
 }  // namespace
 
 Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime now) {
@@ -221,7 +255,14 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
   }
   if (cmd == "upstreams") {
     if (nargs != 0) return usage(cmd, "(no arguments)");
-    return {upstreams_text(shared.upstream_board)};
+    std::map<std::string, std::string> extra;
+    for (const DnssecServerState& d : shared.dnssec_upstreams.servers())
+      extra[d.server.to_string()] = fmt::format("dnssec={}", to_string(d.capability));
+    return {upstreams_text(shared.upstream_board, extra)};
+  }
+  if (cmd == "dnssec") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    return {dnssec_text(shared)};
   }
   if (cmd == "route") {
     if (nargs != 1) return usage(cmd, "NAME");

@@ -209,6 +209,21 @@ std::string render_metrics(Shared& shared) {
   e.gauge("hourglass_inflight_waiters", "Clients waiting for an upstream query.",
           shared.inflight.waiters());
   render_shadow_metrics(shared, e);
+  if (shared.anchors != nullptr) {
+    e.gauge("hourglass_dnssec_validating",
+            "1 when answers from the default upstreams are validated; 0 when they do not deliver "
+            "DNSSEC records (passed on without AD, or SERVFAIL under --dnssec require).",
+            shared.dnssec_upstreams.path() == DnssecPath::Validate ? 1 : 0);
+    e.family("hourglass_upstream_server_dnssec", "gauge",
+             "Whether the default upstream server delivers DNSSEC records: 1 yes, 0 no, 2 not "
+             "known yet (no answer to the probe).");
+    for (const DnssecServerState& d : shared.dnssec_upstreams.servers())
+      e.sample("hourglass_upstream_server_dnssec",
+               d.capability == DnssecCapability::Yes  ? 1
+               : d.capability == DnssecCapability::No ? 0
+                                                      : 2,
+               fmt::format("server=\"{}\"", d.server.to_string()));
+  }
   const NamedConnCounters conns[] = {{"tcp", &shared.tcp_conns},
                                      {"metrics", &shared.metrics_conns}};
   std::string out =

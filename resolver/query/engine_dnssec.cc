@@ -25,12 +25,8 @@
 
 namespace hg::resolver {
 
-namespace {
-
-using dnssec::Why;
-
-// RFC 8914's code for why an answer is bogus, and the text clients see with it.
-EdeSpec ede_for(Why why) {
+EdeSpec dnssec_ede(dnssec::Why why) {
+  using dnssec::Why;
   switch (why) {
     case Why::RrsigsMissing:
       return {10, "DNSSEC: RRSIGs missing"};
@@ -53,10 +49,41 @@ EdeSpec ede_for(Why why) {
   }
 }
 
-}  // namespace
+DnssecPath QueryEngine::dnssec_path(const cache::CacheKey& key) const noexcept {
+  if (shared_.anchors == nullptr || key.checking_disabled) return DnssecPath::Insecure;
+  if (routing_ != nullptr && !routing_->forward_rules().empty()) {
+    const Routing::Match m = routing_->route(key.qname, key.qtype);
+    if (m.kind == RouteKind::Forward)
+      return m.index < validated_sets_.size() && validated_sets_[m.index] ? DnssecPath::Validate
+                                                                          : DnssecPath::Insecure;
+  }
+  return shared_.dnssec_upstreams.path();
+}
 
-bool QueryEngine::validating(const cache::CacheKey& key) const noexcept {
-  return shared_.anchors != nullptr && !key.checking_disabled;
+void QueryEngine::set_routing(std::shared_ptr<const Routing> routing, ForwardSender forward) {
+  routing_ = std::move(routing);
+  forward_ = std::move(forward);
+  validated_sets_.assign(routing_ != nullptr ? routing_->server_sets().size() : 0, false);
+  if (routing_ == nullptr || shared_.anchors == nullptr) return;
+  for (const auto& rule : routing_->forward_rules())
+    if (rule.set < validated_sets_.size() && shared_.anchors->anchored_at_or_below(rule.zone))
+      validated_sets_[rule.set] = true;
+}
+
+void QueryEngine::refuse_unvalidated(const cache::CacheKey& key) {
+  const uint32_t slot = keys_.hold(key);
+  loop_.add_timer(Millis{0}, [this, slot] {
+    const cache::CacheKey& k = keys_[slot];
+    shared_.stats.upstream_failures.fetch_add(1, std::memory_order_relaxed);
+    for (Waiter& w : shared_.inflight.complete(k, Completion::Other, loop_.now())) {
+      release_timer(w);
+      answer_failed(w, wire::ede::NoReachableAuthority,
+                    "DNSSEC required (--dnssec require), but the upstreams do not deliver "
+                    "DNSSEC records",
+                    "dnssec-required");
+    }
+    keys_.drop(slot);
+  });
 }
 
 const dnssec::ZoneKeys* QueryEngine::known_zone(const wire::Name& zone) const {
@@ -163,7 +190,7 @@ void QueryEngine::on_bogus(const cache::CacheKey& key, const dnssec::Verdict& ve
   const MonoTime now = loop_.now();
   shared_.stats.upstream_failures.fetch_add(1, std::memory_order_relaxed);
   if (shared_.cache.failure_holdoff(key, now) == Millis{0}) shared_.cache.note_failure(key, now);
-  const EdeSpec ede = ede_for(verdict.why);
+  const EdeSpec ede = dnssec_ede(verdict.why);
   if (const auto suppressed = failure_log_turn())
     log::print(log::Level::Warning, "dnssec: {} {}: bogus: {}{}", key.qname.to_text(),
                wire::to_string(key.qtype), ede.extra_text,

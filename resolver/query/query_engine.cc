@@ -56,7 +56,7 @@ cache::CacheSettings cache_settings(const Config& c) {
   s.stale_max = c.stale_max;
   s.stale_ttl = static_cast<uint32_t>(c.stale_ttl.count());
   // The AD bit kept in entries: an upstream's (--trust-ad), or this resolver's own verdict.
-  s.keep_ad = !c.trust_ad.empty() || c.dnssec == Config::Dnssec::Validate;
+  s.keep_ad = !c.trust_ad.empty() || c.dnssec != Config::Dnssec::Off;
   return s;
 }
 
@@ -375,7 +375,12 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
   // without DO; wire::answer_flags() passes AD on only to clients that asked.
   // Validating here, CD=1 and DO=1: the data with its signatures and proofs, as it is, for
   // this resolver's own verdict.
-  const bool validate = validating(key);
+  const DnssecPath path = dnssec_path(key);
+  if (path == DnssecPath::Refuse) [[unlikely]] {
+    refuse_unvalidated(key);
+    return;
+  }
+  const bool validate = path == DnssecPath::Validate;
   UpstreamQuery q;
   const bool ok =
       q.write(key.qname, static_cast<uint16_t>(key.qtype), key.qclass,
@@ -386,12 +391,12 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
   shared_.top_names.on_upstream(key.qname);
   if (shared_.shadow.active()) shared_.shadow.on_upstream(key);
   if (!ok) {  // cannot happen: the buffer fits the largest name
-    on_upstream(key, UpstreamStatus::BadQuery, {});
+    on_upstream(key, UpstreamStatus::BadQuery, {}, false);
     return;
   }
   const uint32_t slot = keys_.hold(key);
-  auto done = [this, slot](UpstreamStatus status, std::span<const uint8_t> answer) {
-    on_upstream(keys_[slot], status, answer);
+  auto done = [this, slot, validate](UpstreamStatus status, std::span<const uint8_t> answer) {
+    on_upstream(keys_[slot], status, answer, validate);
     keys_.drop(slot);
   };
   if (send_routed(key.qname, key.qtype, q.bytes(), std::move(done)))
@@ -442,9 +447,9 @@ std::size_t QueryEngine::answer_local(const Routing::Match& m, const ClientQuery
 }
 
 void QueryEngine::on_upstream(const cache::CacheKey& key, UpstreamStatus status,
-                              std::span<const uint8_t> answer) {
+                              std::span<const uint8_t> answer, bool validate) {
   // An answer (NOERROR or NXDOMAIN) for a key validated here waits for its verdict.
-  if (status == UpstreamStatus::Ok && validating(key) && answer.size() >= wire::kHeaderSize &&
+  if (status == UpstreamStatus::Ok && validate && answer.size() >= wire::kHeaderSize &&
       ((answer[3] & 0x0f) == 0 || (answer[3] & 0x0f) == 3)) [[unlikely]] {
     begin_validation(key, answer);
     return;
@@ -541,7 +546,8 @@ bool QueryEngine::normalize_upstream(std::span<const uint8_t> answer, const cach
   wire::RewriteRules rules{
       .strip_dnssec = !key.dnssec_ok,
       .clamp_ttl = true,
-      .clear_ad = !shared_.cache.settings().keep_ad || shared_.anchors != nullptr,
+      // An upstream's AD only from one trusted with --trust-ad; validating, our own verdict.
+      .clear_ad = shared_.config.trust_ad.empty() || shared_.anchors != nullptr,
       .chain_only = true,
       .max_ttl = max_ttl};
   if (!shared_.config.private_addresses.empty() && !may_be_private(key)) [[unlikely]] {

@@ -53,10 +53,7 @@ class QueryEngine {
       std::function<void(uint32_t set, std::span<const uint8_t> query, Upstream::Callback done)>;
   /// The routing this engine applies (local answers before the cache, forward zones on a
   /// miss); nullptr (the default): every name goes to `sender`. On the engine's thread.
-  void set_routing(std::shared_ptr<const Routing> routing, ForwardSender forward) {
-    routing_ = std::move(routing);
-    forward_ = std::move(forward);
-  }
+  void set_routing(std::shared_ptr<const Routing> routing, ForwardSender forward);
 
   /// Handles one query from `peer`. Returns the size of an answer written to `out` now
   /// (cache hits, errors), or 0 when there is nothing to send now (dropped, or the answer
@@ -95,6 +92,22 @@ class QueryEngine {
   /// unusable or already stale — stale values stay in the local cache for serve-stale.
   bool answer_from_l2(const cache::CacheKey& key, std::span<const uint8_t> value);
 
+  /// One query of ours to an upstream, written in place (no allocation): the client's
+  /// question (start_upstream), a DS/DNSKEY fetch of a chain of trust (send_fetch), or a
+  /// DNSSEC probe (dnssec_probe.h).
+  class UpstreamQuery {
+   public:
+    /// Header `flags`, one question, one bare OPT record (DO when `dnssec_ok`); false only if
+    /// it does not fit, which the buffer's size rules out.
+    bool write(const wire::Name& name, uint16_t type, uint16_t klass, uint16_t flags,
+               bool dnssec_ok) noexcept;
+    std::span<const uint8_t> bytes() const noexcept { return {buf_.data(), size_}; }
+
+   private:
+    std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> buf_;
+    std::size_t size_ = 0;
+  };
+
  private:
   Outcome handle(std::span<const uint8_t> packet, const sockaddr* peer, const Route& route,
                  std::span<uint8_t> out);
@@ -120,20 +133,6 @@ class QueryEngine {
   std::size_t answer_stale_now(const cache::Hit& hit, const ClientQuery& q, std::span<uint8_t> out,
                                std::size_t limit);
   void start_upstream(const cache::CacheKey& key);
-  /// One query of ours to an upstream, written in place (no allocation): the client's
-  /// question (start_upstream) or a DS/DNSKEY fetch of a chain of trust (send_fetch).
-  class UpstreamQuery {
-   public:
-    /// Header `flags`, one question, one bare OPT record (DO when `dnssec_ok`); false only if
-    /// it does not fit, which the buffer's size rules out.
-    bool write(const wire::Name& name, uint16_t type, uint16_t klass, uint16_t flags,
-               bool dnssec_ok) noexcept;
-    std::span<const uint8_t> bytes() const noexcept { return {buf_.data(), size_}; }
-
-   private:
-    std::array<uint8_t, 12 + wire::kMaxNameOctets + 4 + 11> buf_;
-    std::size_t size_ = 0;
-  };
   /// Sends `query` for `name`/`type` to a forward zone's servers when the routing says so
   /// (true), else to the default upstreams (false).
   bool send_routed(const wire::Name& name, wire::RRType type, std::span<const uint8_t> query,
@@ -144,8 +143,9 @@ class QueryEngine {
   void fleet_after_upstream(const cache::CacheKey& key, const cache::Hit& cached);
   /// A waiter with no stale entry of its own adopts one the fleet put in the local cache.
   void adopt_fleet_stale(const cache::CacheKey& key, Waiter& w);
+  /// `validate`: the query was sent to be validated here (DO and CD).
   void on_upstream(const cache::CacheKey& key, UpstreamStatus status,
-                   std::span<const uint8_t> answer);
+                   std::span<const uint8_t> answer, bool validate);
   /// What on_upstream does with an answer once it is validated (`verdict`) or needs no
   /// validation (nullptr): cache it and answer the waiters, or fail them.
   void complete_upstream(const cache::CacheKey& key, UpstreamStatus status,
@@ -154,7 +154,16 @@ class QueryEngine {
   // --- DNSSEC validation (--dnssec validate; resolver/query/engine_dnssec.cc) ---
   /// Whether `key`'s upstream answers are validated here: validation is on and the client
   /// did not set CD (RFC 4035 §3.2.2: then it validates, and gets the data as it is).
-  bool validating(const cache::CacheKey& key) const noexcept;
+  bool validating(const cache::CacheKey& key) const noexcept {
+    return dnssec_path(key) == DnssecPath::Validate;
+  }
+  /// What becomes of `key`'s upstream answer: validated; passed on unvalidated (validation
+  /// off, CD=1, a forward zone without a trust anchor of its own, or default upstreams that
+  /// do not deliver DNSSEC records under --dnssec validate); refused (--dnssec require).
+  DnssecPath dnssec_path(const cache::CacheKey& key) const noexcept;
+  /// --dnssec require behind upstreams that do not deliver DNSSEC records: `key`'s waiters
+  /// get SERVFAIL with EDE 22, on the next loop iteration.
+  void refuse_unvalidated(const cache::CacheKey& key);
   /// Validates an upstream answer for `key`, fetching the DS and DNSKEY RRsets it needs;
   /// complete_upstream() follows with the verdict.
   void begin_validation(const cache::CacheKey& key, std::span<const uint8_t> answer);
@@ -234,6 +243,9 @@ class QueryEngine {
   std::shared_ptr<const Routing> routing_;
   std::vector<wire::Name> private_domains_;  ///< --private-domain, parsed
   ForwardSender forward_;
+  /// Per forward server set: whether its names are validated (a trust anchor lies at or below
+  /// one of its zones). Other forward zones are the site's own, not the public DNS's.
+  std::vector<bool> validated_sets_;
   /// Validations waiting for a DS or DNSKEY fetch, by id; the key stays in keys_ meanwhile.
   struct PendingValidation {
     uint32_t slot;
@@ -250,6 +262,10 @@ class QueryEngine {
   static constexpr std::size_t kMaxKnownZones = 1024;
   std::vector<KnownZone> known_zones_;
 };
+
+/// RFC 8914's code for why an answer is bogus, and the text clients see with it
+/// (engine_dnssec.cc).
+EdeSpec dnssec_ede(dnssec::Why why);
 
 /// dnstap (engine_dnstap.cc): sends an upstream query through `upstream` and logs it as
 /// FORWARDER_QUERY, and its answer as FORWARDER_RESPONSE, to the engine's writer.

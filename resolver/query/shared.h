@@ -27,6 +27,7 @@
 #include "resolver/net/event_loop.h"
 #include "resolver/net/outbox.h"
 #include "resolver/query/admission.h"
+#include "resolver/query/dnssec_probe.h"
 #include "resolver/query/fair_share.h"
 #include "resolver/query/inflight.h"
 #include "resolver/query/local_names.h"
@@ -137,6 +138,8 @@ struct Shared {
   TopNames top_names;
   /// --dnssec validate: the trust anchors read at start (nullptr: not validating).
   std::shared_ptr<const dnssec::TrustAnchors> anchors;
+  /// Whether the default upstreams deliver DNSSEC records (resolver/query/dnssec_probe.h).
+  DnssecUpstreams dnssec_upstreams;
 
   /// Connection admission (resolver/net/conn_admission.h): every DNS-over-TCP listener's, and the
   /// metrics endpoint's.

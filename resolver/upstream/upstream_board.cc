@@ -96,7 +96,8 @@ std::string ms(int64_t us) {
 
 }  // namespace
 
-std::string upstreams_text(const UpstreamBoard& board) {
+std::string upstreams_text(const UpstreamBoard& board,
+                           const std::map<std::string, std::string>& extra) {
   std::string out;
   for (const auto& [name, m] : summarise(board)) {
     const UpstreamServerStats& s = *m.state;
@@ -125,6 +126,10 @@ std::string upstreams_text(const UpstreamBoard& board) {
           "tls_verify_failures={} tls_connection_failures={}\n",
           m.tls_handshakes, m.tls_resumptions, m.tls_reused, m.tls_verify_failures,
           m.tls_connection_failures);
+    }
+    if (auto x = extra.find(name); x != extra.end()) {
+      out.pop_back();
+      out += " " + x->second + "\n";
     }
   }
   if (out.empty()) out = "; no upstream servers\n";

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -98,7 +99,9 @@ class UpstreamBoard {
 
 /// `hourglass-ctl upstreams`: one line per server (counters summed over workers; RTT,
 /// RTO and states from the worker that answered most through it).
-std::string upstreams_text(const UpstreamBoard& board);
+/// `extra`: fields another part adds to a server's line ("dnssec=yes"), by server address.
+std::string upstreams_text(const UpstreamBoard& board,
+                           const std::map<std::string, std::string>& extra = {});
 /// Prometheus families hourglass_upstream_server_*{server="ADDR:PORT"}.
 std::string upstreams_metrics(const UpstreamBoard& board);
 

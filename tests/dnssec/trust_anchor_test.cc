@@ -242,6 +242,33 @@ TEST(TrustAnchorLookup, TheDeepestAnchoredAncestorIsChosen) {
   EXPECT_EQ(t.find(name("test.")), nullptr);
 }
 
+TEST(TrustAnchorLookup, AnInsecureZoneHidesTheAnchorsAboveItButNotOneBelowIt) {
+  TrustAnchors t = parse_ok(kRootDs + "signed.corp.test. IN DS 1 13 2 " + kDigest32 + "\n");
+  const ZoneAnchors* root = t.find(wire::Name());
+  const ZoneAnchors* deeper = t.find(name("signed.corp.test."));
+  ASSERT_NE(root, nullptr);
+  ASSERT_NE(deeper, nullptr);
+  EXPECT_EQ(t.closest(name("www.corp.test.")), root);
+  t.add_insecure(name("Corp.TEST."));
+  t.add_insecure(name("corp.test."));  // the same, kept once
+  t.add_insecure(name("a.example."));
+  ASSERT_EQ(t.insecure().size(), 2u);
+  EXPECT_EQ(t.insecure()[0], name("a.example."));  // canonical order
+  EXPECT_EQ(t.closest(name("corp.test.")), nullptr);
+  EXPECT_EQ(t.closest(name("www.CORP.test.")), nullptr);
+  EXPECT_EQ(t.closest(name("x.signed.corp.test.")), deeper) << "an anchor below it still holds";
+  EXPECT_EQ(t.closest(name("test.")), root);
+  EXPECT_EQ(t.closest(name("notcorp.test.")), root);
+  EXPECT_EQ(t.closest(name("example.")), root);
+  // Not part of the file.
+  EXPECT_TRUE(parse_ok(t.to_text()).insecure().empty());
+  EXPECT_TRUE(t.anchored_at_or_below(name("corp.test.")));
+  EXPECT_TRUE(t.anchored_at_or_below(name("signed.corp.test.")));
+  EXPECT_FALSE(t.anchored_at_or_below(name("www.signed.corp.test.")));
+  EXPECT_FALSE(t.anchored_at_or_below(name("other.test.")));
+  EXPECT_TRUE(t.anchored_at_or_below(wire::Name()));
+}
+
 TEST(TrustAnchorLookup, WithoutARootAnchorANameOutsideTheZonesHasNone) {
   const TrustAnchors t = parse_ok("example.test. IN DS 1 13 2 " + kDigest32 + "\n");
   EXPECT_EQ(t.closest(name("www.example.test.")), t.find(name("example.test.")));

@@ -288,8 +288,15 @@ std::unique_ptr<Daemon> Daemon::start(std::vector<std::string> args, bool add_li
 std::unique_ptr<Daemon> Daemon::start_with(std::vector<std::string> args,
                                            const StartOptions& options) {
   bool has_listen = false;
-  for (const auto& a : args)
+  bool has_dnssec = false;
+  for (const auto& a : args) {
     has_listen = has_listen || a == "--listen";
+    has_dnssec = has_dnssec || a == "--dnssec" || a.starts_with("--dnssec=");
+  }
+  if (options.dnssec_off && !has_dnssec) {
+    args.emplace_back("--dnssec");
+    args.emplace_back("off");
+  }
   if (options.add_listen && !has_listen) {
     args.insert(args.begin(), "127.0.0.1:0");
     args.insert(args.begin(), "--listen");

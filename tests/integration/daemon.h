@@ -136,6 +136,10 @@ DigResult dig(uint16_t port, const std::string& args, int time_seconds = 4);
 /// How Daemon::start_with() starts hourglassd.
 struct StartOptions {
   bool add_listen = true;  ///< add `--listen 127.0.0.1:0` when args have no --listen
+  /// Add `--dnssec off` when args have no --dnssec: the upstreams tests set up deliver no
+  /// DNSSEC records, and the probe of validation's default mode would be one more query to
+  /// them. The tests of DNSSEC (and of the default) give --dnssec or set this false.
+  bool dnssec_off = true;
   /// "NAME=VALUE" strings added to (or replacing in) the inherited environment.
   std::vector<std::string> env{};
   /// Also set WATCHDOG_PID to the daemon's own PID (as systemd does with WatchdogSec=).

@@ -25,6 +25,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using test::TempDir;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -206,8 +207,11 @@ TEST(ParseConfig, TimeoutOutsideRangeIsRejected) {
 }
 
 TEST(ParseConfig, DnssecModesTrustAnchorAndTheTrustAdConflict) {
+  // Validating by default (when the upstreams deliver DNSSEC records: the probe decides).
   Config c = ok(parse_args({"--upstream", "192.0.2.1"}));
-  EXPECT_EQ(c.dnssec, Config::Dnssec::Off);
+  EXPECT_EQ(c.dnssec, Config::Dnssec::Validate);
+  EXPECT_FALSE(c.dnssec_given);
+  EXPECT_EQ(to_toml(c).find("dnssec ="), std::string::npos) << "the default stays the default";
   EXPECT_EQ(c.trust_anchor_file, "/usr/share/dns/root.key");
   c = ok(parse_args({"--upstream", "192.0.2.1", "--dnssec", "validate", "--trust-anchor",
                      "/etc/hourglass/anchors"}));
@@ -216,7 +220,15 @@ TEST(ParseConfig, DnssecModesTrustAnchorAndTheTrustAdConflict) {
   EXPECT_THAT(to_toml(c), HasSubstr("dnssec = \"validate\""));
   ConfigExit e = fails(parse_args({"--upstream", "192.0.2.1", "--dnssec", "on"}));
   EXPECT_EQ(e.exit_code, 2);
-  EXPECT_THAT(e.message, HasSubstr("expected validate or off"));
+  EXPECT_THAT(e.message, HasSubstr("expected validate, require or off"));
+  c = ok(parse_args({"--upstream", "192.0.2.1", "--dnssec", "require", "--insecure-domain",
+                     "corp.example", "--insecure-domain", "home.arpa"}));
+  EXPECT_EQ(c.dnssec, Config::Dnssec::Require);
+  EXPECT_THAT(c.insecure_domains, ElementsAre("corp.example", "home.arpa"));
+  EXPECT_THAT(to_toml(c), HasSubstr("dnssec = \"require\""));
+  EXPECT_THAT(to_toml(c), HasSubstr("insecure-domain = [\"corp.example\", \"home.arpa\"]"));
+  e = fails(parse_args({"--upstream", "192.0.2.1", "--insecure-domain", "a..b"}));
+  EXPECT_EQ(e.exit_code, 2);
   e = fails(parse_args({"--upstream", "192.0.2.1", "--trust-anchor", ""}));
   EXPECT_EQ(e.exit_code, 2);
   // The AD bit is either an authenticated upstream's or this resolver's verdict, not both.
@@ -224,6 +236,9 @@ TEST(ParseConfig, DnssecModesTrustAnchorAndTheTrustAdConflict) {
                         "--dnssec", "validate"}));
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_THAT(e.message, HasSubstr("give one or the other"));
+  // Without --dnssec, trusting an upstream's AD is the choice not to validate here.
+  c = ok(parse_args({"--upstream", "tls://192.0.2.1#dns.example", "--trust-ad", "192.0.2.1"}));
+  EXPECT_EQ(c.dnssec, Config::Dnssec::Off);
 }
 
 TEST(ParseConfig, ClientTimeoutAboveUpstreamTimeoutIsRejected) {

@@ -57,6 +57,8 @@ const std::vector<hg::clidoc::Command>& commands() {
       {"drain", "NAME [--old RDATA]... [--flush-old]",
        "cached answers leading to NAME, and when the old ones are gone"},
       {"top-names", "[N]", "the busiest names and those causing the most upstream queries"},
+      {"dnssec", "",
+       "validation: mode, trust anchors, whether each upstream delivers DNSSEC records, verdicts"},
       {"save", "", "write the cache to the --cache-file now"},
       {"route", "NAME", "which rule answers NAME: local zone, hosts file, forward zone, upstreams"},
       {"help", "", "the commands hourglassd knows"},

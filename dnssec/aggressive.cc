@@ -184,7 +184,10 @@ std::size_t AggressiveCache::learn(const ProvenDenial& d, int64_t now) {
   while (total_ > limits_.max_records && !order_.empty()) {
     Zone* oldest = order_.begin()->second;
     evict_oldest(*oldest);
-    if (oldest->entries.empty()) zones_.erase(oldest->apex);
+    if (oldest->entries.empty()) {
+      const wire::Name gone = oldest->apex;  // not a reference into the node erased
+      zones_.erase(gone);
+    }
   }
   return kept.size();
 }
@@ -231,9 +234,23 @@ std::optional<Synthesis> AggressiveCache::synthesize(const wire::Name& qname, ui
   // §3.1: 128 to 255, ANY among them), whose answer no NSEC bitmap speaks for.
   if (qclass != kClassIn || qtype == 0 || (qtype >= 128 && qtype <= 255)) return std::nullopt;
   Zone* z = zone_for(qname);
-  if (z == nullptr || z->soa_expires <= now) return std::nullopt;
-  return z->nsec3 ? nsec3(*z, qname, qtype, qclass, now, hashes)
-                  : nsec(*z, qname, qtype, qclass, now);
+  if (z == nullptr) return std::nullopt;
+  if (z->soa_expires <= now) {
+    // Without its SOA the zone answers nothing (RFC 2308 §3): its records go now.
+    while (!z->entries.empty())
+      erase(*z, z->entries.begin());
+  }
+  std::optional<Synthesis> out;
+  if (!z->entries.empty())
+    out = z->nsec3 ? nsec3(*z, qname, qtype, qclass, now, hashes)
+                   : nsec(*z, qname, qtype, qclass, now);
+  // Expired records met on the way were dropped: a zone left without any goes too, or
+  // zones whose records all expired would pile up, SOA and all.
+  if (z->entries.empty()) {
+    const wire::Name gone = z->apex;
+    zones_.erase(gone);
+  }
+  return out;
 }
 
 std::optional<Synthesis> AggressiveCache::nsec(Zone& z, const wire::Name& qname, uint16_t qtype,

@@ -44,9 +44,9 @@
 namespace hg::dnssec {
 
 struct AggressiveLimits {
-  /// NSEC/NSEC3 records held in all. A record costs about 700 bytes here (its owner name is
-  /// held inline, 256 bytes, plus RDATA and one RRSIG): 10,000 are about 7 MB per worker, and
-  /// cover ten thousand ranges — the whole of all but the largest zones a flood targets.
+  /// NSEC/NSEC3 records held in all. A record costs 700 to 900 bytes here (its owner name is
+  /// held inline, 256 bytes, plus RDATA, one RRSIG and two index nodes): 10,000 are 7 to 9 MB
+  /// per worker, and ten thousand ranges — enough for the zones a worker's clients use.
   std::size_t max_records = 10'000;
   /// Records held for one zone: a flood under one zone (or a zone walked on purpose, record
   /// after record) takes at most a quarter of the store, and the denials of other zones stay.

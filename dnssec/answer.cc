@@ -6,6 +6,7 @@
 #include "dnssec/crypto.h"
 #include "dnssec/denial.h"
 #include "dnssec/rrsets.h"
+#include "dnssec/signed_data.h"
 
 namespace hg::dnssec {
 
@@ -15,6 +16,8 @@ constexpr uint16_t kCname = 5;
 constexpr uint16_t kDname = 39;
 constexpr uint16_t kRrsig = 46;
 constexpr uint16_t kAny = 255;
+constexpr uint16_t kTypeNsec = 47;
+constexpr uint16_t kTypeNsec3 = 50;
 // A chain longer than this is cut: no resolver follows more (Unbound 8+1, BIND 16).
 constexpr int kMaxChain = 16;
 
@@ -228,6 +231,13 @@ void AnswerValidation::evaluate() {
   verdict_.security = Security::Secure;
   verdict_.why = Why::None;
   HashBudget hashes(kDefaultNsec3HashBudget);
+  // The denial's proof, when it holds: exposed once every piece is judged, if all are secure.
+  struct Proof {
+    DenialRecords d;
+    const ZoneKeys* z;
+    bool by_nsec;
+  };
+  std::optional<Proof> proof;
   for (const Piece& p : pieces_) {
     const ZoneKeys* z = zone_for(p.target);
     if (z == nullptr) {
@@ -284,23 +294,20 @@ void AnswerValidation::evaluate() {
       continue;
     }
     // A denial for the last name of the chain, with the zone's NSEC or NSEC3 records.
-    const DenialRecords d = checked_denial(m_, z->zone, z->keys, now_, budget_);
-    const DenialVerdict v =
-        nxdomain_
-            ? either(d,
-                     d.nsec.empty() ? DenialVerdict::NotProven
-                                    : nsec_prove_nxdomain(d.nsec, denial_name_, z->zone),
-                     d.nsec3.empty() ? DenialVerdict::NotProven
-                                     : nsec3_prove_nxdomain(d.nsec3, denial_name_, z->zone, hashes))
-            : either(d,
-                     d.nsec.empty() ? DenialVerdict::NotProven
-                                    : nsec_prove_nodata(d.nsec, denial_name_, qtype_, z->zone),
-                     d.nsec3.empty()
-                         ? DenialVerdict::NotProven
-                         : nsec3_prove_nodata(d.nsec3, denial_name_, qtype_, z->zone, hashes));
+    DenialRecords d = checked_denial(m_, z->zone, z->keys, now_, budget_);
+    const DenialVerdict by_nsec = d.nsec.empty() ? DenialVerdict::NotProven
+                                  : nxdomain_
+                                      ? nsec_prove_nxdomain(d.nsec, denial_name_, z->zone)
+                                      : nsec_prove_nodata(d.nsec, denial_name_, qtype_, z->zone);
+    const DenialVerdict by_nsec3 =
+        d.nsec3.empty() ? DenialVerdict::NotProven
+        : nxdomain_     ? nsec3_prove_nxdomain(d.nsec3, denial_name_, z->zone, hashes)
+                        : nsec3_prove_nodata(d.nsec3, denial_name_, qtype_, z->zone, hashes);
+    const DenialVerdict v = either(d, by_nsec, by_nsec3);
     switch (v) {
       case DenialVerdict::Proven:
         judge(Security::Secure, Why::None, std::min(d.ttl, z->ttl));
+        proof = Proof{std::move(d), z, by_nsec == DenialVerdict::Proven};
         break;
       case DenialVerdict::ProvenInsecure:
         judge(Security::Insecure, Why::None, d.ttl);
@@ -317,6 +324,95 @@ void AnswerValidation::evaluate() {
     }
   }
   if (verdict_.security != Security::Secure) verdict_.ttl = 0;
+  if (verdict_.security == Security::Secure && proof)
+    expose_denial(proof->d, *proof->z, proof->by_nsec);
+}
+
+void AnswerValidation::expose_denial(const DenialRecords& d, const ZoneKeys& z, bool by_nsec) {
+  // A real denial needs at most 3 NSEC3 RRsets (RFC 5155 §7.2.2) or 3 NSEC RRsets (a
+  // wildcard NODATA); a response with many more is not narrowed down, only validated.
+  constexpr std::size_t kMaxProofSets = 8;
+  const uint16_t want = by_nsec ? kTypeNsec : kTypeNsec3;
+  std::vector<const CheckedRrset*> sets;
+  for (const auto& s : d.sets)
+    if (s.set.type == want) sets.push_back(&s);
+  if (sets.empty() || sets.size() > kMaxProofSets) return;
+  // Narrowed to the RRsets the proof needs: each left out in turn, and kept only if the proof
+  // fails without it. NSEC3 hashing for it has one budget of its own, the size of a response's.
+  HashBudget hashes(kDefaultNsec3HashBudget);
+  bool exhausted = false;
+  std::vector<bool> keep(sets.size(), true);
+  auto proves = [&]() {
+    std::vector<NsecRecord> nsec;
+    std::vector<Nsec3Record> nsec3;
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      if (!keep[i]) continue;
+      for (const auto& rdata : sets[i]->set.rdatas) {
+        if (by_nsec) {
+          nsec.push_back(NsecRecord{sets[i]->set.owner, rdata});
+        } else {
+          nsec3.push_back(Nsec3Record{sets[i]->set.owner, rdata});
+        }
+      }
+    }
+    const DenialVerdict v =
+        by_nsec     ? (nxdomain_ ? nsec_prove_nxdomain(nsec, denial_name_, z.zone)
+                                 : nsec_prove_nodata(nsec, denial_name_, qtype_, z.zone))
+        : nxdomain_ ? nsec3_prove_nxdomain(nsec3, denial_name_, z.zone, hashes)
+                    : nsec3_prove_nodata(nsec3, denial_name_, qtype_, z.zone, hashes);
+    if (v == DenialVerdict::BudgetExhausted) exhausted = true;
+    return v == DenialVerdict::Proven;
+  };
+  if (!proves()) return;
+  for (std::size_t i = 0; i < sets.size() && !exhausted; ++i) {
+    keep[i] = false;
+    if (!proves()) keep[i] = true;
+  }
+  if (exhausted) return;
+  // The SOA gives the negative TTL (RFC 2308 §5): checked too, with a small budget of its own
+  // so that the verdict's is untouched. Its MINIMUM is the last 4 octets of the RDATA.
+  std::optional<CheckedRrset> soa;
+  for (const auto& s : section_rrsets(m_, wire::Section::Authority)) {
+    if (s.set.type != kTypeSoa || !(s.set.owner == z.zone) || s.uncheckable) continue;
+    if (s.set.rdatas.size() != 1 || s.set.rdatas[0].size() < 22) return;
+    Budget budget{4, 2};
+    const CheckResult r = check_rrset(s.set, z.zone, z.keys, now_, budget);
+    if (r.security != Security::Secure) return;
+    soa = CheckedRrset{s.set, r.ttl, r.key_tag};
+    break;
+  }
+  if (!soa) return;
+  const auto& soa_rdata = soa->set.rdatas[0];
+  const std::size_t at = soa_rdata.size() - 4;
+  const uint32_t minimum = (uint32_t{soa_rdata[at]} << 24) | (uint32_t{soa_rdata[at + 1]} << 16) |
+                           (uint32_t{soa_rdata[at + 2]} << 8) | soa_rdata[at + 3];
+  ProvenDenial p;
+  p.zone = z.zone.lowercased();
+  p.qname = denial_name_;
+  p.qtype = qtype_;
+  p.nxdomain = nxdomain_;
+  p.nsec3 = !by_nsec;
+  p.ttl = std::min({z.ttl, soa->ttl, soa->set.ttl, minimum});
+  // Only the RRSIGs of the key that verified each RRset: the others were never checked.
+  auto own_rrsigs = [&](CheckedRrset c) {
+    std::vector<std::vector<uint8_t>> sigs;
+    for (auto& raw : c.set.rrsigs) {
+      const auto sig = parse_rrsig(raw);
+      if (sig && sig->key_tag == c.key_tag && sig->signer == z.zone &&
+          sig->type_covered == c.set.type)
+        sigs.push_back(std::move(raw));
+    }
+    c.set.rrsigs = std::move(sigs);
+    return c;
+  };
+  p.soa = own_rrsigs(*soa);
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    if (!keep[i]) continue;
+    p.records.push_back(own_rrsigs(*sets[i]));
+    p.ttl = std::min(p.ttl, sets[i]->ttl);
+  }
+  if (p.ttl == 0) return;
+  proven_ = std::move(p);
 }
 
 }  // namespace hg::dnssec

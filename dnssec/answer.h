@@ -38,6 +38,27 @@ struct Verdict {
   uint32_t ttl = 0;
 };
 
+/// What a secure denial rests on, for reuse (RFC 8198, dnssec/aggressive.h): only RRsets
+/// whose signatures AnswerValidation checked and found Secure with the zone's validated keys,
+/// and of the NSEC or NSEC3 RRsets only those the proof needs (none of the response's others:
+/// an RRset that failed its check, or one the proof did without, is never here). Each RRset's
+/// RRSIGs are those of the key that verified it, so a client can check it again.
+struct ProvenDenial {
+  wire::Name zone;   ///< the signer of every RRset here, lowercased
+  wire::Name qname;  ///< the name denied: the question's, or the last of its CNAME chain
+  uint16_t qtype = 0;
+  bool nxdomain = false;  ///< NXDOMAIN; otherwise NODATA
+  bool nsec3 = false;     ///< `records` are NSEC3 RRsets; otherwise NSEC
+  /// The zone's SOA RRset from the authority section (RFC 2308 §3), checked like the rest.
+  CheckedRrset soa;
+  /// The NSEC or NSEC3 RRsets the proof used, in response order (at most a few).
+  std::vector<CheckedRrset> records;
+  /// How long the denial may be reused, seconds: the smallest of the SOA's TTL and MINIMUM
+  /// (RFC 2308 §5, RFC 9077 §3), every RRset's checked TTL (signature expiry included) and
+  /// the zone keys' TTL.
+  uint32_t ttl = 0;
+};
+
 class AnswerValidation {
  public:
   /// Validates `response` (a whole DNS message, copied) to `qname`/`qtype` against `anchors`
@@ -62,6 +83,12 @@ class AnswerValidation {
   const std::vector<ZoneKeys>& learned() const noexcept { return learned_; }
   /// DS and DNSKEY fetches made so far.
   int fetches() const noexcept { return fetches_; }
+  /// Done and Secure, and the answer a denial (NXDOMAIN or NODATA, RFC 4035 §5.4) proved by
+  /// NSEC or NSEC3: what the proof rests on (see ProvenDenial). A proof through an Opt-Out
+  /// range is insecure, so never here (a matching NSEC3 may still carry the flag). Empty
+  /// otherwise, and also when the SOA does not check or the proof cannot be narrowed to the
+  /// RRsets it uses within bounds; the verdict is the same either way.
+  const std::optional<ProvenDenial>& proven_denial() const noexcept { return proven_; }
 
  private:
   // One piece of the response to judge, and the name whose zone it needs.
@@ -75,6 +102,7 @@ class AnswerValidation {
   void evaluate();
   const ZoneKeys* zone_for(const wire::Name& target) const;
   void judge(Security s, Why why, uint32_t ttl);
+  void expose_denial(const DenialRecords& d, const ZoneKeys& z, bool by_nsec);
 
   const TrustAnchors& anchors_;
   std::vector<uint8_t> bytes_;
@@ -96,6 +124,7 @@ class AnswerValidation {
   std::vector<std::pair<wire::Name, ZoneKeys>> zones_;  // target → what its walk found
   std::vector<ZoneKeys> learned_;
   int fetches_ = 0;
+  std::optional<ProvenDenial> proven_;
 };
 
 }  // namespace hg::dnssec

@@ -40,6 +40,7 @@ DenialRecords checked_denial(const wire::Message& m, const wire::Name& zone,
       continue;
     }
     out.ttl = std::min(out.ttl, r.ttl);
+    out.sets.push_back(CheckedRrset{s.set, r.ttl, r.key_tag});
     for (const auto& rdata : s.set.rdatas) {
       if (s.set.type == kTypeNsec) {
         out.nsec.push_back(NsecRecord{s.set.owner, rdata});

@@ -62,6 +62,14 @@ struct Anchor {
   std::vector<std::vector<uint8_t>> ds;
 };
 
+/// An RRset whose signature check_rrset() found Secure: the RRset, the TTL that check gave
+/// it (capped by the signature's expiry) and the key tag of the key that verified it.
+struct CheckedRrset {
+  Rrset set;
+  uint32_t ttl = 0;
+  uint16_t key_tag = 0;
+};
+
 /// The NSEC and NSEC3 records of a response's authority section that `zone` signed, each
 /// RRset checked with the zone's `keys`: what a denial may rest on. Records outside the zone
 /// are left out; an RRset of the zone that does not check is left out too, and its reason
@@ -71,6 +79,9 @@ struct DenialRecords {
   std::vector<Nsec3Record> nsec3;
   Why why = Why::None;
   uint32_t ttl = 0xffffffff;  ///< the smallest TTL of the RRsets kept
+  /// Every RRset kept, as checked (the records above are theirs): what a proof that used
+  /// them may hand on (AnswerValidation::proven_denial(), RFC 8198).
+  std::vector<CheckedRrset> sets;
 };
 DenialRecords checked_denial(const wire::Message& m, const wire::Name& zone,
                              std::span<const std::vector<uint8_t>> keys, int64_t now,

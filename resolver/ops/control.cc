@@ -130,6 +130,7 @@ Control::Output stats_text(Shared& shared) {
   line("dnssec.insecure", r(s.dnssec_insecure));
   line("dnssec.bogus", r(s.dnssec_bogus));
   line("dnssec.fetches", r(s.dnssec_fetches));
+  line("dnssec.synthesized", r(s.dnssec_synthesized));
   line("server.local_answers", r(s.local_answers));
   line("server.hosts_answers", r(s.hosts_answers));
   line("server.forwarded_queries", r(s.forwarded));
@@ -214,8 +215,9 @@ std::string dnssec_text(const Shared& shared) {
                          to_string(d.capability), d.detail);
   }
   const Stats& s = shared.stats;
-  out += fmt::format("verdicts secure={} insecure={} bogus={} fetches={}\n", get(s.dnssec_secure),
-                     get(s.dnssec_insecure), get(s.dnssec_bogus), get(s.dnssec_fetches));
+  out += fmt::format("verdicts secure={} insecure={} bogus={} fetches={} synthesized={}\n",
+                     get(s.dnssec_secure), get(s.dnssec_insecure), get(s.dnssec_bogus),
+                     get(s.dnssec_fetches), get(s.dnssec_synthesized));
   return out;
 }
 

@@ -148,6 +148,9 @@ std::string render_metrics(Shared& shared) {
             get(s.dnssec_bogus));
   e.counter("hourglass_dnssec_fetches_total",
             "DS and DNSKEY queries sent upstream to build chains of trust.", get(s.dnssec_fetches));
+  e.counter("hourglass_dnssec_synthesized_total",
+            "Misses answered from validated NSEC/NSEC3 ranges without asking upstream (RFC 8198).",
+            get(s.dnssec_synthesized));
   e.counter("hourglass_scrubbed_records_total",
             "Upstream records left out before caching: outside the question's chain, or DNSSEC "
             "records for a query without DO.",

@@ -70,6 +70,24 @@ void QueryEngine::set_routing(std::shared_ptr<const Routing> routing, ForwardSen
       validated_sets_[rule.set] = true;
 }
 
+bool QueryEngine::answer_from_denials(const cache::CacheKey& key) {
+  if (denials_.size() == 0) return false;
+  dnssec::HashBudget hashes(dnssec::kDefaultNsec3HashBudget);
+  auto made = denials_.synthesize(key.qname, static_cast<uint16_t>(key.qtype), key.qclass,
+                                  base::wall_count<std::chrono::seconds>(), hashes);
+  if (!made) return false;
+  shared_.stats.dnssec_synthesized.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t slot = keys_.hold(key);
+  loop_.add_timer(Millis{0}, [this, slot, made = std::move(*made)] {
+    const dnssec::Verdict secure{dnssec::Security::Secure, dnssec::Why::None, made.ttl};
+    from_denials_ = true;
+    complete_upstream(keys_[slot], UpstreamStatus::Ok, made.response, &secure);
+    from_denials_ = false;
+    keys_.drop(slot);
+  });
+  return true;
+}
+
 void QueryEngine::refuse_unvalidated(const cache::CacheKey& key) {
   const uint32_t slot = keys_.hold(key);
   loop_.add_timer(Millis{0}, [this, slot] {
@@ -171,6 +189,8 @@ void QueryEngine::on_fetch(uint32_t id, UpstreamStatus status, std::span<const u
 void QueryEngine::finish_validation(const cache::CacheKey& key, const dnssec::AnswerValidation& v) {
   learn(v.learned());
   const dnssec::Verdict& verdict = v.verdict();
+  if (verdict.security == dnssec::Security::Secure && v.proven_denial())
+    denials_.learn(*v.proven_denial(), base::wall_count<std::chrono::seconds>());
   auto& st = shared_.stats;
   switch (verdict.security) {
     case dnssec::Security::Secure:

@@ -381,6 +381,7 @@ void QueryEngine::start_upstream(const cache::CacheKey& key) {
     return;
   }
   const bool validate = path == DnssecPath::Validate;
+  if (validate && answer_from_denials(key)) return;
   UpstreamQuery q;
   const bool ok =
       q.write(key.qname, static_cast<uint16_t>(key.qtype), key.qclass,
@@ -487,7 +488,7 @@ void QueryEngine::complete_upstream(const cache::CacheKey& key, UpstreamStatus s
     using O = cache::InsertOutcome;
     if (outcome == O::Cached || outcome == O::RemovedZeroTtl || outcome == O::Truncated ||
         outcome == O::NegativeWithoutSoa || outcome == O::TooLarge) {
-      st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
+      if (!from_denials_) st.upstream_answers.fetch_add(1, std::memory_order_relaxed);
       if (hit.entry && shared_.shadow.active()) shared_.shadow.on_fill(key, *hit.entry);
       fleet_after_upstream(key, hit);
       const auto rcode = upstream_msg_.rcode();

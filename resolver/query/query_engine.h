@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "dnssec/aggressive.h"
 #include "dnssec/answer.h"
 #include "resolver/fleet/fleet_cache.h"
 #include "resolver/net/event_loop.h"
@@ -164,6 +165,10 @@ class QueryEngine {
   /// --dnssec require behind upstreams that do not deliver DNSSEC records: `key`'s waiters
   /// get SERVFAIL with EDE 22, on the next loop iteration.
   void refuse_unvalidated(const cache::CacheKey& key);
+  /// RFC 8198: when validated NSEC/NSEC3 records this worker holds prove `key`'s name or type
+  /// does not exist, its waiters get that proof as a secure answer (cached like an upstream
+  /// one), on the next loop iteration, and true; false: ask upstream.
+  bool answer_from_denials(const cache::CacheKey& key);
   /// Validates an upstream answer for `key`, fetching the DS and DNSKEY RRsets it needs;
   /// complete_upstream() follows with the verdict.
   void begin_validation(const cache::CacheKey& key, std::span<const uint8_t> answer);
@@ -261,6 +266,10 @@ class QueryEngine {
   };
   static constexpr std::size_t kMaxKnownZones = 1024;
   std::vector<KnownZone> known_zones_;
+  /// Validated denials (RFC 8198), learned from this worker's secure NXDOMAIN/NODATA answers.
+  dnssec::AggressiveCache denials_;
+  /// complete_upstream() is storing an answer made from denials_, not an upstream's.
+  bool from_denials_ = false;
 };
 
 /// RFC 8914's code for why an answer is bogus, and the text clients see with it

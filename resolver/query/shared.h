@@ -111,6 +111,8 @@ struct Stats {
   /// --dnssec validate (resolver/query/engine_dnssec.cc): upstream answers found secure,
   /// insecure and bogus, and the DS/DNSKEY queries their chains of trust cost.
   Counter dnssec_secure, dnssec_insecure, dnssec_bogus, dnssec_fetches;
+  /// Misses answered from validated NSEC/NSEC3 ranges without asking upstream (RFC 8198).
+  Counter dnssec_synthesized;
 };
 
 /// Everything the workers share.

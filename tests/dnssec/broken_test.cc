@@ -26,10 +26,11 @@ constexpr uint16_t kRd = 0x0100;
 constexpr uint16_t kCd = 0x0010;
 
 // The EDE hourglassd sends with a bogus answer's SERVFAIL for its reason
-// (resolver/query/engine_dnssec.cc: ede_for); -1 for none. It sends none with an insecure
-// answer, even one insecure for its NSEC3 iterations (Why::Nsec3Iterations says EDE 27).
+// (resolver/query/engine_dnssec.cc: ede_for), and with an answer insecure for its NSEC3
+// iterations (RFC 9276 §3.2); -1 for none.
 int our_ede(Security s, Why why) {
-  if (s != Security::Bogus) return -1;
+  if (s == Security::Insecure) return why == Why::Nsec3Iterations ? 27 : -1;
+  if (s == Security::Secure) return -1;
   switch (why) {
     case Why::RrsigsMissing:
       return 10;

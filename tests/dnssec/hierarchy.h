@@ -23,8 +23,9 @@
 //   nokey.test.        no DNSKEY RRset in the zone: bogus (EDE 9)
 //   stripped.test.     no RRSIG in the zone: bogus (EDE 10)
 //   forged.test.       x.forged.test. A 6.6.6.6, changed after signing: bogus (EDE 6)
-//   iter500.test.      NSEC3 with 500 iterations: its denials insecure (RFC 9276)
-//   keytrap.test.      three DNSKEYs with one key tag, x's RRSIGs of that tag all bad: bogus
+//   iter500.test.      NSEC3 with 500 iterations: its denials insecure (RFC 9276, EDE 27)
+//   keytrap.test.      three DNSKEYs with one key tag, x's RRSIGs of that tag all bad: bogus,
+//                      past the validation budget (EDE 0)
 //
 // Recursors over it on demand: an iterating Unbound (the upstream a validator sits behind),
 // and two references with the root's DS as trust anchor — a validating Unbound, and Knot

@@ -16,6 +16,10 @@ namespace {
 std::string lua_string(const std::string& s) {
   std::string out = "'";
   for (const char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '\'' || c == '\\') out += '\\';
     out += c;
   }
@@ -51,8 +55,11 @@ std::unique_ptr<KresdServer> KresdServer::start(uint16_t upstream_port,
       "  modules.unload(m)\n"
       "end\n"
       "trust_anchors.remove('.')\n";
+  // All in one call: a second add() for the same owner would extend the set with a warning.
+  std::string anchors;
   for (const auto& line : trust_anchor_lines)
-    conf += "trust_anchors.add(" + lua_string(line) + ")\n";
+    anchors += line + "\n";
+  conf += "trust_anchors.add(" + lua_string(anchors) + ")\n";
   conf +=
       "policy.add(policy.all(policy.FORWARD('127.0.0.1@" + std::to_string(upstream_port) + "')))\n";
   k->dir_.write("config.lua", conf);

@@ -117,6 +117,8 @@ std::string_view ede_purpose(uint16_t info_code) noexcept {
       return "Network Error";
     case 24:
       return "Invalid Data";
+    case 27:
+      return "Unsupported NSEC3 Iterations Value";
     default:
       return "";
   }

@@ -1,9 +1,9 @@
 // dnssec/answer.h behind a real upstream: an iterating Unbound over the knotd hierarchy
 // (tests/dnssec/hierarchy.h) answers every question and every DS/DNSKEY fetch with DO and CD
 // set, as it will for hourglassd; the verdict on each answer must be the one the hierarchy
-// calls for, and the one a validating Unbound with the same trust anchor reaches (AD: secure,
-// SERVFAIL: bogus, neither: insecure). Then answers changed on the way — a record, a stripped
-// RRSIG, a stripped NSEC — are bogus with the reason named.
+// calls for, and the one a validating Unbound and Knot Resolver (kresd) with the same trust
+// anchor reach (AD: secure, SERVFAIL: bogus, neither: insecure). Then answers changed on the
+// way — a record, a stripped RRSIG, a stripped NSEC — are bogus with the reason named.
 #include "dnssec/answer.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/dnssec/hierarchy.h"
+#include "tests/dnssec/reference.h"
 #include "tests/support/requires.h"
 #include "wire/message.h"
 
@@ -64,7 +65,8 @@ class Answers : public ::testing::Test {
     h_ = test::Hierarchy::get(error);
     if (h_ != nullptr) upstream_ = h_->unbound(false, error);
     if (upstream_ != nullptr) reference_ = h_->unbound(true, error);
-    if (reference_ == nullptr) {
+    if (reference_ != nullptr) kresd_ = h_->kresd(error);
+    if (kresd_ == nullptr) {
       if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
       FAIL() << error;
     }
@@ -112,6 +114,7 @@ class Answers : public ::testing::Test {
   const test::Hierarchy* h_ = nullptr;
   test::UnboundServer* upstream_ = nullptr;
   test::UnboundServer* reference_ = nullptr;
+  test::KresdServer* kresd_ = nullptr;
   TrustAnchors anchors_;
 };
 
@@ -121,7 +124,8 @@ struct Case {
   Security want;
   Why why;
   const char* what;
-  /// Whether Unbound must agree: not where its verdict rests on its OpenSSL's policy.
+  /// Whether Unbound and kresd must agree: not where their verdict rests on their crypto
+  /// library's policy.
   bool compare = true;
 };
 
@@ -142,8 +146,9 @@ TEST_F(Answers, EveryVerdictIsTheHierarchysAndUnboundsToo) {
       {"x.hidden.signed.test.", 1, Security::Insecure, Why::None, "unsigned child, Opt-Out"},
       {"out.signed.test.", 1, Security::Insecure, Why::None, "CNAME into an unsigned zone"},
       {"x.privalg.test.", 1, Security::Insecure, Why::NoSupportedAlgorithm, "DS algorithm 253"},
-      // RSA/SHA-1 is not done here (dnssec/crypto.h says why): insecure. Unbound validates
-      // it unless its system's crypto policy forbids SHA-1 (RHEL 9): no comparison.
+      // RSA/SHA-1 is not done here (dnssec/crypto.h says why): insecure. Unbound (OpenSSL)
+      // and kresd (GnuTLS) validate it unless their system's crypto policy forbids SHA-1
+      // (RHEL 9): no comparison.
       {"x.sha1.test.", 1, Security::Insecure, Why::NoSupportedAlgorithm, "RSA/SHA-1", false},
       {"x.wrongds.test.", 1, Security::Bogus, Why::DnskeyMissing, "no key for its DS"},
   };
@@ -158,6 +163,8 @@ TEST_F(Answers, EveryVerdictIsTheHierarchysAndUnboundsToo) {
     }
     if (c.compare) {
       EXPECT_EQ(text(reference(c.qname, c.qtype)), text(c.want)) << "Unbound's verdict";
+      const test::ReferenceAnswer k = test::ask_reference(kresd_->port(), c.qname, c.qtype);
+      EXPECT_EQ(text(k.security()), text(c.want)) << "kresd: " << k.text();
     }
   }
 }

@@ -14,9 +14,24 @@
 //   wrongds.test.      ECDSA P-256, but every DS in test. has its last digit changed: bogus
 //   privalg.test.      ECDSA P-256, but its only DS in test. is of algorithm 253: insecure
 //
-// Unbound recursors over it on demand: an iterator (the upstream a validator sits behind) and
-// a validator with the root's DS as trust anchor (the reference verdicts).
-// The time is the machine's: knotd signs with it, so nothing depends on the date.
+// and the broken zones of tests/dnssec/broken_zones.h, which ldns-signzone signs (Ed25519,
+// NSEC unless said) before knotd serves them as they are, each with its DS in test. and one
+// name, x.CHILD.test. A:
+//
+//   expired.test.      every RRSIG expired days ago: bogus (EDE 7)
+//   notyet.test.       every RRSIG's inception days ahead: bogus (EDE 8)
+//   nokey.test.        no DNSKEY RRset in the zone: bogus (EDE 9)
+//   stripped.test.     no RRSIG in the zone: bogus (EDE 10)
+//   forged.test.       x.forged.test. A 6.6.6.6, changed after signing: bogus (EDE 6)
+//   iter500.test.      NSEC3 with 500 iterations: its denials insecure (RFC 9276, EDE 27)
+//   keytrap.test.      three DNSKEYs with one key tag, x's RRSIGs of that tag all bad: bogus,
+//                      past the validation budget (EDE 0)
+//
+// Recursors over it on demand: an iterating Unbound (the upstream a validator sits behind),
+// and two references with the root's DS as trust anchor — a validating Unbound, and Knot
+// Resolver (kresd) forwarding to the iterating Unbound.
+// The time is the machine's: knotd and ldns-signzone sign with it, so nothing depends on the
+// date.
 #pragma once
 
 #include <chrono>
@@ -27,7 +42,9 @@
 #include <vector>
 
 #include "dnssec/chain.h"
+#include "tests/dnssec/broken_zones.h"
 #include "tests/support/knot_server.h"
+#include "tests/support/kresd_server.h"
 #include "tests/support/unbound_server.h"
 #include "wire/name.h"
 
@@ -67,9 +84,10 @@ inline std::string test_zone(uint32_t serial, const std::string& ds) {
   // through every one of them.
   std::string z =
       soa("test.", serial) + "host.ent.test. A 192.0.2.7\n" + long_name() + " A 192.0.2.8\n";
-  for (const char* child : {"signed", "unsigned", "sha1", "wrongds", "privalg"})
-    z += std::string(child) + ".test. NS ns." + child + ".test.\nns." + child +
-         ".test. A 127.0.0.1\n";
+  std::vector<std::string> children{"signed", "unsigned", "sha1", "wrongds", "privalg"};
+  children.insert(children.end(), broken_children().begin(), broken_children().end());
+  for (const auto& child : children)
+    z += child + ".test. NS ns." + child + ".test.\nns." + child + ".test. A 127.0.0.1\n";
   return z + ds;
 }
 inline std::string signed_zone(uint32_t serial, const std::string& ds) {
@@ -84,9 +102,11 @@ inline std::string signed_zone(uint32_t serial, const std::string& ds) {
 
 struct Hierarchy {
   std::unique_ptr<KnotServer> knot;
-  dnssec::Anchor anchor;                   ///< the root's DS, as keymgr gives them
-  std::vector<std::string> root_ds_lines;  ///< the same in presentation form
-  std::vector<std::string> zones;          ///< the apex of every zone knotd serves
+  dnssec::Anchor anchor;                     ///< the root's DS, as keymgr gives them
+  std::vector<std::string> root_ds_lines;    ///< the same in presentation form
+  std::vector<std::string> zones;            ///< the apex of every zone knotd serves
+  std::chrono::milliseconds took{0};         ///< how long start() took (keys, signing, knotd)
+  std::chrono::milliseconds broken_took{0};  ///< of which making the broken zones
 
   /// The hierarchy, started on first use (bounded); nullptr with `error` when it cannot be.
   static const Hierarchy* get(std::string& error) {
@@ -106,9 +126,25 @@ struct Hierarchy {
     return u.get();
   }
 
+  /// kresd validating with the root anchor, forwarding to the iterating Unbound. Started on
+  /// first use; nullptr with `error` when it cannot be.
+  KresdServer* kresd(std::string& error) const {
+    if (!kresd_) {
+      UnboundServer* upstream = unbound(false, error);
+      if (upstream != nullptr) kresd_ = KresdServer::start(upstream->port(), root_ds_lines, error);
+    }
+    return kresd_.get();
+  }
+
  private:
   static std::unique_ptr<Hierarchy> start(std::string& error) {
+    const auto started = std::chrono::steady_clock::now();
     auto h = std::make_unique<Hierarchy>();
+    const std::vector<PresignedZone> broken = broken_zones(
+        now_seconds(), [](const std::string& apex) { return soa(apex, 1); }, error);
+    if (broken.empty()) return nullptr;
+    h->broken_took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     const std::vector<KnotPolicy> policies{
         {"p256", {"algorithm: ecdsap256sha256"}},
         {"rsa", {"algorithm: rsasha256", "ksk-size: 2048", "zsk-size: 1024"}},
@@ -116,7 +152,7 @@ struct Hierarchy {
         {"p384", {"algorithm: ecdsap384sha384", "nsec3: on"}},
         {"sha1", {"algorithm: rsasha1", "ksk-size: 2048", "zsk-size: 1024"}},
     };
-    const std::vector<KnotZone> zones{
+    std::vector<KnotZone> zones{
         {".", root_zone(1, ""), "p256"},
         {"test.", test_zone(1, ""), "rsa"},
         {"signed.test.", signed_zone(1, ""), "ed3"},
@@ -130,6 +166,8 @@ struct Hierarchy {
         {"wrongds.test.", soa("wrongds.test.", 1) + "x.wrongds.test. A 192.0.2.5\n", "p256"},
         {"privalg.test.", soa("privalg.test.", 1) + "x.privalg.test. A 192.0.2.6\n", "p256"},
     };
+    for (const PresignedZone& z : broken)
+      zones.push_back({z.apex, z.text, ""});  // no policy: served as signed
     auto k = KnotServer::start(policies, zones, error);
     if (!k) return nullptr;
     // Phase two: each parent gets its children's DS (one digest bit flipped for wrongds).
@@ -143,10 +181,12 @@ struct Hierarchy {
       if (last != std::string::npos) line[last] = line[last] == '0' ? '1' : '0';
       wrong += line + "\n";
     }
-    const std::string for_test =
+    std::string for_test =
         ds_of("signed.test.").zone_lines + ds_of("sha1.test.").zone_lines + wrong +
         // privalg.test.'s only DS names algorithm 253 (PRIVATEDNS): no validator does it.
         "privalg.test. DS 4242 253 2 " + std::string(64, 'A') + "\n";
+    for (const PresignedZone& z : broken)
+      for_test += z.ds;
     if (test_ds.rdatas.empty() || for_test.empty() ||
         !k->replace_zone(".", root_zone(2, test_ds.zone_lines), 2) ||
         !k->replace_zone("test.", test_zone(2, for_test), 2) ||
@@ -163,11 +203,14 @@ struct Hierarchy {
     for (const auto& z : zones)
       h->zones.push_back(z.apex);
     h->knot = std::move(k);
+    h->took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     return h;
   }
 
   mutable std::unique_ptr<UnboundServer> iterating_;
   mutable std::unique_ptr<UnboundServer> validating_;
+  mutable std::unique_ptr<KresdServer> kresd_;
 };
 
 }  // namespace hg::test

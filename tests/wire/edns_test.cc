@@ -82,6 +82,7 @@ TEST(ParseExtendedError, ReadsCodeAndText) {
   EXPECT_EQ(parse_extended_error(Bytes{0}).error().code, ParseError::BadOpt);
   EXPECT_EQ(ede_purpose(22), "No Reachable Authority");
   EXPECT_EQ(ede_purpose(3), "Stale Answer");
+  EXPECT_EQ(ede_purpose(27), "Unsupported NSEC3 Iterations Value");
   EXPECT_EQ(ede_purpose(999), "");
 }
 

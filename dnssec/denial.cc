@@ -483,6 +483,9 @@ DenialVerdict nsec_prove_nxdomain(std::span<const NsecRecord> nsecs, const wire:
   const auto usable = usable_nsecs(nsecs, zone);
   const UsableNsec* cover = nsec_denying(usable, qname);
   if (cover == nullptr) return DenialVerdict::NotProven;
+  // The next name below `qname` makes it an empty non-terminal: it exists (a NODATA; RFC 4035
+  // §3.1.3.2 note). The RCODE is not signed, so this must not pass for an NXDOMAIN.
+  if (cover->rr.next.is_subdomain_of(qname)) return DenialVerdict::NotProven;
   const wire::Name ce = nsec_closest_encloser(*cover->owner, cover->rr.next, qname);
   if (!ce.is_subdomain_of(zone)) return DenialVerdict::NotProven;
   // No wildcard at the closest encloser could have answered (RFC 4035 §5.4): it is covered,

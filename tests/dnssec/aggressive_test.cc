@@ -130,14 +130,14 @@ TEST_F(Aggressive, AnNsecNxdomainAnswersOtherNamesInItsRangeAndTheAnswerValidate
   EXPECT_EQ(p->zone, name("test."));
   EXPECT_TRUE(p->nxdomain);
   EXPECT_FALSE(p->nsec3);
-  // The cover of nothing.test. (the 45-label name, whose label under test. is l0, → ns.test.)
-  // and of *.test. (the apex's, → host.ent.test.).
+  // The cover of nothing.test. (nokey.test. → notyet.test., two of the broken zones' cuts)
+  // and of *.test. (the apex's, → expired.test.).
   EXPECT_EQ(p->records.size(), 2u);
   EXPECT_EQ(kept, 2u);
   EXPECT_GT(p->ttl, 0u);
   EXPECT_LE(p->ttl, 300u);  // the SOA's MINIMUM (hierarchy.h soa())
   for (const char* q :
-       {"nope.test.", "m.test.", "NOPE-UPPER.test.", "deeper.nope.test.", "b.test."}) {
+       {"nope.test.", "noq.test.", "NOPE-UPPER.test.", "deeper.nope.test.", "nothin.test."}) {
     SCOPED_TRACE(q);
     const auto s = synth(store, q, kAaaa, now);
     ASSERT_TRUE(s);
@@ -145,7 +145,7 @@ TEST_F(Aggressive, AnNsecNxdomainAnswersOtherNamesInItsRangeAndTheAnswerValidate
     EXPECT_EQ(rcode_of(ask(q, kAaaa)), 3) << "the upstream agrees";
     expect_validates(*s, q, kAaaa, now);
   }
-  // Other ranges (ns.test. → privalg.test., wrongds.test. → the apex), never learned.
+  // Other ranges (notyet.test. → privalg.test., wrongds.test. → the apex), never learned.
   EXPECT_FALSE(synth(store, "ohno.test.", kA, now));
   EXPECT_FALSE(synth(store, "zzz.test.", kA, now));
   // Names that exist, or lie outside every zone learned.
@@ -235,7 +235,9 @@ TEST_F(Aggressive, Nsec3WithoutOptOutClosestEncloserProofsValidate) {
   ASSERT_TRUE(p);
   EXPECT_TRUE(p->nsec3);
   EXPECT_TRUE(p->nxdomain);
-  EXPECT_GE(p->records.size(), 2u);
+  // One record may be all of the proof: with a handful of names in the zone, the apex's
+  // NSEC3 often also covers the next closer name's hash and the wildcard's.
+  EXPECT_GE(p->records.size(), 1u);
   EXPECT_LE(p->records.size(), 3u);
   // Which names the records learned cover, by their hashes: exactly those are answered
   // (the closest encloser, the apex, and the wildcard's cover are among the records). The

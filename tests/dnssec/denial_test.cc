@@ -468,6 +468,14 @@ TEST(NsecProof, EmptyNonTerminalNoData) {
   // xx.example's does not point below y.w.example.
   EXPECT_EQ(nsec_prove_nodata(rfc4035({"x.y.w.example"}), name("zz.w.example"), A, kExample),
             kNotProven);
+  // The same NSEC proves that y.w.example exists: it can never prove it does not. Else an
+  // attacker turns a NODATA into an NXDOMAIN by changing the RCODE, which no signature covers.
+  EXPECT_EQ(nsec_prove_nxdomain(rfc4035({"x.w.example", "example"}), name("y.w.example"), kExample),
+            kNotProven);
+  // Nor for an empty non-terminal two labels up, covered by the apex's NSEC.
+  EXPECT_EQ(nsec_prove_nxdomain(N{nsec("example", "x.w.example", {NS, SOA, RRSIG, NSEC})},
+                                name("w.example"), kExample),
+            kNotProven);
 }
 
 TEST(NsecProof, B5ReferralToAnUnsignedZoneAndTheParentSideRule) {

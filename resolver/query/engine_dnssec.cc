@@ -147,19 +147,61 @@ void QueryEngine::begin_validation(const cache::CacheKey& key, std::span<const u
 
 void QueryEngine::send_fetch(uint32_t id) {
   const dnssec::Fetch& f = validations_.at(id).v->need();
+  std::pair<wire::Name, uint16_t> key{f.name.lowercased(), f.type};
+  if (auto memo = fetch_memos_.find(key); memo != fetch_memos_.end()) {
+    if (memo->second.until > loop_.now()) {
+      // Answered a moment ago for another validation: fed on the next iteration (not from
+      // inside this validation's own feed()).
+      loop_.add_timer(Millis{0}, [this, id, key] {
+        auto m = fetch_memos_.find(key);
+        if (m == fetch_memos_.end()) {  // dropped meanwhile: ask after all
+          if (validations_.count(id) != 0) send_fetch(id);
+          return;
+        }
+        const std::vector<uint8_t> answer = m->second.answer;
+        on_fetch(id, UpstreamStatus::Ok, answer);
+      });
+      return;
+    }
+    fetch_memos_.erase(memo);
+  }
+  auto [waiting, first] = fetches_.try_emplace(std::move(key));
+  waiting->second.push_back(id);
+  if (!first) return;  // asked already: its answer serves this validation too
   // RD, CD and DO, like the query whose answer is being validated.
   UpstreamQuery q;
-  const bool ok = q.write(f.name.lowercased(), f.type, 1,
+  const bool ok = q.write(waiting->first.first, f.type, 1,
                           static_cast<uint16_t>(wire::flag::RD | wire::flag::CD), true);
   shared_.stats.dnssec_fetches.fetch_add(1, std::memory_order_relaxed);
+  const std::pair<wire::Name, uint16_t> fetch = waiting->first;
   if (!ok) {  // cannot happen: the buffer fits the largest name
-    on_fetch(id, UpstreamStatus::BadQuery, {});
+    loop_.add_timer(Millis{0},
+                    [this, fetch] { on_fetch_answer(fetch, UpstreamStatus::BadQuery, {}); });
     return;
   }
   send_routed(f.name, static_cast<wire::RRType>(f.type), q.bytes(),
-              [this, id](UpstreamStatus status, std::span<const uint8_t> answer) {
-                on_fetch(id, status, answer);
+              [this, fetch](UpstreamStatus status, std::span<const uint8_t> answer) {
+                on_fetch_answer(fetch, status, answer);
               });
+}
+
+void QueryEngine::on_fetch_answer(const std::pair<wire::Name, uint16_t>& fetch,
+                                  UpstreamStatus status, std::span<const uint8_t> answer) {
+  auto it = fetches_.find(fetch);
+  if (it == fetches_.end()) return;
+  // Taken out first: a validation fed here may ask the same again (a new fetch, then).
+  const std::vector<uint32_t> ids = std::move(it->second);
+  fetches_.erase(it);
+  if (status == UpstreamStatus::Ok) {
+    const MonoTime now = loop_.now();
+    if (fetch_memos_.size() >= kMaxFetchMemos)
+      std::erase_if(fetch_memos_, [&](const auto& m) { return m.second.until <= now; });
+    if (fetch_memos_.size() < kMaxFetchMemos)
+      fetch_memos_.insert_or_assign(fetch,
+                                    FetchMemo{{answer.begin(), answer.end()}, now + kFetchMemo});
+  }
+  for (const uint32_t id : ids)
+    on_fetch(id, status, answer);
 }
 
 void QueryEngine::on_fetch(uint32_t id, UpstreamStatus status, std::span<const uint8_t> answer) {

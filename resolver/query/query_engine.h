@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -172,7 +173,12 @@ class QueryEngine {
   /// Validates an upstream answer for `key`, fetching the DS and DNSKEY RRsets it needs;
   /// complete_upstream() follows with the verdict.
   void begin_validation(const cache::CacheKey& key, std::span<const uint8_t> answer);
+  /// Sends validation `id`'s next DS/DNSKEY fetch, or, when another validation's identical
+  /// fetch is in flight, waits for that one's answer (fetches_).
   void send_fetch(uint32_t id);
+  /// A fetch's answer: fed to every validation waiting for it.
+  void on_fetch_answer(const std::pair<wire::Name, uint16_t>& fetch, UpstreamStatus status,
+                       std::span<const uint8_t> answer);
   void on_fetch(uint32_t id, UpstreamStatus status, std::span<const uint8_t> answer);
   void finish_validation(const cache::CacheKey& key, const dnssec::AnswerValidation& v);
   /// The keys of `zone` a chain of trust established and that have not expired; nullptr.
@@ -258,6 +264,19 @@ class QueryEngine {
   };
   std::unordered_map<uint32_t, PendingValidation> validations_;
   uint32_t next_validation_ = 0;
+  /// DS/DNSKEY fetches in flight (lowercased name, type) and the validations waiting for each:
+  /// answers from a zone not yet established, arriving together, share its fetches.
+  std::map<std::pair<wire::Name, uint16_t>, std::vector<uint32_t>> fetches_;
+  /// Fetch answers of the last kFetchMemo, as the upstream gave them (the validations check
+  /// them each time): validations that start while others are still walking the same chain
+  /// find them here, before the zones are established. At most kMaxFetchMemos.
+  struct FetchMemo {
+    std::vector<uint8_t> answer;
+    MonoTime until;
+  };
+  static constexpr Millis kFetchMemo{30'000};
+  static constexpr std::size_t kMaxFetchMemos = 256;
+  std::map<std::pair<wire::Name, uint16_t>, FetchMemo> fetch_memos_;
   /// Zone keys (and insecure zones) chains of trust established, until they expire: the next
   /// answer from a zone costs no fetch. At most kMaxKnownZones, the oldest dropped first.
   struct KnownZone {

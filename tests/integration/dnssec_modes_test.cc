@@ -9,10 +9,17 @@
 //    names are asked (no flapping, no second probe);
 //  - --dnssec require behind the same upstream answers SERVFAIL with EDE 22, asking nothing;
 //  - when the upstreams change (the upstream file), they are probed again.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/dnssec/hierarchy.h"
@@ -28,6 +35,92 @@ namespace hg::integration {
 namespace {
 
 constexpr uint16_t kDnskey = 48;
+
+// The tampering box of the answer-integrity issue: a UDP relay on 127.0.0.1 in front of a
+// resolver that rewrites every A record of its answers to 6.6.6.6 and sets AD (as a box on
+// the path can: plain UDP carries no proof of where an answer was changed).
+class TamperingRelay {
+ public:
+  explicit TamperingRelay(uint16_t resolver_port) : resolver_port_(resolver_port) {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~TamperingRelay() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) close(fd_);
+  }
+  TamperingRelay(const TamperingRelay&) = delete;
+  TamperingRelay& operator=(const TamperingRelay&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int tampered() const { return tampered_; }
+
+ private:
+  void run() {
+    // Bounded: it stops when the test ends; each exchange waits at most 2 s for the resolver.
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      uint8_t buf[4096];
+      sockaddr_in from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n =
+          recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n <= 0) continue;
+      std::vector<uint8_t> reply = exchange({buf, buf + n});
+      if (reply.empty()) continue;
+      tamper(reply);
+      sendto(fd_, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), from_len);
+    }
+  }
+  std::vector<uint8_t> exchange(const std::vector<uint8_t>& query) const {
+    const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(resolver_port_);
+    std::vector<uint8_t> out(4096);
+    pollfd p{s, POLLIN, 0};
+    if (s < 0 || connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 ||
+        send(s, query.data(), query.size(), 0) < 0 || poll(&p, 1, 2000) != 1) {
+      out.clear();
+    } else {
+      const ssize_t n = recv(s, out.data(), out.size(), 0);
+      out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    }
+    if (s >= 0) close(s);
+    return out;
+  }
+  void tamper(std::vector<uint8_t>& reply) {
+    wire::Message m;
+    if (!m.parse(reply, wire::ParseMode::Strict).has_value()) return;
+    bool changed = false;
+    for (const auto& rr : m.records()) {
+      if (rr.type != wire::RRType::A || rr.rdlength != 4) continue;
+      for (int i = 0; i < 4; ++i)
+        reply[rr.rdata_offset + static_cast<std::size_t>(i)] = 6;
+      changed = true;
+    }
+    if (!changed) return;
+    reply[3] |= 0x20;  // AD
+    ++tampered_;
+  }
+
+  uint16_t resolver_port_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> tampered_{0};
+  std::thread thread_;
+};
 
 class DnssecModes : public ::testing::Test {
  protected:
@@ -185,6 +278,29 @@ TEST_F(DnssecModes, AnInsecureDomainIsAnsweredWithoutAdAndNeverBogus) {
   EXPECT_NE(r.flags().find("ad"), std::string::npos) << r.output;
   EXPECT_NE(ctl(socket_, "dnssec").output.find("insecure_domains=signed.test.,wrongds.test."),
             std::string::npos);
+}
+
+// The answer-integrity issue's tampering path: without validation hourglassd had no way to
+// tell (it served 6.6.6.6, with AD when the upstream's AD was trusted); validating, the
+// changed record does not match its signature: SERVFAIL with EDE 6, the address never served.
+TEST_F(DnssecModes, ATamperedAnswerOnThePathIsServfailWithEde6) {
+  TamperingRelay relay(unbound_->port());
+  auto d = start({"--upstream", relay.address()});
+  EXPECT_EQ(capability(relay.address()), "yes") << "DNSKEY answers pass the relay unchanged";
+  for (int round = 0; round < 2; ++round) {  // the miss, then the failure cache (EDE 13)
+    const DigResult r = dig(d->port(), "+dnssec www.signed.test A");
+    EXPECT_EQ(r.status(), "SERVFAIL") << r.output;
+    EXPECT_TRUE(r.contains(round == 0 ? "EDE: 6 (DNSSEC Bogus)" : "EDE: 13")) << r.output;
+    EXPECT_FALSE(r.contains("6.6.6.6")) << r.output;
+  }
+  EXPECT_GE(relay.tampered(), 1);
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.bogus"), 1);
+  // Without validation, the same path delivers the forgery (AD cleared: not --trust-ad).
+  auto off = Daemon::start({"--upstream", relay.address(), "--dnssec", "off"});
+  ASSERT_TRUE(off->ready()) << off->output();
+  const DigResult r = dig(off->port(), "+dnssec www.signed.test A");
+  EXPECT_TRUE(r.contains("6.6.6.6")) << r.output;
+  EXPECT_EQ(r.flags().find("ad"), std::string::npos) << r.output;
 }
 
 TEST(DnssecModesDefault, WithoutATrustAnchorFileTheDefaultSaysSoAndDoesNotValidate) {

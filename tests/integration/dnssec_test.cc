@@ -111,6 +111,25 @@ TEST_F(Dnssec, ZonesAChainEstablishedAreNotFetchedAgain) {
   EXPECT_EQ(ctl_stat(socket_, "dnssec.fetches"), fetches);
 }
 
+// Thirty answers from zones not yet established, arriving together: their chains of trust
+// need the same seven DS/DNSKEY RRsets (DNSKEY ., DS and DNSKEY of test., signed.test. and
+// deep.signed.test.), asked once and shared, not once per answer (which was 30 x 7).
+TEST_F(Dnssec, AnswersFromANewZoneArrivingTogetherShareTheirKeyFetches) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 30; ++i)
+    names.push_back("n" + std::to_string(i) + ".w.deep.signed.test");
+  const auto answers = ask_all(d_->port(), names, names.size(), Millis{5000});
+  ASSERT_EQ(answers.size(), names.size());
+  for (const auto& [name, a] : answers) {
+    EXPECT_EQ(a.answer.rcode(), wire::RCode::NoError) << name;
+    EXPECT_EQ(a_records(a.answer), std::vector<std::string>{"192.0.2.10"}) << name;
+  }
+  EXPECT_EQ(ctl_stat(socket_, "dnssec.secure"), 30);
+  const int64_t fetches = ctl_stat(socket_, "dnssec.fetches");
+  EXPECT_GE(fetches, 7);
+  EXPECT_LE(fetches, 10) << "each RRset asked once, whatever the number of answers waiting";
+}
+
 // RFC 8198 against a random-subdomain flood: under a signed zone, every random name is an
 // NXDOMAIN that would cost an upstream query; with the validated NSEC/NSEC3 ranges of earlier
 // denials kept, a name inside one is answered here. test. has 15 NSEC ranges (its apex and

@@ -179,8 +179,10 @@ class Bench:
         p, up, w = self.port[fw], self.up, self.work
         if fw in ("hourglass", "base"):
             b = self.hgd if fw == "hourglass" else os.environ["HGD_BASE"]
+            # Explicit: hourglassd validates by default, from the root's anchor, which the
+            # bench's upstream (authoritative for bench.test. only) cannot serve.
             return [b, "--listen", f"127.0.0.1:{p}", "--upstream", f"127.0.0.1:{up}",
-                    "--threads", "1", "--cache-size", "64MiB"]
+                    "--threads", "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF]
         if fw == "unbound":
             return ["unbound", "-d", "-c", f"{w}/unbound.conf"]
         if fw == "dnsmasq":

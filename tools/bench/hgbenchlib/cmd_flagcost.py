@@ -128,6 +128,9 @@ def run(a, ps, after):
     pid = {}
     for v in variants:
         extra = [f.replace("@WORK@", work) for f in flags] if v != "off" else []
+        # --dnssec off in both, unless the flags under test are --dnssec ones themselves
+        if not any(f.startswith("--dnssec") for f in flags):
+            extra = [*common.HGD_DNSSEC_OFF, *extra]
         log = f"{work}/{v}.log"
         pid[v] = ps.start(v, [hgd, "--listen", f"127.0.0.1:{port[v]}", "--upstream",
                               f"127.0.0.1:{up}", "--threads", "1", "--cache-size", "64MiB",

@@ -35,6 +35,15 @@ each query to knotd and the answer back with only the ID remapped (the least a m
 cost). Their rows say how far each forwarder is from what the kernel alone costs.
 A forwarder "base" is a second hourglassd, HGD_BASE=path (e.g. a build of the previous
 commit), run the same way: a change's before and after in one run.
+hourglassd runs with --dnssec off ("hourglass", "base": a forwarder's cost, no validation).
+With --dnssec, knotd signs bench.test. itself (ECDSA P-256 SHA-256, algorithm 13, KSK and
+ZSK, NSEC) and its DS (SHA-256, from keymgr) is the trust anchor of bench.test. for
+"hourglass-validate" (hourglassd --dnssec validate --trust-anchor FILE) and
+"unbound-validate" (the Unbound above with module-config "validator iterator" and the DS as
+trust-anchor:); the default forwarders are then "hourglass-validate hourglass
+unbound-validate". Every miss is then a signed wildcard answer with its NSEC proof; each
+validating forwarder must answer a probe with AD before anything is measured, and a table of
+CPU microseconds per hit and per miss, each divided by hourglass-validate's, is printed.
 Percentiles are nearest-rank (hgbenchlib/stats.py).
 
 Environment: ROUNDS HIT_SECONDS MISS_SECONDS LAT_SECONDS LAT_QPS LAT_ROUNDS PAUSE_OTHERS
@@ -43,9 +52,13 @@ Needs root for apt-get (or everything installed already; then use --no-install).
 Loopback only; no service is enabled or started; every process it starts is stopped by
 its PID (also on Ctrl-C); every loop is bounded. Raw logs stay in the printed work dir."""
 
-KNOWN = ("hourglass", "unbound", "dnsmasq", "dnsdist", "floor", "relay", "base")
+KNOWN = ("hourglass", "unbound", "dnsmasq", "dnsdist", "floor", "relay", "base",
+         "hourglass-validate", "unbound-validate")
+VALIDATING = ("hourglass-validate", "unbound-validate")  # need --dnssec (the signed zone)
 OFFSET = {"hourglass": 1, "unbound": 2, "dnsmasq": 3, "dnsdist": 4, "floor": 5, "relay": 6,
-          "base": 7}
+          "base": 7, "hourglass-validate": 8, "unbound-validate": 9}
+DEFAULT_FORWARDERS = "hourglass unbound dnsmasq dnsdist floor relay"
+DNSSEC_FORWARDERS = "hourglass-validate hourglass unbound-validate"
 # Debian 12 package -> a binary it provides.
 PKG_BIN = {"dnsperf": "dnsperf", "unbound": "unbound", "dnsmasq-base": "dnsmasq",
            "dnsdist": "dnsdist", "knot": "knotd", "bind9-dnsutils": "dig"}
@@ -64,6 +77,8 @@ def add_parser(sub):
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--forwarders", help='e.g. "hourglass unbound dnsmasq dnsdist floor relay"')
     p.add_argument("--base-port", type=common.int_range(1024, 65000, "--base-port"))
+    p.add_argument("--dnssec", action="store_true",
+                   help="bench.test. signed by knotd; validating forwarders (see above)")
     p.set_defaults(func=main, name="bench")
 
 
@@ -82,8 +97,9 @@ class Settings:
         self.miss_names = e("MISS_NAMES", 1000000)
         self.clients = e("CLIENTS", 8)
         self.base_port = a.base_port or e("BASE_PORT", 35350)
+        self.dnssec = bool(getattr(a, "dnssec", False))
         self.forwarders = (a.forwarders or os.environ.get("FORWARDERS")
-                           or "hourglass unbound dnsmasq dnsdist floor relay").split()
+                           or (DNSSEC_FORWARDERS if self.dnssec else DEFAULT_FORWARDERS)).split()
         self.do_miss, self.do_lat = not a.no_miss, not a.no_lat
         self.do_install, self.do_build = not a.no_install, not a.no_build
         if not 1 <= self.rounds <= 5:
@@ -106,6 +122,8 @@ class Settings:
                     raise BenchError("forwarder 'base' needs HGD_BASE=path/to/an/other/hourglassd")
             elif fw not in KNOWN:
                 raise BenchError(f"unknown forwarder '{fw}'")
+            elif fw in VALIDATING and not self.dnssec:
+                raise BenchError(f"forwarder '{fw}' needs --dnssec (a signed bench.test.)")
 
 
 def install_packages(s):
@@ -174,15 +192,22 @@ class Bench:
         self.rows = []  # dicts, one per measurement
         self.results = os.path.join(work, "results.tsv")
         self.hit_file = os.path.join(work, "hit.txt")
+        self.anchor_file = os.path.join(work, "bench.test.ds")
 
     def argv(self, fw):
         p, up, w = self.port[fw], self.up, self.work
         if fw in ("hourglass", "base"):
             b = self.hgd if fw == "hourglass" else os.environ["HGD_BASE"]
+            # Explicit: hourglassd validates by default, from the root's anchor, which the
+            # bench's upstream (authoritative for bench.test. only) cannot serve.
             return [b, "--listen", f"127.0.0.1:{p}", "--upstream", f"127.0.0.1:{up}",
-                    "--threads", "1", "--cache-size", "64MiB"]
-        if fw == "unbound":
-            return ["unbound", "-d", "-c", f"{w}/unbound.conf"]
+                    "--threads", "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF]
+        if fw == "hourglass-validate":
+            return [self.hgd, "--listen", f"127.0.0.1:{p}", "--upstream", f"127.0.0.1:{up}",
+                    "--threads", "1", "--cache-size", "64MiB", "--dnssec", "validate",
+                    "--trust-anchor", self.anchor_file]
+        if fw in ("unbound", "unbound-validate"):
+            return ["unbound", "-d", "-c", f"{w}/{fw}.conf"]
         if fw == "dnsmasq":
             return ["dnsmasq", "-k", "-C", "/dev/null", "--no-resolv", "--no-hosts", "--no-poll",
                     "--user=root", f"--port={p}", "--listen-address=127.0.0.1",
@@ -229,13 +254,13 @@ class Bench:
                "avg": r.avg_ms, "sd": r.sd_ms, "p50": "-", "p99": "-", "p999": "-",
                "fwcpu": round(stats.cpu_pct(t0, t1, s1 - s0)),
                "cpu0": round(stats.busy_pct(c0a, c0b)), "cpu1": round(stats.busy_pct(c1a, c1b)),
-               "load": load}
+               "load": load, "cpuus": stats.us_per((t1 or 0) - (t0 or 0), r.completed)}
         if test == "lat":
             lat = stats.Latency(dnsperf.latencies_ms(r.text))
             row["p50"], row["p99"], row["p999"] = lat.fmt(0.5), lat.fmt(0.99), lat.fmt(0.999)
         self.rows.append(row)
         with open(self.results, "a", encoding="ascii") as f:
-            f.write("\t".join(str(row[k]) if k not in ("avg", "sd") else f"{row[k]:.3f}"
+            f.write("\t".join(f"{row[k]:.3f}" if k in ("avg", "sd", "cpuus") else str(row[k])
                               for k in COLUMNS) + "\n")
         p99 = f" p99 {row['p99']} ms" if row["p99"] != "-" else ""
         print(f"  {fw:<9} {test:<4} {row['qps']:>9} qps  lost {row['lost']:<6} NOERROR "
@@ -248,9 +273,9 @@ class Bench:
 
 
 COLUMNS = ("round", "fw", "test", "qps", "sent", "completed", "lost", "noerr", "avg", "sd",
-           "p50", "p99", "p999", "fwcpu", "cpu0", "cpu1", "load")
+           "p50", "p99", "p999", "fwcpu", "cpu0", "cpu1", "load", "cpuus")
 HEADER = ("round\tfw\ttest\tqps\tsent\tcompleted\tlost\tnoerror_pct\tavg_ms\tsd_ms\tp50_ms\t"
-          "p99_ms\tp999_ms\tfw_cpu_pct\tcpu0_pct\tcpu1_pct\tload1\n")
+          "p99_ms\tp999_ms\tfw_cpu_pct\tcpu0_pct\tcpu1_pct\tload1\tcpu_us_per_query\n")
 
 
 def efficiency(row):
@@ -271,6 +296,7 @@ def summary(rows, forwarders):
             return float(r["p99"]) if r["p99"] != "-" else 0.0
         return r["qps"]
     med = {k: stats.median_row(v, key) for k, v in groups.items()}
+    w = max([9] + [len(fw) for fw in forwarders])  # the server column's width
     titles = {"hit": "cache hits, full speed (median round; best; all rounds)",
               "miss": "cache misses, every name new (median round; best; all rounds)",
               "lat": "latency of cache hits at a fixed rate (median round by p99)"}
@@ -279,16 +305,16 @@ def summary(rows, forwarders):
             continue
         out.append(f"\n{titles[test]}")
         if test == "lat":
-            out.append(f"| {'server':<9} | {'qps':>7} | {'avg ms':>8} | {'p50 ms':>8} | "
+            out.append(f"| {'server':<{w}} | {'qps':>7} | {'avg ms':>8} | {'p50 ms':>8} | "
                        f"{'p99 ms':>8} | {'p99.9 ms':>8} | {'lost':>6} | {'cpu %':>7} |")
-            out.append("|-----------|--------:|---------:|---------:|---------:|---------:|"
+            out.append("|" + "-" * (w + 2) + "|--------:|---------:|---------:|---------:|---------:|"
                        "-------:|--------:|")
         else:
-            out.append(f"| {'server':<9} | {'qps':>8} | {'best':>8} | {'rounds':<24} | "
+            out.append(f"| {'server':<{w}} | {'qps':>8} | {'best':>8} | {'rounds':<24} | "
                        f"{'avg ms':>8} | {'lost':>6} | {'NOERR %':>7} | {'srv cpu':>7} | "
                        f"{'cpu0/cpu1':>9} | {'qps/cpu-s':>9} | {'hg/peer qps':>11} | "
                        f"{'hg/peer eff':>11} |")
-            out.append("|-----------|---------:|---------:|--------------------------|"
+            out.append("|" + "-" * (w + 2) + "|---------:|---------:|--------------------------|"
                        "---------:|-------:|--------:|--------:|----------:|----------:|"
                        "------------:|------------:|")
         h = med.get(("hourglass", test))
@@ -297,7 +323,7 @@ def summary(rows, forwarders):
             if f is None:
                 continue
             if test == "lat":
-                out.append(f"| {fw:<9} | {f['qps']:>7} | {f['avg']:>8.3f} | {f['p50']:>8} | "
+                out.append(f"| {fw:<{w}} | {f['qps']:>7} | {f['avg']:>8.3f} | {f['p50']:>8} | "
                            f"{f['p99']:>8} | {f['p999']:>8} | {f['lost']:>6} | "
                            f"{f['fwcpu']:>7} |")
                 continue
@@ -311,22 +337,70 @@ def summary(rows, forwarders):
             best = max(r["qps"] for r in rs)
             runs = "/".join(str(r["qps"]) for r in rs)
             cpus = f"{f['cpu0']}/{f['cpu1']}%"
-            out.append(f"| {fw:<9} | {f['qps']:>8} | {best:>8} | {runs:<24} | {f['avg']:>8.3f} | "
+            out.append(f"| {fw:<{w}} | {f['qps']:>8} | {best:>8} | {runs:<24} | {f['avg']:>8.3f} | "
                        f"{f['lost']:>6} | {f['noerr']:>7} | {f['fwcpu']:>6}% | {cpus:>9} | "
                        f"{eff:>9.0f} | {ratio:>11} | {ratio_eff:>11} |")
     return "\n".join(out) + "\n"
+
+
+def cpu_per_query(rows, forwarders, ref="hourglass-validate"):
+    """CPU microseconds per answered query (the server's utime + stime over dnsperf's completed
+    queries) for hits and misses: per server the median of its rounds, every round, and the
+    median divided by ref's (> 1: the server costs more than ref)."""
+    out = [f"\nCPU per query (us: server CPU time / queries answered; median of the rounds, "
+           f"every round; / ref: the median over {ref}'s)",
+           f"| {'server':<18} | {'hit us':>7} | {'hit rounds':<20} | {'/ ref':>6} | "
+           f"{'miss us':>7} | {'miss rounds':<20} | {'/ ref':>6} |",
+           "|--------------------|--------:|----------------------|-------:|--------:|"
+           "----------------------|-------:|"]
+    med = {}
+    for fw in forwarders:
+        for test in ("hit", "miss"):
+            v = [r["cpuus"] for r in rows if r["fw"] == fw and r["test"] == test]
+            if v:
+                med[(fw, test)] = (stats.median(v), v)
+    for fw in forwarders:
+        cells = []
+        for test in ("hit", "miss"):
+            m = med.get((fw, test))
+            if m is None:
+                cells += ["-", "-", "-"]
+                continue
+            r = med.get((ref, test))
+            ratio = f"{m[0] / r[0]:.2f}" if r and r[0] > 0 else "-"
+            cells += [f"{m[0]:.2f}", "/".join(f"{x:.2f}" for x in m[1]), ratio]
+        out.append(f"| {fw:<18} | {cells[0]:>7} | {cells[1]:<20} | {cells[2]:>6} | "
+                   f"{cells[3]:>7} | {cells[4]:<20} | {cells[5]:>6} |")
+    return "\n".join(out) + "\n"
+
+
+def ad_flag(port, name):
+    """Whether 127.0.0.1:port answers an A query for name (DO set, one try) with AD; None
+    when it does not answer."""
+    text = procs.output(["dig", "+dnssec", "+time=2", "+tries=1", "-p", str(port),
+                         "@127.0.0.1", name, "A"], timeout=10)
+    for line in text.splitlines():
+        if line.startswith(";; flags:"):
+            return "ad" in dig_flags(line)
+    return None
+
+
+def dig_flags(line):
+    """The header flags of dig's ";; flags: qr rd ra ad; QUERY: 1, ..." line."""
+    return line.split(":", 1)[1].split(";")[0].split()
 
 
 def lat_pooled(rows, forwarders, lat_rounds, work):
     """The latency of every query of every round, pooled per server: with 5,000 qps the
     p99.9 of one 4-second round is its 20th slowest query, and one stall of the host
     decides it."""
+    w = max([9] + [len(fw) for fw in forwarders])  # the server column's width
     out = [f"\nlatency of cache hits, all {lat_rounds} rounds pooled (slow: over 0.4 ms; "
            "p99.9 per round in order)",
-           f"| {'server':<9} | {'queries':>8} | {'p50 ms':>8} | {'p99 ms':>8} | {'p99.9 ms':>8} | "
+           f"| {'server':<{w}} | {'queries':>8} | {'p50 ms':>8} | {'p99 ms':>8} | {'p99.9 ms':>8} | "
            f"{'max ms':>8} | {'slow':>6} | {'p99.9 by round':<40} |",
-           "|-----------|---------:|---------:|---------:|---------:|---------:|-------:|"
-           "------------------------------------------|"]
+           "|" + "-" * (w + 2) + "|---------:|---------:|---------:|---------:|---------:|"
+           "-------:|------------------------------------------|"]
     for fw in forwarders:
         values = []
         for r in range(1, lat_rounds + 1):
@@ -335,7 +409,7 @@ def lat_pooled(rows, forwarders, lat_rounds, work):
         if lat.count == 0:
             continue
         by_round = "/".join(r["p999"] for r in rows if r["fw"] == fw and r["test"] == "lat")
-        out.append(f"| {fw:<9} | {lat.count:>8} | {lat.fmt(0.5):>8} | {lat.fmt(0.99):>8} | "
+        out.append(f"| {fw:<{w}} | {lat.count:>8} | {lat.fmt(0.5):>8} | {lat.fmt(0.99):>8} | "
                    f"{lat.fmt(0.999):>8} | {lat.fmt('max'):>8} | {lat.slow:>6} | {by_round:<40} |")
     return "\n".join(out) + "\n"
 
@@ -384,9 +458,17 @@ def main(a, ps):
         if not port_free(p):
             raise BenchError(f"port {p} is in use; pick --base-port")
 
-    common.start_knot(ps, work, b.up, names=s.zone_names, wildcard="198.19.0.1")
+    common.start_knot(ps, work, b.up, names=s.zone_names, wildcard="198.19.0.1",
+                      signed=s.dnssec)
     dnsperf.write_names(b.hit_file, confs.numbered_names(s.hit_names))
     confs.write(f"{work}/unbound.conf", confs.unbound_forwarder(work, b.port["unbound"], b.up))
+    if s.dnssec:
+        anchors = common.knot_ds(work)
+        confs.write(b.anchor_file, "\n".join(anchors) + "\n")
+        confs.write(f"{work}/unbound-validate.conf", confs.unbound_forwarder(
+            work, b.port["unbound-validate"], b.up, anchors, pidfile="unbound-validate.pid"))
+        print(f"== bench.test. signed by knotd (policy: {', '.join(confs.KNOT_POLICY_LINES)}); "
+              f"trust anchor: {'; '.join(anchors)}", flush=True)
     confs.write(f"{work}/dnsdist.conf", confs.dnsdist_cache(b.port["dnsdist"], b.up))
 
     print(f"== machine: {os.cpu_count()} CPUs, {common.cpu_model()}")
@@ -397,7 +479,8 @@ def main(a, ps):
     confs.write(f"{work}/versions.txt", v + "\n")
     print(f"== settings: rounds {s.rounds}, hit {s.hit_seconds}s on {s.hit_names} names, lat "
           f"{s.lat_qps} qps {s.lat_seconds}s × {s.lat_rounds} rounds, miss {s.miss_seconds}s, "
-          f"{s.clients} dnsperf clients, zone {s.zone_names} names", flush=True)
+          f"{s.clients} dnsperf clients, zone {s.zone_names} names"
+          f"{', signed (--dnssec)' if s.dnssec else ''}", flush=True)
     with open(b.results, "w", encoding="ascii") as f:
         f.write(HEADER)
 
@@ -406,6 +489,12 @@ def main(a, ps):
     # machine's load then falls on every server alike instead of on whoever ran at that moment.
     for fw in s.forwarders:
         b.start_forwarder(fw)
+        if s.dnssec:
+            ad = ad_flag(b.port[fw], f"ad-probe.{fw}.w.bench.test.")
+            said = {True: "with AD", False: "without AD", None: "no answer"}[ad]
+            print(f"bench: {fw}: a wildcard name asked with DO: answered {said}", flush=True)
+            if fw in VALIDATING and ad is not True:
+                raise BenchError(f"{fw} does not validate bench.test. (no AD; see {work}/{fw}.log)")
         # warm: one pass over the hit names, one client, few outstanding
         warm = os.path.join(work, f"{fw}.warm.dnsperf")
         r = dnsperf.run(warm, b.port[fw], b.hit_file, "-n", 1, "-c", 1, "-q", 20, "-t", 2,
@@ -439,6 +528,8 @@ def main(a, ps):
     print(f"== uptime at end: {procs.output(['uptime']).strip()}")
 
     text = summary(b.rows, s.forwarders)
+    if s.dnssec:
+        text += cpu_per_query(b.rows, s.forwarders)
     if s.do_lat:
         text += lat_pooled(b.rows, s.forwarders, s.lat_rounds, work)
     print(text, end="")

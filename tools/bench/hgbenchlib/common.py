@@ -15,6 +15,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 os.environ["PATH"] = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 
 
+# hourglassd validates by default, from the root's trust anchor; the benches' upstreams serve
+# bench.test. (or w.bench.test.) only, so every bench says what it measures: no validation.
+HGD_DNSSEC_OFF = ("--dnssec", "off")
+
+
 def release(path):
     """A file in build-release/ (where `run` and `flag-cost` build)."""
     return os.path.join(ROOT, "build-release", path)
@@ -138,11 +143,12 @@ def pin_cpu1(pid):
             raise BenchError(f"could not keep knotd on CPU 1 (thread {status} on {allowed})")
 
 
-def start_knot(ps, work, port, names=0, wildcard=None, cpu1=True, probe_name=None):
+def start_knot(ps, work, port, names=0, wildcard=None, cpu1=True, probe_name=None,
+               signed=False):
     """knotd serving bench.test. (names numbered A records, optionally the wildcard) on
-    127.0.0.1:port from WORK/knot, pinned to CPU 1 when cpu1; waits until it answers.
-    Returns its PID."""
-    conf = confs.write_knot(os.path.join(work, "knot"), port, names, wildcard)
+    127.0.0.1:port from WORK/knot, pinned to CPU 1 when cpu1; waits until it answers (when
+    signed, knotd signs the zone before it serves it: confs.knot_conf). Returns its PID."""
+    conf = confs.write_knot(os.path.join(work, "knot"), port, names, wildcard, signed)
     log = os.path.join(work, "knotd.log")
     pid = ps.start("knotd", ["knotd", "-c", conf], log=log, cpu=1 if cpu1 else None)
     if probe_name is None:
@@ -152,6 +158,16 @@ def start_knot(ps, work, port, names=0, wildcard=None, cpu1=True, probe_name=Non
     if cpu1:
         pin_cpu1(pid)
     return pid
+
+
+def knot_ds(work):
+    """The DS lines (SHA-256) of the signed bench.test. of start_knot(..., signed=True), from
+    keymgr; BenchError when there are none."""
+    conf = os.path.join(work, "knot", "knot.conf")
+    lines = confs.ds_lines(procs.output(["keymgr", "-c", conf, "bench.test.", "ds"]))
+    if not lines:
+        raise BenchError(f"keymgr gave no DS for bench.test. (knot.conf: {conf})")
+    return lines
 
 
 def tail(path, n=20):

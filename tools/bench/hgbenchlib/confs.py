@@ -14,10 +14,24 @@ def write(path, text):
 
 
 # ------------------------------------------------------------------------- knotd
-def knot_conf(directory, port):
+# The signing policy of `run --dnssec`: knotd signs bench.test. itself with one ECDSA P-256
+# SHA-256 (algorithm 13) KSK and one ZSK, denial of existence by NSEC.
+KNOT_POLICY = "bench-ecdsa"
+KNOT_POLICY_LINES = ("algorithm: ecdsap256sha256", "nsec3: off")
+
+
+def knot_conf(directory, port, signed=False):
     """knotd serving bench.test. from DIRECTORY/bench.test.zone on 127.0.0.1@port with one
-    UDP, one TCP and one background worker; its database in DIRECTORY/db."""
+    UDP, one TCP and one background worker; its database in DIRECTORY/db. With signed, knotd
+    signs the zone itself (KNOT_POLICY; its keys in DIRECTORY/db/keys, `keymgr -c CONF
+    bench.test. ds` gives the DS) and never writes the signed zone back to the file."""
     d = str(directory)
+    policy = zone_signing = ""
+    if signed:
+        policy = "policy:\n  - id: " + KNOT_POLICY + "\n" + "".join(
+            f"    {line}\n" for line in KNOT_POLICY_LINES)
+        zone_signing = ("    zonefile-sync: -1\n    journal-content: none\n"
+                        f"    dnssec-signing: on\n    dnssec-policy: {KNOT_POLICY}\n")
     return f"""server:
     rundir: "{d}"
     listen: 127.0.0.1@{port}
@@ -29,11 +43,11 @@ database:
 log:
   - target: stderr
     any: warning
-zone:
+{policy}zone:
   - domain: bench.test.
     storage: "{d}"
     file: "bench.test.zone"
-"""
+{zone_signing}"""
 
 
 def bench_zone(names=0, wildcard=None):
@@ -49,11 +63,23 @@ def bench_zone(names=0, wildcard=None):
     return "\n".join(lines) + "\n"
 
 
-def write_knot(directory, port, names=0, wildcard=None):
+def write_knot(directory, port, names=0, wildcard=None, signed=False):
     """DIRECTORY/knot.conf, DIRECTORY/bench.test.zone and DIRECTORY/db; the conf's path."""
     os.makedirs(os.path.join(str(directory), "db"), exist_ok=True)
     write(os.path.join(str(directory), "bench.test.zone"), bench_zone(names, wildcard))
-    return write(os.path.join(str(directory), "knot.conf"), knot_conf(directory, port))
+    return write(os.path.join(str(directory), "knot.conf"), knot_conf(directory, port, signed))
+
+
+def ds_lines(keymgr_output, digest_type="2"):
+    """The DS records of `keymgr ... ds` output ("bench.test. DS 12345 13 2 HEX"), those of
+    the given digest type only, as zone-file lines: a trust anchor file for hourglassd and
+    Unbound's trust-anchor: lines."""
+    out = []
+    for line in keymgr_output.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[1] == "DS" and f[4] == digest_type and f[0].endswith("."):
+            out.append(f"{f[0]} DS {f[2]} {f[3]} {f[4]} {''.join(f[5:])}")
+    return out
 
 
 # ------------------------------------------------------------------------- Unbound
@@ -72,15 +98,21 @@ _UNBOUND_QUIET = """    do-daemonize: no
 """
 
 
-def unbound_forwarder(work, port, upstream_port):
+def unbound_forwarder(work, port, upstream_port, anchors=(), pidfile="unbound.pid"):
     """Unbound as `run` measures it: one thread on 127.0.0.1:port, forward-only to
-    127.0.0.1@upstream_port, no hardening that would add upstream queries, no prefetch."""
+    127.0.0.1@upstream_port, no hardening that would add upstream queries, no prefetch.
+    With anchors (DS lines), it validates from them: module-config "validator iterator" and
+    one trust-anchor: per line, every other setting the same (val-* at their defaults)."""
+    quiet = _UNBOUND_QUIET
+    if anchors:
+        quiet = quiet.replace('module-config: "iterator"', 'module-config: "validator iterator"')
+        quiet += "".join(f'    trust-anchor: "{a}"\n' for a in anchors)
     return f"""server:
     interface: 127.0.0.1
     port: {port}
     directory: "{work}"
-    pidfile: "{work}/unbound.pid"
-{_UNBOUND_QUIET}    harden-dnssec-stripped: no
+    pidfile: "{work}/{pidfile}"
+{quiet}    harden-dnssec-stripped: no
     harden-glue: no
     harden-below-nxdomain: no
     harden-referral-path: no

@@ -176,6 +176,40 @@ class Confs(unittest.TestCase):
         self.assertIn("prefetch: no\n", text)
         self.assertIn('pidfile: "/w/unbound.pid"', text)
 
+    def test_signed_knot_conf(self):
+        plain = confs.knot_conf("/d", 35350)
+        self.assertNotIn("dnssec", plain)
+        self.assertNotIn("policy", plain)
+        text = confs.knot_conf("/d", 35350, signed=True)
+        self.assertIn("policy:\n  - id: bench-ecdsa\n    algorithm: ecdsap256sha256\n"
+                      "    nsec3: off\nzone:\n", text)
+        self.assertTrue(text.endswith('file: "bench.test.zone"\n    zonefile-sync: -1\n'
+                                      "    journal-content: none\n    dnssec-signing: on\n"
+                                      "    dnssec-policy: bench-ecdsa\n"))
+
+    def test_ds_lines_from_keymgr(self):
+        out = ("bench.test. DS 7109 13 2 8de4a301353b1173 26eec8ff\n"
+               "bench.test. DS 7109 13 4 bfe81ca5c20b6e2b\n"
+               "warning: something\n")
+        self.assertEqual(confs.ds_lines(out), ["bench.test. DS 7109 13 2 8de4a301353b117326eec8ff"])
+        self.assertEqual(confs.ds_lines(out, "4"), ["bench.test. DS 7109 13 4 bfe81ca5c20b6e2b"])
+        self.assertEqual(confs.ds_lines("error: no keys\n"), [])
+
+    def test_unbound_validating_forwarder_differs_only_in_validation(self):
+        plain = confs.unbound_forwarder("/w", 35352, 35350)
+        self.assertIn('module-config: "iterator"\n', plain)
+        self.assertNotIn("trust-anchor", plain)
+        text = confs.unbound_forwarder("/w", 35359, 35350, ["bench.test. DS 1 13 2 AB"],
+                                       pidfile="unbound-validate.pid")
+        self.assertIn('module-config: "validator iterator"\n', text)
+        self.assertIn('trust-anchor: "bench.test. DS 1 13 2 AB"\n', text)
+        self.assertIn('pidfile: "/w/unbound-validate.pid"', text)
+        rest = [ln for ln in text.splitlines() if "trust-anchor" not in ln and "module" not in ln
+                and "pidfile" not in ln and "port:" not in ln]
+        same = [ln for ln in plain.splitlines() if "module" not in ln and "pidfile" not in ln
+                and "port:" not in ln]
+        self.assertEqual(rest, same)
+
     def test_unbound_dot_confs(self):
         up = confs.unbound_dot_upstream("/w", 35470, 35471, "/w/k", "/w/p")
         self.assertIn("interface: 127.0.0.1@35471\n", up)
@@ -359,6 +393,39 @@ class RunTable(unittest.TestCase):
         self.assertIn("|       400 |        1.00 |        1.00 |", lines[0])
         self.assertIn("|       100 |        2.00 |        4.00 |", lines[1])
         self.assertNotIn("cache misses", text)
+
+    def test_cpu_per_query_against_the_validating_hourglass(self):
+        rows = []
+        for rnd, (v, o, u) in enumerate([(10, 5, 30), (12, 6, 20), (11, 7, 25)], 1):
+            for fw, us in (("hourglass-validate", v), ("hourglass", o), ("unbound-validate", u)):
+                rows.append(dict(self.row(rnd, fw, "miss", 1000, 50), cpuus=us))
+        rows.append(dict(self.row(1, "hourglass-validate", "hit", 1000, 50), cpuus=2.0))
+        rows.append(dict(self.row(1, "hourglass", "hit", 1000, 50), cpuus=3.0))
+        text = cmd_run.cpu_per_query(rows, ["hourglass-validate", "hourglass", "unbound-validate"])
+        lines = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
+                 for ln in text.splitlines() if ln.startswith("| ") and "server" not in ln}
+        self.assertEqual(lines["hourglass-validate"],
+                         ["2.00", "2.00", "1.00", "11.00", "10.00/12.00/11.00", "1.00"])
+        self.assertEqual(lines["hourglass"], ["3.00", "3.00", "1.50", "6.00", "5.00/6.00/7.00", "0.55"])
+        self.assertEqual(lines["unbound-validate"], ["-", "-", "-", "25.00", "30.00/20.00/25.00", "2.27"])
+
+    def test_dig_flags(self):
+        self.assertEqual(cmd_run.dig_flags(";; flags: qr rd ra ad; QUERY: 1, ANSWER: 2"),
+                         ["qr", "rd", "ra", "ad"])
+        self.assertNotIn("ad", cmd_run.dig_flags(";; flags: qr aa rd; QUERY: 1, ANSWER: 1"))
+
+    def test_validating_forwarders_need_the_signed_zone(self):
+        class A:
+            rounds = lat_rounds = hit_seconds = miss_seconds = base_port = None
+            no_miss = no_lat = no_install = no_build = False
+            forwarders, dnssec = "hourglass unbound-validate", False
+        with self.assertRaises(procs.BenchError):
+            cmd_run.Settings(A())
+        A.dnssec = True
+        self.assertEqual(cmd_run.Settings(A()).forwarders, ["hourglass", "unbound-validate"])
+        A.forwarders = None
+        self.assertEqual(cmd_run.Settings(A()).forwarders,
+                         ["hourglass-validate", "hourglass", "unbound-validate"])
 
 
 class Processes(unittest.TestCase):

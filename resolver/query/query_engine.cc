@@ -477,15 +477,19 @@ void QueryEngine::complete_upstream(const cache::CacheKey& key, UpstreamStatus s
   if (status == UpstreamStatus::Ok && normalize_upstream(answer, key, max_ttl)) {
     // The verdict is this resolver's: AD for a secure answer, for clients that ask.
     if (verdict != nullptr) normalizer_.set_ad(verdict->security == dnssec::Security::Secure);
-    // RFC 8914 §4.16: the waiters learn why an address is missing; RFC 9276 §3.2: and why an
-    // answer from a signed zone is insecure, when it is for its NSEC3 iterations (later hits
-    // learn neither).
+    // RFC 8914 §4.16: the waiters learn why an address is missing; RFC 9276 §3.2 and RFC 8914
+    // §4.2: and why an answer from a signed zone is insecure, when it is for its NSEC3
+    // iterations or its algorithms (later hits learn neither).
     std::optional<EdeSpec> ede;
     if (normalizer_.blocked() != 0) {
       ede = EdeSpec{wire::ede::Blocked, "private address left out (rebinding protection)"};
     } else if (verdict != nullptr && verdict->security == dnssec::Security::Insecure &&
                verdict->why == dnssec::Why::Nsec3Iterations) [[unlikely]] {
       ede = EdeSpec{27, "DNSSEC: NSEC3 with more than 150 iterations, answer insecure"};
+    } else if (verdict != nullptr && verdict->security == dnssec::Security::Insecure &&
+               verdict->why == dnssec::Why::NoSupportedAlgorithm) [[unlikely]] {
+      // RFC 8914 §4.2: signed, but only with algorithms or digests not done here.
+      ede = EdeSpec{1, "DNSSEC: signed only with algorithms not validated here, answer insecure"};
     }
     cache::Hit hit;  // the entry just stored, when Cached (as peek() would give it)
     const auto outcome = shared_.cache.insert(key, upstream_msg_, now, &hit);

@@ -49,10 +49,7 @@ class Aggressive : public ::testing::Test {
       if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
       FAIL() << error;
     }
-    std::string file;
-    for (const auto& line : h_->root_ds_lines)
-      file += line + "\n";
-    auto t = parse_trust_anchors(file, "root-ds");
+    auto t = parse_trust_anchors(h_->root_ds_file(), "root-ds");
     ASSERT_TRUE(t) << t.error();
     anchors_ = std::move(*t);
   }
@@ -73,12 +70,7 @@ class Aggressive : public ::testing::Test {
       return nullptr;
     };
     auto v = std::make_unique<AnswerValidation>(anchors_, response, qname, qtype, now, known);
-    for (int i = 0; !v->done() && i < 200; ++i) {
-      auto r =
-          test::dns_query(upstream_->port(), v->need().name.to_text(), v->need().type, kRd | kCd);
-      v->feed(r ? *r : Bytes{});
-    }
-    EXPECT_TRUE(v->done());
+    EXPECT_TRUE(test::fetch_all(*v, upstream_->port()));
     for (const auto& k : v->learned())
       keys_.push_back(k);
     return v;

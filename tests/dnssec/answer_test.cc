@@ -71,10 +71,7 @@ class Answers : public ::testing::Test {
       FAIL() << error;
     }
     // The root's DS as keymgr printed them, read as a trust anchor file is.
-    std::string file;
-    for (const auto& line : h_->root_ds_lines)
-      file += line + "\n";
-    auto t = parse_trust_anchors(file, "root-ds");
+    auto t = parse_trust_anchors(h_->root_ds_file(), "root-ds");
     ASSERT_TRUE(t) << t.error();
     anchors_ = std::move(*t);
   }
@@ -90,14 +87,8 @@ class Answers : public ::testing::Test {
                    int* fetches = nullptr) {
     AnswerValidation v(anchors_, response, name(qname), qtype, now_seconds());
     std::vector<Bytes> exchange{response};
-    for (int i = 0; !v.done() && i < 200; ++i) {
-      auto r =
-          test::dns_query(upstream_->port(), v.need().name.to_text(), v.need().type, kRd | kCd);
-      exchange.push_back(r ? *r : Bytes{});
-      v.feed(exchange.back());
-    }
+    EXPECT_TRUE(test::fetch_all(v, upstream_->port(), &exchange));
     write_fuzz_seed(exchange);
-    EXPECT_TRUE(v.done());
     if (fetches != nullptr) *fetches = v.fetches();
     return v.verdict();
   }
@@ -226,10 +217,7 @@ TEST_F(Answers, KeysLearnedOnceAreNotFetchedAgain) {
   // The caller keeps what the walks learned; the next answer from the zone needs nothing.
   AnswerValidation v(anchors_, ask("www.signed.test.", 1), name("www.signed.test."), 1,
                      now_seconds());
-  while (!v.done()) {
-    auto r = test::dns_query(upstream_->port(), v.need().name.to_text(), v.need().type, kRd | kCd);
-    v.feed(r ? *r : Bytes{});
-  }
+  ASSERT_TRUE(test::fetch_all(v, upstream_->port()));
   const std::vector<ZoneKeys> learned = v.learned();
   ASSERT_FALSE(learned.empty());
   const ChainWalk::Known known = [&](const wire::Name& z) -> const ZoneKeys* {

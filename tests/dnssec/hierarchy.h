@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "dnssec/answer.h"
 #include "dnssec/chain.h"
 #include "tests/dnssec/broken_zones.h"
 #include "tests/support/knot_server.h"
@@ -100,6 +101,19 @@ inline std::string signed_zone(uint32_t serial, const std::string& ds) {
          "hidden.signed.test. NS ns.hidden.signed.test.\nns.hidden.signed.test. A 127.0.0.1\n" + ds;
 }
 
+/// Feeds `v` every DS and DNSKEY RRset it asks for, each asked of the resolver on
+/// 127.0.0.1:`port` with RD, CD and DO (as hourglassd asks its upstreams), at most 200 of
+/// them; each answer is also appended to `exchange` when given. True when `v` is done.
+inline bool fetch_all(dnssec::AnswerValidation& v, uint16_t port,
+                      std::vector<Bytes>* exchange = nullptr) {
+  for (int i = 0; !v.done() && i < 200; ++i) {
+    auto r = dns_query(port, v.need().name.to_text(), v.need().type, 0x0110);
+    if (exchange != nullptr) exchange->push_back(r ? *r : Bytes{});
+    v.feed(r ? *r : Bytes{});
+  }
+  return v.done();
+}
+
 struct Hierarchy {
   std::unique_ptr<KnotServer> knot;
   dnssec::Anchor anchor;                     ///< the root's DS, as keymgr gives them
@@ -107,6 +121,14 @@ struct Hierarchy {
   std::vector<std::string> zones;            ///< the apex of every zone knotd serves
   std::chrono::milliseconds took{0};         ///< how long start() took (keys, signing, knotd)
   std::chrono::milliseconds broken_took{0};  ///< of which making the broken zones
+
+  /// The root's DS as the text of a trust anchor file (--trust-anchor).
+  std::string root_ds_file() const {
+    std::string file;
+    for (const auto& line : root_ds_lines)
+      file += line + "\n";
+    return file;
+  }
 
   /// The hierarchy, started on first use (bounded); nullptr with `error` when it cannot be.
   static const Hierarchy* get(std::string& error) {
@@ -140,8 +162,8 @@ struct Hierarchy {
   static std::unique_ptr<Hierarchy> start(std::string& error) {
     const auto started = std::chrono::steady_clock::now();
     auto h = std::make_unique<Hierarchy>();
-    const std::vector<PresignedZone> broken = broken_zones(
-        now_seconds(), [](const std::string& apex) { return soa(apex, 1); }, error);
+    const auto soa_of = [](const std::string& apex) { return soa(apex, 1); };
+    const std::vector<PresignedZone> broken = broken_zones(now_seconds(), soa_of, error);
     if (broken.empty()) return nullptr;
     h->broken_took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);

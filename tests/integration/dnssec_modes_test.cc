@@ -132,10 +132,7 @@ class DnssecModes : public ::testing::Test {
       if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
       FAIL() << error;
     }
-    std::string anchors;
-    for (const auto& line : h_->root_ds_lines)
-      anchors += line + "\n";
-    anchor_file_ = dir_.write("root.ds", anchors);
+    anchor_file_ = dir_.write("root.ds", h_->root_ds_file());
     socket_ = dir_.file("ctl");
     // The stripping upstream: the hierarchy's root DNSKEY RRset as the iterator gives it,
     // without its RRSIGs; every other name an address, with AD set (a claim nobody checked).

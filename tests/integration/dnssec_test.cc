@@ -29,10 +29,7 @@ class Dnssec : public ::testing::Test {
       if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
       FAIL() << error;
     }
-    std::string anchors;
-    for (const auto& line : h_->root_ds_lines)
-      anchors += line + "\n";
-    anchor_file_ = dir_.write("root.ds", anchors);
+    anchor_file_ = dir_.write("root.ds", h_->root_ds_file());
     socket_ = dir_.file("ctl");
     d_ = Daemon::start({"--upstream", "127.0.0.1:" + std::to_string(upstream->port()), "--dnssec",
                         "validate", "--trust-anchor", anchor_file_, "--control", socket_});

@@ -56,13 +56,10 @@ class DnssecVerdicts : public ::testing::Test {
       if (error.find("not installed") != std::string::npos) HG_SKIP_UNLESS_CI(error);
       FAIL() << error;
     }
-    std::string anchors;
-    for (const auto& line : h_->root_ds_lines)
-      anchors += line + "\n";
     socket_ = dir_.file("ctl");
     d_ = Daemon::start({"--upstream", "127.0.0.1:" + std::to_string(upstream->port()), "--dnssec",
-                        "validate", "--trust-anchor", dir_.write("root.ds", anchors), "--control",
-                        socket_});
+                        "validate", "--trust-anchor", dir_.write("root.ds", h_->root_ds_file()),
+                        "--control", socket_});
     ASSERT_TRUE(d_->ready()) << d_->output();
   }
 

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "tests/support/command.h"
+#include "tests/support/eventually.h"
 #include "tests/support/ports.h"
 
 namespace hg::test {
@@ -67,14 +67,16 @@ std::unique_ptr<KresdServer> KresdServer::start(uint16_t upstream_port,
   k->child_ = std::make_unique<Child>(
       std::vector<std::string>{"kresd", "-n", "-c", k->dir_.file("config.lua"), k->dir_.path()},
       k->dir_.file("log"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
-  while (std::chrono::steady_clock::now() < deadline && k->child_->running()) {
-    const auto r =
-        run_command("kdig @127.0.0.1 -p " + std::to_string(k->port_) + " +timeout=1 +retry=0 . SOA",
-                    5, Stderr::Discard);
-    if (r.exit_code == 0 && r.output.find("status: NOERROR") != std::string::npos) return k;
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
+  const bool answers = eventually(
+      [&] {
+        if (!k->child_->running()) return true;  // it exited: no use waiting
+        const auto r = run_command(
+            "kdig @127.0.0.1 -p " + std::to_string(k->port_) + " +timeout=1 +retry=0 . SOA", 5,
+            Stderr::Discard);
+        return r.exit_code == 0 && r.output.find("status: NOERROR") != std::string::npos;
+      },
+      std::chrono::seconds{15}, std::chrono::milliseconds{50});
+  if (answers && k->child_->running()) return k;
   error = "kresd did not answer on port " + std::to_string(k->port_) + ": " + k->log();
   return nullptr;
 }

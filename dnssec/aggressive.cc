@@ -48,16 +48,6 @@ std::optional<uint32_t> soa_minimum(std::span<const uint8_t> rdata) {
          (uint32_t{rdata[at + 2]} << 8) | rdata[at + 3];
 }
 
-std::optional<wire::Name> wildcard_of(const wire::Name& name) {
-  const auto tail = name.wire();
-  if (tail.size() + 2 > wire::kMaxNameOctets) return std::nullopt;
-  std::array<uint8_t, wire::kMaxNameOctets> buf{1, '*'};
-  std::copy(tail.begin(), tail.end(), buf.begin() + 2);
-  auto w = wire::Name::from_wire(std::span<const uint8_t>(buf.data(), tail.size() + 2));
-  if (!w) return std::nullopt;
-  return *w;
-}
-
 // The owner name of the NSEC3 record for `hash` in `zone` (RFC 5155 §3): its base32hex, then
 // the zone. Base32hex keeps the order of the octets it encodes, so NSEC3 owners of one zone
 // sort by hash in canonical order too (RFC 5155 §3.1.7).
@@ -277,7 +267,7 @@ std::optional<Synthesis> AggressiveCache::nsec(Zone& z, const wire::Name& qname,
     return write(z, qname, qtype, qclass, false, std::span(&used_first, 1), now);
   }
   const wire::Name ce = nsec_closest_encloser(cover->first, n->next, qname);
-  const auto wildcard = wildcard_of(ce);
+  const auto wildcard = wildcard_at(ce);
   if (!wildcard) return std::nullopt;
   const auto w = at_or_before(z, *wildcard, now);
   if (w == z.entries.end()) return std::nullopt;
@@ -357,7 +347,7 @@ std::optional<Synthesis> AggressiveCache::nsec3(Zone& z, const wire::Name& qname
   add(nc);
   // ...and so is the wildcard at the closest encloser (RFC 5155 §8.4), or it exists and lacks
   // the type: a wildcard NODATA (§8.7).
-  const auto wildcard = wildcard_of(qname.parent(ce_cut));
+  const auto wildcard = wildcard_at(qname.parent(ce_cut));
   if (!wildcard) return std::nullopt;
   const auto wh = hash(*wildcard);
   if (!wh) return std::nullopt;

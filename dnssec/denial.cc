@@ -45,17 +45,6 @@ int base32hex_value(char c) noexcept {
   return -1;
 }
 
-// "*." and `name` (RFC 4592 §2.1.1); nullopt when that would be longer than a name can be.
-std::optional<wire::Name> wildcard_at(const wire::Name& name) noexcept {
-  const auto tail = name.wire();
-  if (tail.size() + 2 > wire::kMaxNameOctets) return std::nullopt;
-  std::array<uint8_t, wire::kMaxNameOctets> buf{1, '*'};
-  std::copy(tail.begin(), tail.end(), buf.begin() + 2);
-  auto w = wire::Name::from_wire(std::span<const uint8_t>(buf.data(), tail.size() + 2));
-  if (!w) return std::nullopt;
-  return *w;
-}
-
 // The longest ancestor `a` and `b` share (both in the same tree, so at least the root).
 int common_labels(const wire::Name& a, const wire::Name& b) noexcept {
   const int na = a.label_count();
@@ -272,6 +261,16 @@ DenialVerdict over_chains(std::span<const Nsec3Record> nsec3s, const wire::Name&
 }
 
 }  // namespace
+
+std::optional<wire::Name> wildcard_at(const wire::Name& name) noexcept {
+  const auto tail = name.wire();
+  if (tail.size() + 2 > wire::kMaxNameOctets) return std::nullopt;
+  std::array<uint8_t, wire::kMaxNameOctets> buf{1, '*'};
+  std::copy(tail.begin(), tail.end(), buf.begin() + 2);
+  auto w = wire::Name::from_wire(std::span<const uint8_t>(buf.data(), tail.size() + 2));
+  if (!w) return std::nullopt;
+  return *w;
+}
 
 // --- Type bitmaps ---
 

@@ -51,6 +51,9 @@ enum class DenialVerdict : uint8_t {
   BudgetExhausted,
 };
 
+/// "*." and `name` (RFC 4592 §2.1.1); nullopt when that would be longer than a name can be.
+std::optional<wire::Name> wildcard_at(const wire::Name& name) noexcept;
+
 /// Type codes the proofs look at (IANA RR type registry).
 inline constexpr uint16_t kTypeNs = 2;
 inline constexpr uint16_t kTypeCname = 5;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "wire/edns.h"
 #include "wire/header.h"
@@ -23,6 +24,29 @@ namespace hg::resolver {
 using wire::RCode;
 
 namespace {
+
+/// `t` as RFC 3339 in UTC with milliseconds: 2026-01-31T23:59:59.123Z.
+std::string rfc3339_utc_ms(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  const std::time_t secs = static_cast<std::time_t>(ms.count() / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", std::string_view(buf, n), static_cast<int>(ms.count() % 1000));
+}
+
+/// The first two members of every JSON query-log line. A JSON line is read by a log shipper,
+/// not the journal, so it carries its own wall-clock time (RFC 3339, UTC, milliseconds), and
+/// the client's address ("" when there is none: tests that feed packets directly).
+std::string json_log_head(const sockaddr* client) {
+  std::string from;
+  if (client != nullptr) {
+    if (auto ep = Endpoint::from_sockaddr(client, sizeof(sockaddr_storage))) from = ep->to_string();
+  }
+  return fmt::format("\"time\":\"{}\",\"client\":{}",
+                     rfc3339_utc_ms(std::chrono::system_clock::now()), clidoc::json_string(from));
+}
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;
 
@@ -180,6 +204,11 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
   auto& st = shared_.stats;
   (route.is_tcp ? st.queries_tcp : st.queries_udp).fetch_add(1, std::memory_order_relaxed);
   const MonoTime now = loop_.now();
+  // The query log names the client; `peer` is only valid during this call.
+  struct PeerScope {
+    const sockaddr*& slot;
+    ~PeerScope() { slot = nullptr; }
+  } peer_scope{handling_peer_ = peer};
   ClientQuery q;
   const auto adm = admit_query(packet, allowed(peer), scratch_, q, out);
   switch (adm.action) {
@@ -202,7 +231,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
       }
       if (shared_.config.log_queries) {
         if (shared_.config.log_queries_json) {
-          log::print(log::Level::Info, "{{\"rejected\":{}}}",
+          log::print(log::Level::Info, "{{{},\"rejected\":{}}}", json_log_head(peer),
                      clidoc::json_string(to_string(adm.why)));
         } else {
           log::print(log::Level::Info, "query rejected: {}", to_string(adm.why));
@@ -666,19 +695,24 @@ void QueryEngine::deliver(const Waiter& w, std::span<const uint8_t> bytes, const
     wire::WireReader r(std::span<const uint8_t>(w.question.data(), w.question_len));
     auto name = wire::read_name(r);
     auto type = r.u16();
-    if (name && type) log_query(*name, static_cast<wire::RRType>(*type), rcode, what, w.received);
+    const sockaddr* client = w.route.udp.fd >= 0 ? w.route.udp.sa() : nullptr;
+    const auto conn = w.route.tcp.lock();
+    if (conn) client = conn->peer().sockaddr_ptr();
+    if (name && type)
+      log_query(*name, static_cast<wire::RRType>(*type), rcode, what, w.received, client);
   }
 }
 
 void QueryEngine::log_query(const wire::Name& qname, wire::RRType qtype, RCode rcode,
-                            const char* what, MonoTime received) {
+                            const char* what, MonoTime received, const sockaddr* client) {
   const auto ms = std::chrono::duration<double, std::milli>(loop_.update_now() - received).count();
   if (shared_.config.log_queries_json) {
     // The name is in presentation form (bytes outside printable ASCII as \DDD) and then
     // JSON-escaped, so a hostile name cannot break the line or the JSON.
     log::print(log::Level::Info,
-               "{{\"name\":{},\"type\":{},\"rcode\":{},\"answer\":{},\"ms\":{:.1f}}}",
-               clidoc::json_string(qname.to_text()), clidoc::json_string(wire::to_string(qtype)),
+               "{{{},\"name\":{},\"type\":{},\"rcode\":{},\"answer\":{},\"ms\":{:.1f}}}",
+               json_log_head(client), clidoc::json_string(qname.to_text()),
+               clidoc::json_string(wire::to_string(qtype)),
                clidoc::json_string(wire::to_string(rcode)), clidoc::json_string(what), ms);
     return;
   }

@@ -206,8 +206,16 @@ class QueryEngine {
   void answer_failed(const Waiter& w, uint16_t ede, std::string_view text, const char* what);
   void deliver(const Waiter& w, std::span<const uint8_t> bytes, const char* what,
                wire::RCode rcode);
+  /// One line of the query log (--log-queries). `client`: the client's address (nullptr in
+  /// tests that feed packets directly); when omitted, the client of the query being handled.
   void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
-                 MonoTime received);
+                 MonoTime received, const sockaddr* client);
+  void log_query(const wire::Name& qname, wire::RRType qtype, wire::RCode rcode, const char* what,
+                 MonoTime received) {
+    log_query(qname, qtype, rcode, what, received, handling_peer_);
+  }
+  /// The client address of the query handle() is working on, for the query log.
+  const sockaddr* handling_peer_ = nullptr;
   void log_upstream_failure(const cache::CacheKey& key, UpstreamStatus status);
   /// Whether a failure may be logged now (one line a second across all workers, so a flood of
   /// failing or bogus names cannot flood the journal): the number of lines suppressed since

@@ -84,6 +84,13 @@ assert hits, f"no row for the hostile name in {rows}"
 r = hits[0]
 assert r["type"] == "A" and r["rcode"] == "NOERROR" and r["answer"] in ("miss", "hit"), r
 assert isinstance(r["ms"], float), r
+# Its own wall-clock time (RFC 3339 UTC, ms) and the client (dig, from 127.0.0.1).
+import datetime, re
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"]), r
+t = datetime.datetime.strptime(r["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+age = abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds())
+assert age < 600, f"time {r['time']} is {age} s from now"
+assert re.fullmatch(r"127\.0\.0\.1:\d+", r["client"]), r
 print(f"json: {len(rows)} lines parse; hostile name logged as {r['name']}")
 PY
 echo "journal ok"

@@ -549,6 +549,7 @@ void DotChannel::handshake_done() {
       return;
     }
   }
+  stats_->tls_last.store(static_cast<uint8_t>(TlsOutcome::Verified), std::memory_order_relaxed);
   state_ = State::Open;
   written_on_connection_ = 0;
   idle_since_ = loop_.now();
@@ -695,6 +696,8 @@ void DotChannel::connection_failed(const std::string& why) {
 void DotChannel::connect_failed(const std::string& why) {
   close_connection();
   bump(stats_->tls_connection_failures);
+  stats_->tls_last.store(static_cast<uint8_t>(TlsOutcome::ConnectFailed),
+                         std::memory_order_relaxed);
   log_once(why);
   fail(pending_.take_all(), Event::NetworkError);
   arm_timer();
@@ -703,6 +706,7 @@ void DotChannel::connect_failed(const std::string& why) {
 void DotChannel::auth_failed(const std::string& why) {
   close_connection();
   bump(stats_->tls_verify_failures);
+  stats_->tls_last.store(static_cast<uint8_t>(TlsOutcome::AuthFailed), std::memory_order_relaxed);
   held_off_until_ = loop_.now() + settings_.auth_holdoff;
   log_once(why + "; nothing is sent to it (not in clear either) for " +
            std::to_string(settings_.auth_holdoff.count()) + " ms");

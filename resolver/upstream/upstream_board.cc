@@ -38,6 +38,8 @@ struct Summary {
   uint64_t tls_handshakes = 0, tls_resumptions = 0, tls_reused = 0, tls_verify_failures = 0,
            tls_connection_failures = 0;
   const UpstreamServerStats* state = nullptr;  // the worker with the most answers
+  bool tls_verified = false;                   // a worker's last TLS attempt succeeded
+  bool tls_auth_failed = false;                // ... was refused (certificate or pin)
   uint64_t state_answers = 0;
 };
 
@@ -81,6 +83,9 @@ std::vector<std::pair<std::string, Summary>> summarise(const UpstreamBoard& boar
       m.tls_reused += get(s->tls_reused);
       m.tls_verify_failures += get(s->tls_verify_failures);
       m.tls_connection_failures += get(s->tls_connection_failures);
+      const auto last = static_cast<TlsOutcome>(s->tls_last.load(std::memory_order_relaxed));
+      m.tls_verified |= last == TlsOutcome::Verified;
+      m.tls_auth_failed |= last == TlsOutcome::AuthFailed;
       if (m.state == nullptr || answers > m.state_answers) {
         m.state = s.get();
         m.state_answers = answers;
@@ -101,11 +106,15 @@ std::string upstreams_text(const UpstreamBoard& board,
   std::string out;
   for (const auto& [name, m] : summarise(board)) {
     const UpstreamServerStats& s = *m.state;
+    // A TLS server no worker has a verified connection to, and whose last handshake some
+    // worker had refused, answers nothing whatever its RTT says: "auth-failed", not "up".
+    const char* state = s.suspect.load() ? "suspect" : "up";
+    if (s.tls.load() && !m.tls_verified && m.tls_auth_failed) state = "auth-failed";
     out += fmt::format(
         "{} state={} srtt_ms={} rttvar_ms={} rto_ms={} edns={} 0x20={} queries={} answers={} "
         "late_answers={} timeouts={} failures={} edns_rejections={} edns_fallbacks={} "
         "case_mismatches={} case_fallbacks={} case_forgeries={} truncated={} probes={}\n",
-        name, s.suspect.load() ? "suspect" : "up", ms(s.srtt_us.load()),
+        name, state, ms(s.srtt_us.load()),
         s.srtt_us.load() < 0 ? std::string("-") : ms(s.rttvar_us.load()), ms(s.rto_us.load()),
         s.edns.load() ? "yes" : "no", s.use_0x20.load() ? "on" : "off", m.queries, m.answers,
         m.late, m.timeouts, m.failures, m.edns_rejections, m.edns_fallbacks, m.case_mismatches,

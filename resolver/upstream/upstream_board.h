@@ -71,14 +71,25 @@ struct UpstreamServerStats {
   std::atomic<uint64_t> tls_verify_failures{0};      ///< certificate or pin refused
   std::atomic<uint64_t> tls_connection_failures{0};  ///< connect/handshake failed, or lost
   std::atomic<bool> tls{false};                      ///< the server is reached over TLS
-  std::atomic<int64_t> loss_ppm{0};                  ///< estimated loss rate, parts per million
-  std::atomic<int64_t> patience_us{0};               ///< wait before the first retransmission now
-  std::atomic<int64_t> srtt_us{-1};                  ///< -1 before the first sample
+  /// How the last TLS connection attempt ended (TlsOutcome), for `upstreams`' state: a
+  /// server whose every handshake is refused must not be shown "up".
+  std::atomic<uint8_t> tls_last{0};
+  std::atomic<int64_t> loss_ppm{0};     ///< estimated loss rate, parts per million
+  std::atomic<int64_t> patience_us{0};  ///< wait before the first retransmission now
+  std::atomic<int64_t> srtt_us{-1};     ///< -1 before the first sample
   std::atomic<int64_t> rttvar_us{0};
   std::atomic<int64_t> rto_us{0};
   std::atomic<bool> edns{true};
   std::atomic<bool> use_0x20{true};
   std::atomic<bool> suspect{false};
+};
+
+/// UpstreamServerStats::tls_last.
+enum class TlsOutcome : uint8_t {
+  None = 0,          ///< no attempt yet
+  Verified = 1,      ///< handshake done, certificate (and pin) accepted
+  AuthFailed = 2,    ///< certificate or pin refused
+  ConnectFailed = 3  ///< no connection, or the handshake failed
 };
 
 struct UpstreamTable {

@@ -686,6 +686,8 @@ TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {
   const std::string server = "127.0.0.1:" + std::to_string(ub.tls_port());
   EXPECT_GE(upstream_value(upstreams(), server, "tls_verify_failures"), 1);
   EXPECT_EQ(upstream_value(upstreams(), server, "answers"), 0);
+  // Every handshake refused: the server is not shown "up".
+  EXPECT_EQ(upstream_line(upstreams(), server)["state"], "auth-failed") << upstreams();
   EXPECT_TRUE(daemon_->wait_for_output("matches no --tls-pin", Millis{5000}));
   EXPECT_EQ(daemon_->lines_with("matches no --tls-pin").size(), 1u) << daemon_->output();
   daemon_.reset();
@@ -699,6 +701,7 @@ TEST_F(Dot, AKeyThatMatchesNoPinIsRefusedAndTheRightPinIsAccepted) {
   a = ask("pin3.lz.test");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->rcode(), wire::RCode::NoError) << a->text();
+  EXPECT_EQ(upstream_line(upstreams(), server)["state"], "up") << upstreams();
 }
 
 TEST_F(Dot, AnAddressWithoutAuthNameOrPinIsAConfigurationError) {

@@ -44,6 +44,12 @@ expect "--listen" hourglassd --lis
 expect "--log-queries" hourglassd --log-q
 expect "$work/site.toml" hourglassd --config "$work/si"
 expect "" hourglassd --listen 127
+# Values that are not files: nothing offered (an address, a number, a user name).
+expect "" hourglassd --upstream "$work/si"
+expect "" hourglassd --redis "$work/si"
+expect "" hourglassd --cache-save-interval "$work/si"
+expect "" hourglassd --redis-user "$work/si"
+expect "$work/trace.dnstap" hourglassd --dnstap "$work/tr"
 expect "flush flush-zone" hourglass-ctl fl
 expect "stats" hourglass-ctl --socket /run/x st
 expect "--interval --names --once" hourglass-ctl top --

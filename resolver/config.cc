@@ -533,14 +533,16 @@ const std::vector<Key>& keys() {
        }},
       {"dnstap", Kind::Scalar, "PATH|unix:PATH",
        "Record client and upstream traffic as dnstap: a Frame Streams file, or unix:PATH for a "
-       "Frame Streams socket; reopened on SIGHUP when the file was rotated (default: none)",
+       "Frame Streams socket; re-read from --config on SIGHUP, which also reopens a rotated file "
+       "(default: none)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (auto why = check_dnstap_target(v)) return why;
          c.dnstap = std::string(v);
          return std::nullopt;
        }},
       {"dnstap-identity", Kind::Scalar, "NAME",
-       "Server name written into every dnstap message (default: the host name)",
+       "Server name written into every dnstap message; re-read from --config on SIGHUP "
+       "(default: the host name)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v.empty() || v.size() > 255) return "expected a name of 1 to 255 bytes";
          c.dnstap_identity = std::string(v);

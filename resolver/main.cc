@@ -22,7 +22,7 @@ hourglassd is a caching DNS forwarder meant to be the machine's own resolver. It
 Every flag is also a key of the --config file (see hourglass.toml(5)); a flag given on the command line overrides the file.
 
 # SIGNALS
-SIGHUP re-reads the --upstream-file, the shadow-ttl zones and the dnstap settings of the --config file, and reopens a rotated dnstap file. SIGTERM and SIGINT stop gracefully: no new queries, the ones in flight are answered, and the cache is written to --cache-file.
+SIGHUP re-reads the --upstream-file and the hosts files, and from the --config file the keys upstream-file, forward, hosts-file, shadow-ttl, dnstap and dnstap-identity (those not given on the command line); it reopens a rotated dnstap file, and probes the upstreams' DNSSEC support again when they changed. Every other setting takes a restart. The cache and the links set with hourglass-ctl link are kept. SIGTERM and SIGINT stop gracefully: no new queries, the ones in flight are answered, and the cache is written to --cache-file.
 
 # LOGGING
 Messages go to standard error, one per line. Under systemd (standard error connected to the journal, as JOURNAL_STREAM says) each line starts with its syslog priority, <3> for errors to <6> for information, so that journalctl -p warning shows warnings and errors only; on a terminal the lines are plain. --log-queries=json writes the query log as JSON lines.

@@ -61,4 +61,27 @@ while read -r k; do
   grep -qx -- "$k" "$work/keys" || fail "hourglass.toml(5) lists $k, which hourglassd does not have"
 done <"$work/page-keys"
 echo "hourglass.toml(5): all $n keys, and no other"
+# What SIGHUP re-reads: the options whose --help says so are the truth; the man page's
+# SIGNALS section, the shipped hourglass.toml and the README's reload sentence each name
+# exactly those keys.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+awk '/^  --/ {if (o) print o; o = $0; next} /^   / {o = o " " $0} END {if (o) print o}' \
+  "$work/hourglassd.help" | grep SIGHUP | grep -oE '^  --[a-z0-9-]+' | sed 's/^  --//' |
+  sort -u >"$work/sighup-keys"
+(($(wc -l <"$work/sighup-keys") >= 5)) || fail "only $(wc -l <"$work/sighup-keys") options say SIGHUP"
+sed -n '/^SIGNALS/,/^[A-Z]/p' "$work/hourglassd.txt" | tr -s ' \n' ' ' |
+  sed -E 's/.*(SIGHUP re-reads.*)SIGTERM.*/\1/' >"$work/signals"
+sed -n '/SIGHUP/,/^$/p' "$src/packaging/hourglass.toml" | tr -s ' \n#' ' ' >"$work/toml-reload"
+grep -A3 'systemctl reload hourglassd` sends SIGHUP' "$src/README.md" | tr -s ' \n' ' ' |
+  sed -E 's/(.*takes a restart\.).*/\1/' >"$work/readme-reload"
+keys_in() {  # the config keys a text names (as words)
+  grep -owE "$(paste -sd'|' "$work/keys")" "$1" | sort -u || true
+}
+for doc in signals toml-reload readme-reload; do
+  [[ -s $work/$doc ]] || fail "$doc: no SIGHUP sentence found"
+  keys_in "$work/$doc" | grep -vxE 'config' >"$work/$doc.keys"
+  diff -u "$work/sighup-keys" "$work/$doc.keys" >"$work/$doc.diff" ||
+    { cat "$work/$doc.diff"; fail "$doc names other keys than the options whose --help says SIGHUP"; }
+done
+echo "SIGHUP: man page, hourglass.toml and README name the same $(wc -l <"$work/sighup-keys") keys as --help"
 echo "docs ok"

@@ -1,5 +1,6 @@
 #include "resolver/upstream/resolv_conf.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -65,7 +66,17 @@ Checked<ResolvConf> read_resolv_conf(const std::string& path) {
   // resolv.conf is a few lines; 1 MiB is far more than any real one.
   auto text = read_small_file(path, std::size_t{1} << 20);
   if (!text) return Checked<ResolvConf>::failure(text.error());
-  ResolvConf rc = parse_resolv_conf(text.value().text);
+  // A NUL byte: not a text file (a binary written over it, a truncated write padded with
+  // zeros, or a file made to hide a line from `cat`). Refused whole rather than half read:
+  // the upstreams in force stay.
+  const std::string& t = text.value().text;
+  if (const auto nul = t.find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    return Checked<ResolvConf>::failure(
+        path + ": line " + std::to_string(line) +
+        " contains a NUL byte: not a resolv.conf text file; write it as text (nameserver lines)");
+  }
+  ResolvConf rc = parse_resolv_conf(t);
   for (auto& w : rc.warnings)
     w.insert(0, path + ": ");
   return rc;

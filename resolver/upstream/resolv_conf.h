@@ -22,7 +22,8 @@ struct ResolvConf {
 /// domain, sortlist) are ignored, since a forwarder has no use for them. As an extension
 /// for tests and unusual setups, "ADDR:PORT" and "[V6]:PORT" are accepted too.
 ResolvConf parse_resolv_conf(std::string_view text);
-/// Reads and parses a file; the error names the path and the reason.
+/// Reads and parses a file; the error names the path and the reason. A file with a NUL byte
+/// is refused.
 Checked<ResolvConf> read_resolv_conf(const std::string& path);
 
 /// The whole of a small configuration file (resolv.conf, hosts files), read without

@@ -933,6 +933,18 @@ TEST(ReadResolvConf, MissingFileNamesPathAndReason) {
   EXPECT_THAT(rc.error(), HasSubstr("No such file"));
 }
 
+TEST(ReadResolvConf, AFileWithANulByteIsRefusedNamingTheLine) {
+  const std::string path =
+      ::testing::TempDir() + "hg_rc_nul_" + std::to_string(::getpid()) + ".conf";
+  const char raw[] = "nameserver 192.0.2.1\nnameserver 192.0.2.2\0 192.0.2.3\n";
+  const std::string text(raw, sizeof raw - 1);
+  std::ofstream(path, std::ios::binary) << text;
+  auto rc = read_resolv_conf(path);
+  ::unlink(path.c_str());
+  ASSERT_FALSE(rc.has_value());
+  EXPECT_THAT(rc.error(), HasSubstr(path + ": line 2 contains a NUL byte"));
+}
+
 // The upstream file is re-read whenever it changes (the watch) or on SIGHUP, on the event
 // loop: a FIFO planted at its path (no writer: a blocking open never returns) or a huge file
 // is refused at once, and the previous upstreams stay.

@@ -813,6 +813,9 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
   return out;
 }
 
+/// At most this many mistakes of one file are listed (then how many more).
+constexpr std::size_t kMaxConfigErrors = 20;
+
 std::optional<std::string> apply_toml(Config& c, const std::string& path,
                                       const ParseOptions& options, bool& file_upstream) {
   toml::table tbl;
@@ -829,6 +832,18 @@ std::optional<std::string> apply_toml(Config& c, const std::string& path,
     std::replace(desc.begin(), desc.end(), '\n', ' ');
     return msg + desc + "; expected a TOML file of key = value lines, e.g. cache-size = \"64MiB\"";
   }
+  // Every mistake of the file is reported, one line each, naming its line: an operator fixing
+  // a file should not need one run per mistake. The Config is not used when there is one.
+  std::string errors;
+  std::size_t count = 0;
+  auto report = [&](const toml::node& where, std::string text) {
+    if (++count > kMaxConfigErrors) return;
+    const auto line = where.source().begin.line;
+    // "PATH: ..." becomes "PATH:LINE: ...".
+    if (line > 0 && text.starts_with(path + ": "))
+      text.insert(path.size(), ":" + std::to_string(line));
+    errors += (errors.empty() ? "" : "\n") + text;
+  };
   for (auto&& [k, node] : tbl) {
     std::string_view name = k.str();
     const Key* key = find_key(name);
@@ -838,19 +853,27 @@ std::optional<std::string> apply_toml(Config& c, const std::string& path,
       std::string dashed(name);
       std::replace(dashed.begin(), dashed.end(), '_', '-');
       if (dashed != name && find_key(dashed) != nullptr) msg += " (did you mean " + dashed + "?)";
-      return msg;
+      report(node, std::move(msg));
+      continue;
     }
     auto values = toml_values(*key, node, path);
-    if (!values) return values.error();
+    if (!values) {
+      report(node, values.error());
+      continue;
+    }
     if (key->clear) key->clear(c);
     for (const std::string& v : values.value()) {
       if (auto allowed = key->set(c, v, options)) {
-        return name_value(path, key->name, v) + ": " + *allowed;
+        report(node, name_value(path, key->name, v) + ": " + *allowed);
+        break;
       }
     }
     if (key->name == "upstream") file_upstream = true;
   }
-  return std::nullopt;
+  if (count == 0) return std::nullopt;
+  if (count > kMaxConfigErrors)
+    errors += "\n" + path + ": and " + std::to_string(count - kMaxConfigErrors) + " more mistakes";
+  return errors;
 }
 
 std::string render_help(CLI::App& app) {

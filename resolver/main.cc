@@ -6,9 +6,11 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "resolver/config.h"
 #include "resolver/log.h"
+#include "resolver/routing_settings.h"
 #include "resolver/server.h"
 #include "wire/name.h"
 
@@ -34,7 +36,7 @@ Messages go to standard error, one per line. Under systemd (standard error conne
   /var/lib/hourglass/cache         the cache saved at stop and loaded at start
 
 # EXIT STATUS
-0 after a graceful stop or --help, --version, --check-config; 1 when it cannot start (a port in use, an unreadable file); 2 for a wrong flag, key or value, with one line saying which and what is allowed.
+0 after a graceful stop or --help, --version, a --check-config that found nothing wrong; 1 when it cannot start (a port in use, an unreadable file), or when --check-config finds a hosts file it cannot use (missing, unreadable, too large); 2 for a wrong flag, key or value, with one line saying which and what is allowed (for the --config file, one line per mistake, each naming its line).
 
 # EXAMPLES
   hourglassd --listen 127.0.0.1:5353 --upstream 192.0.2.1
@@ -101,8 +103,27 @@ int run(int argc, char** argv) {
     // Everything that can be checked without binding sockets has been (flags, file, upstream
     // list, forwarding loop, zone names); a running instance may hold the ports. The
     // warnings start-up would print (an unusable nameserver line, ...) are printed too.
+    // The hosts files are read as start-up would: a missing, unreadable or oversized one is
+    // an error here (hourglassd would start without its names), a malformed line a warning.
+    std::vector<std::string> errors;
+    for (const std::string& path : config.hosts_files) {
+      auto hosts = read_hosts_file(path);
+      if (!hosts) {
+        errors.push_back("--hosts-file: " + hosts.error());
+        continue;
+      }
+      for (const auto& e : hosts->errors)
+        config.warnings.push_back(fmt::format("hosts file {}:{}; line skipped", path, e));
+    }
     for (const auto& w : config.warnings)
       log::print(log::Level::Warning, "warning: {}", w);
+    if (!errors.empty()) {
+      for (const auto& e : errors)
+        log::print(log::Level::Error, "error: {}", e);
+      fmt::print("hourglassd: configuration NOT OK: {} error{} above\n", errors.size(),
+                 errors.size() == 1 ? "" : "s");
+      return 1;
+    }
     fmt::print("hourglassd: configuration OK{}\n",
                config.warnings.empty()
                    ? std::string()

@@ -171,5 +171,43 @@ TEST_F(Hardening, CheckConfigPrintsTheWarningsStartUpPrints) {
   EXPECT_EQ(daemon_->lines_with(warning).size(), 1u) << daemon_->output();
 }
 
+// --check-config lists every mistake of the TOML file in one run, each with its line, and
+// exits 2 (a wrong key or value), not just the first.
+TEST_F(Hardening, CheckConfigListsEveryMistakeOfTheFileWithItsLine) {
+  TempFile toml("upstream = [\"" + upstream_.address() +
+                "\"]\ncache_size = \"64MiB\"\nthreads = \"many\"\n\nlisten = \"127.0.0.1:53\"\n");
+  auto check = Daemon::start_with({"--check-config", "--config", toml.path()},
+                                  StartOptions{.wait_ready = false});
+  ASSERT_EQ(check->wait_exit(Millis{5000}), 2) << check->output();
+  const std::string out = check->output();
+  EXPECT_EQ(check->lines_with(toml.path() + ":2: unknown key \"cache_size\"").size(), 1u) << out;
+  EXPECT_EQ(check->lines_with(toml.path() + ":3: threads = \"many\"").size(), 1u) << out;
+  EXPECT_EQ(check->lines_with(toml.path() + ":5: listen = ").size(), 1u) << out;
+  EXPECT_EQ(out.find("configuration OK"), std::string::npos) << out;
+}
+
+// A hosts file --check-config cannot use is an error (start-up would run without its names),
+// not "configuration OK"; a malformed line in one it can read is a warning.
+TEST_F(Hardening, CheckConfigRefusesAMissingOrOversizedHostsFile) {
+  TempFile good("192.0.2.7 printer.lan\nnot-an-address x\n");
+  TempFile big("");
+  ASSERT_EQ(::truncate(big.path().c_str(), off_t{80} << 20), 0);  // past any hosts-file limit
+  const std::string missing = good.path() + ".missing";
+  auto check =
+      Daemon::start_with({"--check-config", "--upstream", upstream_.address(), "--hosts-file",
+                          good.path(), "--hosts-file", missing, "--hosts-file", big.path()},
+                         StartOptions{.wait_ready = false});
+  ASSERT_EQ(check->wait_exit(Millis{5000}), 1) << check->output();
+  EXPECT_EQ(check->lines_with("error: --hosts-file: cannot open \"" + missing + "\"").size(), 1u)
+      << check->output();
+  EXPECT_EQ(check->lines_with("error: --hosts-file: \"" + big.path() + "\" is larger than").size(),
+            1u)
+      << check->output();
+  EXPECT_EQ(check->lines_with("warning: hosts file " + good.path() + ":2").size(), 1u)
+      << check->output();
+  EXPECT_EQ(check->lines_with("configuration NOT OK: 2 errors above").size(), 1u)
+      << check->output();
+}
+
 }  // namespace
 }  // namespace hg::integration

@@ -48,7 +48,7 @@ hourglass.toml(5), hourglass-ctl(8), hourglass-rehearse(1), resolv.conf(5), syst
 )";
 
 constexpr const char* kTomlManual = R"(# DESCRIPTION
-The file given to hourglassd(8) with --config is TOML: one key = value line per setting. The keys are the names of hourglassd's flags without the leading dashes, and take the same values. A value is a string or an integer; a repeatable key takes a string or an array of strings; a flag key takes true or false. A flag given on the command line overrides the file's key. Unknown keys, and values out of range, stop the start with one line naming the file, the key, the value and what is allowed.
+The file given to hourglassd(8) with --config is TOML: one key = value line per setting. The keys are the names of hourglassd's flags without the leading dashes, and take the same values. A value is a string or an integer; a repeatable key takes a string or an array of strings; a flag key takes true or false. A flag given on the command line overrides the file's key. Unknown keys, and values out of range, stop the start with one line each (all of them, up to 20) naming the file and line, the key, the value and what is allowed.
 
 ttl-cap and shadow-ttl may also be written as a table: [ttl-cap] then "shop.example.com" = 60.
 

@@ -215,8 +215,7 @@ void scan_hosts(std::string_view text, const std::function<void(const HostsLineV
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     auto bad = [&](const std::string& why) { on_error(fmt::format("{}: {}", lineno, why)); };
     if (line.size() > kMaxHostsLineBytes) {
-      bad(fmt::format("a line of {} bytes (more than {}); skipped", line.size(),
-                      kMaxHostsLineBytes));
+      bad(fmt::format("a line of {} bytes (more than {})", line.size(), kMaxHostsLineBytes));
       continue;
     }
     if (const auto hash = line.find('#'); hash != std::string_view::npos)

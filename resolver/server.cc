@@ -399,7 +399,14 @@ int Server::run() {
   if (!c.cache_file.empty() && c.cache_save_interval.count() > 0)
     saver_ = std::make_unique<PeriodicSaver>(*shared_, c.cache_save_interval);
   main.loop.run();
-  if (hosts_builder_.joinable()) hosts_builder_.join();  // its result is not applied now
+  if (hosts_builder_.joinable()) {  // a re-read in progress ends; its result is not applied
+    {
+      std::lock_guard lock(hosts_mu_);
+      hosts_quit_ = true;
+    }
+    hosts_cv_.notify_one();
+    hosts_builder_.join();
+  }
   saver_.reset();  // a periodic save in progress finishes before the final one
   for (std::size_t i = 1; i < workers_.size(); ++i) {
     workers_[i]->loop.stop();
@@ -746,41 +753,60 @@ void Server::start_hosts_build(const char* why) {
     return;
   }
   hosts_building_ = true;
-  if (hosts_builder_.joinable()) hosts_builder_.join();  // it has posted its result: ended
-  // Reading and parsing run on their own thread: a 100,000-name file took 160-230 ms, which
-  // worker 0's queries waited for when it ran on its loop. Only the tables are built there;
-  // the routing (which reports and keeps per-file state) is made on worker 0.
-  hosts_builder_ = std::thread([this, why, paths = hosts_files_] {
-    // Behind the loops for the CPU (nice 19: on a busy machine the parse waits, queries do
-    // not), and what the previous tables left in malloc's free lists goes back first.
-    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+  if (!hosts_builder_.joinable()) hosts_builder_ = std::thread([this] { hosts_builder_main(); });
+  {
+    std::lock_guard lock(hosts_mu_);
+    hosts_job_ = HostsJob{why, hosts_files_};
+  }
+  hosts_cv_.notify_one();
+}
+
+void Server::hosts_builder_main() {
+  // Reading and parsing run here: a 100,000-name file took 160-230 ms, which worker 0's
+  // queries waited for when it ran on its loop. Behind the loops for the CPU (nice 19: on a
+  // busy machine the parse waits, queries do not). The thread lives until shutdown, so
+  // worker 0 never waits for it to end; it only hands it a job under a mutex.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+  std::unique_lock lock(hosts_mu_);
+  while (true) {
+    hosts_cv_.wait(lock, [this] { return hosts_quit_ || hosts_job_.has_value(); });
+    if (hosts_quit_) return;
+    const HostsJob job = std::move(*hosts_job_);
+    hosts_job_.reset();
+    lock.unlock();
+    // What the previous build left in malloc's free lists (its growing vectors, the file's
+    // text; the tables it replaced) goes back to the system before the next one grows.
     (void)::malloc_trim(0);
-    auto reads = std::make_shared<HostsReads>(read_hosts_files(paths));
-    workers_[0]->loop.post([this, why, reads] {
-      hosts_building_ = false;
-      if (stopping_) return;
-      // The settings may have changed meanwhile (SIGHUP): then these reads are stale. A
-      // file changed while it was read is read once more, after this (newer) result is
-      // applied, so a file rewritten without pause still gets its tables in.
-      const bool stale = reads->paths != hosts_files_;
-      if (!stale) {
-        auto r = build_routing(why, std::move(*reads));
-        if (!r) {
-          log::print(log::Level::Warning, "{}: keeping the routing in force: {}", why, r.error());
-        } else {
-          log::print(log::Level::Info,
-                     "{}: routing now {} forward zones ({} server sets), {} names from {} hosts "
-                     "files and the built-in loopback PTRs",
-                     why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
-                     r.value()->hosts_names(), hosts_files_.size());
-          apply_routing(r.value(), /*direct=*/false);
-        }
-      }
-      if (!stale && !hosts_build_again_) return;
-      hosts_build_again_ = false;
-      start_hosts_build(why);
-    });
-  });
+    auto reads = std::make_shared<HostsReads>(read_hosts_files(job.paths));
+    // The routing (which reports and keeps per-file state) is made on worker 0.
+    workers_[0]->loop.post([this, why = job.why, reads] { on_hosts_read(why, *reads); });
+    lock.lock();
+  }
+}
+
+void Server::on_hosts_read(const char* why, HostsReads& reads) {
+  hosts_building_ = false;
+  if (stopping_) return;
+  // The settings may have changed meanwhile (SIGHUP): then these reads are stale. A file
+  // changed while it was read is read once more, after this (newer) result is applied, so
+  // a file rewritten without pause still gets its tables in.
+  const bool stale = reads.paths != hosts_files_;
+  if (!stale) {
+    auto r = build_routing(why, std::move(reads));
+    if (!r) {
+      log::print(log::Level::Warning, "{}: keeping the routing in force: {}", why, r.error());
+    } else {
+      log::print(log::Level::Info,
+                 "{}: routing now {} forward zones ({} server sets), {} names from {} hosts "
+                 "files and the built-in loopback PTRs",
+                 why, r.value()->forward_rules().size(), r.value()->server_sets().size(),
+                 r.value()->hosts_names(), hosts_files_.size());
+      apply_routing(r.value(), /*direct=*/false);
+    }
+  }
+  if (!stale && !hosts_build_again_) return;
+  hosts_build_again_ = false;
+  start_hosts_build(why);
 }
 
 void Server::watch_files() {

@@ -7,8 +7,10 @@
 //   Shared:    cache::Cache (sharded), Inflight (one mutex), Stats (atomics)
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -68,6 +70,8 @@ class Server {
   /// on worker 0 when they are ready.
   void reload_routing(const char* why, bool reread_config);
   void start_hosts_build(const char* why);
+  void hosts_builder_main();
+  void on_hosts_read(const char* why, HostsReads& reads);
   /// Watches the hosts files and the upstream file (when upstreams come from it).
   void watch_files();
   void on_file_changed(const std::string& path);
@@ -123,7 +127,15 @@ class Server {
   /// takes seconds); the result is posted to worker 0. One at a time: a change meanwhile
   /// starts one more when it ends.
   std::thread hosts_builder_;
-  bool hosts_building_ = false, hosts_build_again_ = false;
+  struct HostsJob {
+    const char* why;
+    std::vector<std::string> paths;
+  };
+  std::mutex hosts_mu_;
+  std::condition_variable hosts_cv_;
+  std::optional<HostsJob> hosts_job_;                        // guarded by hosts_mu_
+  bool hosts_quit_ = false;                                  // guarded by hosts_mu_
+  bool hosts_building_ = false, hosts_build_again_ = false;  // worker 0's loop
   std::shared_ptr<const Routing> routing_;
   std::unique_ptr<FileWatch> watch_;
   bool hosts_reload_pending_ = false, upstream_reload_pending_ = false;

@@ -48,6 +48,8 @@ inline SmallFile read_small_file(const std::string& path, std::size_t max_bytes)
   struct stat st = {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fail(SmallFile::Status::NotRegular);
   if (static_cast<uint64_t>(st.st_size) > max_bytes) return fail(SmallFile::Status::TooLarge);
+  // One allocation of the size the file has now (it may still grow: then the appends do).
+  out.text.reserve(static_cast<std::size_t>(st.st_size));
   std::array<char, 65536> buf;
   while (true) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());

@@ -199,40 +199,46 @@ Checked<LocalRecord> parse_local_record(std::string_view text) {
   return rec;
 }
 
-HostsParse parse_hosts(std::string_view text) {
-  HostsParse out;
+void scan_hosts(std::string_view text, const std::function<void(const HostsLineView&)>& on_line,
+                const std::function<void(std::string)>& on_error) {
   std::size_t names = 0;
   uint32_t lineno = 0;
-  bool limit_reported = false;
+  // Reused from line to line: one line's fields and names at a time.
+  std::vector<std::string_view> fields;
+  std::vector<uint8_t> wire;
+  std::vector<uint32_t> ends;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; };
   while (!text.empty()) {
     ++lineno;
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    auto bad = [&](const std::string& why) { on_error(fmt::format("{}: {}", lineno, why)); };
+    if (line.size() > kMaxHostsLineBytes) {
+      bad(fmt::format("a line of {} bytes (more than {})", line.size(), kMaxHostsLineBytes));
+      continue;
+    }
     if (const auto hash = line.find('#'); hash != std::string_view::npos)
       line = line.substr(0, hash);
-    std::vector<std::string_view> fields;
+    fields.clear();
     std::size_t i = 0;
     while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' ||
-                                 line[i] == '\f' || line[i] == '\v'))
+      while (i < line.size() && space(line[i]))
         ++i;
       const std::size_t start = i;
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' &&
-             line[i] != '\f' && line[i] != '\v')
+      while (i < line.size() && !space(line[i]))
         ++i;
       if (i > start) fields.push_back(line.substr(start, i - start));
     }
     if (fields.empty()) continue;
-    auto bad = [&](const std::string& why) {
-      out.errors.push_back(fmt::format("{}: {}", lineno, why));
-    };
-    HostsLine hl;
+    HostsLineView hl;
     hl.line = lineno;
+    // inet_pton reads up to a NUL: an address field with one is not taken as its prefix.
+    const bool plain = fields[0].size() < 64 && fields[0].find('\0') == std::string_view::npos;
     const std::string addr(fields[0].substr(0, 64));
-    if (fields[0].size() < 64 && ::inet_pton(AF_INET, addr.c_str(), hl.addr.data()) == 1) {
+    if (plain && ::inet_pton(AF_INET, addr.c_str(), hl.addr.data()) == 1) {
       hl.family = AF_INET;
-    } else if (fields[0].size() < 64 && ::inet_pton(AF_INET6, addr.c_str(), hl.addr.data()) == 1) {
+    } else if (plain && ::inet_pton(AF_INET6, addr.c_str(), hl.addr.data()) == 1) {
       hl.family = AF_INET6;
     } else {
       bad("'" + shown(fields[0]) + "' is not a numeric IPv4 or IPv6 address" +
@@ -244,6 +250,8 @@ HostsParse parse_hosts(std::string_view text) {
       bad("an address with no name");
       continue;
     }
+    wire.clear();
+    ends.clear();
     bool ok = true;
     for (std::size_t f = 1; f < fields.size(); ++f) {
       const std::string_view n = fields[f];
@@ -255,18 +263,37 @@ HostsParse parse_hosts(std::string_view text) {
         break;
       }
       const auto w = name->wire();
-      hl.names.emplace_back(w.begin(), w.end());
+      wire.insert(wire.end(), w.begin(), w.end());
+      ends.push_back(static_cast<uint32_t>(wire.size()));
     }
     if (!ok) continue;
-    names += hl.names.size();
+    names += ends.size();
     if (names > kMaxHostsNames) {
-      if (!limit_reported)
-        bad(fmt::format("more than {} names in the file; the rest is ignored", kMaxHostsNames));
-      limit_reported = true;
-      break;
+      bad(fmt::format("more than {} names in the file; the rest is ignored", kMaxHostsNames));
+      return;
     }
-    out.lines.push_back(std::move(hl));
+    hl.wire = wire;
+    hl.ends = ends;
+    on_line(hl);
   }
+}
+
+HostsParse parse_hosts(std::string_view text) {
+  HostsParse out;
+  scan_hosts(
+      text,
+      [&](const HostsLineView& v) {
+        HostsLine hl;
+        hl.family = v.family;
+        hl.addr = v.addr;
+        hl.line = v.line;
+        for (std::size_t i = 0; i < v.ends.size(); ++i) {
+          const auto n = v.name(i);
+          hl.names.emplace_back(n.begin(), n.end());
+        }
+        out.lines.push_back(std::move(hl));
+      },
+      [&](std::string e) { out.errors.push_back(std::move(e)); });
   return out;
 }
 

@@ -11,6 +11,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,13 +53,35 @@ struct HostsParse {
   std::vector<std::string> errors;  ///< "N: what is wrong" (N the line), one per malformed line
 };
 
+/// One good address line as scan_hosts() hands it over; the spans are valid during the call.
+struct HostsLineView {
+  int family = 0;                  ///< AF_INET or AF_INET6
+  std::array<uint8_t, 16> addr{};  ///< 4 bytes used for AF_INET
+  /// The names' wire forms one after the other (letter case as written), canonical first;
+  /// `ends[i]` is where name i ends in `wire`.
+  std::span<const uint8_t> wire{};
+  std::span<const uint32_t> ends{};
+  uint32_t line = 0;  ///< 1-based line number
+  std::span<const uint8_t> name(std::size_t i) const noexcept {
+    const std::size_t from = i == 0 ? 0 : ends[i - 1];
+    return wire.subspan(from, ends[i] - from);
+  }
+};
+
 /// Parses hosts(5) text: "ADDRESS NAME [ALIAS...]", '#' starts a comment. A malformed line
-/// (bad address, scoped IPv6, no name, a name that is not a domain name) is skipped and
-/// reported. At most kMaxHostsNames names are kept (the rest reported once).
+/// (bad address, scoped IPv6, no name, a name that is not a domain name, a NUL byte, more
+/// than kMaxHostsLineBytes) is skipped and reported. At most kMaxHostsNames names are kept
+/// (the rest reported once). Memory: one line's names at a time.
+void scan_hosts(std::string_view text, const std::function<void(const HostsLineView&)>& on_line,
+                const std::function<void(std::string)>& on_error);
+/// scan_hosts() into lines (tests, and Routing::Input::hosts).
 HostsParse parse_hosts(std::string_view text);
-inline constexpr std::size_t kMaxHostsNames = 1'000'000;
+/// Per file; a blocklist of 64 MiB has about two million names.
+inline constexpr std::size_t kMaxHostsNames = 4'000'000;
+/// Longer lines are skipped (a hosts line is one address and its names).
+inline constexpr std::size_t kMaxHostsLineBytes = 1u << 20;
 /// Files larger than this are refused (the previous contents stay in force).
-inline constexpr std::size_t kMaxHostsFileBytes = 16u << 20;
+inline constexpr std::size_t kMaxHostsFileBytes = 64u << 20;
 /// Reads and parses a hosts file; the error names the path and the reason.
 Checked<HostsParse> read_hosts_file(const std::string& path);
 

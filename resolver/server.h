@@ -7,8 +7,10 @@
 //   Shared:    cache::Cache (sharded), Inflight (one mutex), Stats (atomics)
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -50,15 +52,26 @@ class Server {
   /// "upstream-file changed", which says each complaint only once).
   void reload_upstreams(const char* why = "SIGHUP");
   // Routing (resolver/query/local_names.h): forward zones, hosts files, special-use names.
-  /// Reads the hosts files (each malformed line reported once; an unreadable file keeps
-  /// what was read from it before) and builds the routing.
-  Checked<std::shared_ptr<const Routing>> build_routing(const char* why);
+  /// What reading the hosts files gave: per file its new table, or why it was not read.
+  struct HostsReads {
+    std::vector<std::string> paths;
+    std::vector<Checked<HostsTable::Read>> reads;
+  };
+  static HostsReads read_hosts_files(const std::vector<std::string>& paths);
+  /// The routing of the settings in force and the hosts files as `reads` found them (a file
+  /// not read keeps its previous table); says each malformed line once.
+  Checked<std::shared_ptr<const Routing>> build_routing(const char* why, HostsReads reads);
   /// Gives every worker `r` (on its own loop, or directly before run()): forward upstreams
   /// for its server sets (kept across reloads when the servers are the same).
   void install_routing(Worker& w, const std::shared_ptr<const Routing>& r);
   void apply_routing(const std::shared_ptr<const Routing>& r, bool direct);
   /// SIGHUP (forward zones and hosts files re-read from --config) or a hosts file change.
+  /// The files are read and the tables built on hosts_builder_; the new routing is applied
+  /// on worker 0 when they are ready.
   void reload_routing(const char* why, bool reread_config);
+  void start_hosts_build(const char* why);
+  void hosts_builder_main();
+  void on_hosts_read(const char* why, HostsReads& reads);
   /// Watches the hosts files and the upstream file (when upstreams come from it).
   void watch_files();
   void on_file_changed(const std::string& path);
@@ -107,8 +120,22 @@ class Server {
   // Routing (worker 0's loop only).
   std::vector<ForwardZone> forward_zones_;
   std::vector<std::string> hosts_files_;
-  std::map<std::string, std::vector<HostsLine>> hosts_read_;  // the last good read per file
-  std::set<std::string> hosts_reported_;                      // "PATH:LINE: what", said once
+  /// The last good read per file, as its table (resolver/query/hosts_table.h).
+  std::map<std::string, std::shared_ptr<const HostsTable>> hosts_read_;
+  std::set<std::string> hosts_reported_;  // "PATH:LINE: what", said once
+  /// Re-reads of the hosts files run here, off the loops that answer queries (a 64 MiB file
+  /// takes seconds); the result is posted to worker 0. One at a time: a change meanwhile
+  /// starts one more when it ends.
+  std::thread hosts_builder_;
+  struct HostsJob {
+    const char* why;
+    std::vector<std::string> paths;
+  };
+  std::mutex hosts_mu_;
+  std::condition_variable hosts_cv_;
+  std::optional<HostsJob> hosts_job_;                        // guarded by hosts_mu_
+  bool hosts_quit_ = false;                                  // guarded by hosts_mu_
+  bool hosts_building_ = false, hosts_build_again_ = false;  // worker 0's loop
   std::shared_ptr<const Routing> routing_;
   std::unique_ptr<FileWatch> watch_;
   bool hosts_reload_pending_ = false, upstream_reload_pending_ = false;

@@ -213,6 +213,58 @@ void write_a(AnswerWriter& a, std::span<const uint8_t> addr, uint32_t ttl) {
 constexpr std::array<uint8_t, 4> kLoopback4 = {127, 0, 0, 1};
 constexpr std::array<uint8_t, 16> kLoopback6 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
+// The address of a reverse name (lowercased wire form) as reverse_name() writes it:
+// d.c.b.a.in-addr.arpa or the 32 nibbles of ip6.arpa. Its length (4 or 16), or 0.
+std::size_t reverse_address(std::span<const uint8_t> w, std::array<uint8_t, 16>& out) noexcept {
+  static constexpr std::string_view kV4("\7in-addr\4arpa", 13);
+  static constexpr std::string_view kV6("\3ip6\4arpa", 9);
+  const std::string_view s(reinterpret_cast<const char*>(w.data()), w.size());
+  if (s.size() < 2 || s.back() != '\0') return 0;
+  const std::string_view body = s.substr(0, s.size() - 1);
+  if (body.ends_with(kV4)) {
+    std::size_t i = 0;
+    for (int k = 3; k >= 0; --k) {
+      if (i >= body.size() - kV4.size()) return 0;
+      const std::size_t n = static_cast<uint8_t>(body[i]);
+      if (n == 0 || n > 3 || i + 1 + n > body.size() - kV4.size()) return 0;
+      unsigned v = 0;
+      for (std::size_t d = 0; d < n; ++d) {
+        const char c = body[i + 1 + d];
+        if (c < '0' || c > '9' || (d == 0 && c == '0' && n > 1)) return 0;
+        v = v * 10 + static_cast<unsigned>(c - '0');
+      }
+      if (v > 255) return 0;
+      out[static_cast<std::size_t>(k)] = static_cast<uint8_t>(v);
+      i += 1 + n;
+    }
+    return i == body.size() - kV4.size() ? 4 : 0;
+  }
+  if (body.ends_with(kV6) && body.size() == 64 + kV6.size()) {
+    out.fill(0);
+    for (std::size_t k = 0; k < 32; ++k) {
+      if (body[2 * k] != 1) return 0;
+      const char c = body[2 * k + 1];
+      const int v = c >= '0' && c <= '9' ? c - '0' : (c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1);
+      if (v < 0) return 0;
+      const std::size_t nib = 31 - k;  // the first label is the last nibble
+      out[nib / 2] |= static_cast<uint8_t>(nib % 2 ? v : v << 4);
+    }
+    return 16;
+  }
+  return 0;
+}
+
+// At or below localhost (a lowercased wire name).
+bool under_localhost(std::span<const uint8_t> w) noexcept {
+  static constexpr std::string_view kLocalhost("\11localhost", 10);
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < w.size() && w[i] != 0; i += 1u + w[i])
+    last = i;
+  const std::string_view s(reinterpret_cast<const char*>(w.data()), w.size());
+  return s.size() == last + kLocalhost.size() + 1 &&
+         s.substr(last, kLocalhost.size()) == kLocalhost;
+}
+
 }  // namespace
 
 wire::Name reverse_name(int family, std::span<const uint8_t> addr) {
@@ -277,6 +329,32 @@ bool Routing::tld_maybe(uint64_t h) const noexcept {
   }
 }
 
+template <typename Fn>
+const HostsTable* Routing::hosts_visit(std::span<const uint8_t> low, Fn&& fn) const noexcept {
+  if (tables_.empty()) return nullptr;
+  std::array<uint8_t, 16> addr;
+  const std::size_t alen = reverse_address(low, addr);
+  // localhost and names below it are always the loopback addresses (RFC 6761 §6.3).
+  const bool names = !(special_use_ && under_localhost(low));
+  const HostsTable* first = nullptr;
+  for (const auto& t : tables_) {
+    const uint32_t e = names ? t->find(low) : HostsTable::kNone;
+    const uint32_t a = alen != 0 ? t->find_address(std::span<const uint8_t>(addr.data(), alen))
+                                 : HostsTable::kNone;
+    if (e == HostsTable::kNone && a == HostsTable::kNone) continue;
+    if (first == nullptr) first = t.get();
+    fn(*t, e, a);
+  }
+  return first;
+}
+
+std::size_t Routing::hosts_names() const noexcept {
+  std::size_t n = 0;
+  for (const auto& t : tables_)
+    n += t->names();
+  return n;
+}
+
 Routing::Host& Routing::host_at(const wire::Name& name) {
   const std::string key = lowered_wire(name);
   auto it = hosts_.find(key);
@@ -333,36 +411,42 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
       r->add_tld(key);
     }
   }
-  // Hosts files: names in the order given; a reverse name's PTR is the first canonical name
-  // seen for its address (as glibc answers gethostbyaddr from /etc/hosts).
-  static const wire::Name localhost = wire::Name::from_text("localhost").value();
+  // Hosts files: one compact table each (resolver/query/hosts_table.h). A reverse name's PTR
+  // is the first canonical name seen for its address (as glibc answers gethostbyaddr from
+  // /etc/hosts); names at or below localhost are skipped at lookup (RFC 6761 §6.3).
   for (const HostsFile& f : input.hosts) {
+    HostsTable::Builder b(f.path);
+    std::vector<uint8_t> wire;
+    std::vector<uint32_t> ends;
     for (const HostsLine& l : f.lines) {
-      const std::string source = fmt::format("{}:{}", f.path, l.line);
-      const std::span<const uint8_t> addr(l.addr.data(), l.family == AF_INET ? 4 : 16);
-      std::optional<wire::Name> canonical;
+      wire.clear();
+      ends.clear();
       for (const std::string& nw : l.names) {
-        auto name = wire::Name::from_wire(
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(nw.data()), nw.size()));
-        if (!name) continue;
-        if (!canonical) canonical = name.value();
-        // localhost and names below it are always the loopback addresses (RFC 6761 §6.3).
-        if (input.special_use && name->is_subdomain_of(localhost)) continue;
-        Host& h = r->host_at(name.value());
-        if (h.source.empty()) h.source = source;
-        if (l.family == AF_INET) {
-          std::array<uint8_t, 4> a;
-          std::copy_n(l.addr.begin(), 4, a.begin());
-          if (std::find(h.a.begin(), h.a.end(), a) == h.a.end()) h.a.push_back(a);
-        } else if (std::find(h.aaaa.begin(), h.aaaa.end(), l.addr) == h.aaaa.end()) {
-          h.aaaa.push_back(l.addr);
-        }
+        if (!wire::Name::from_wire(
+                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(nw.data()), nw.size())))
+          continue;
+        wire.insert(wire.end(), nw.begin(), nw.end());
+        ends.push_back(static_cast<uint32_t>(wire.size()));
       }
-      if (!canonical) continue;
-      Host& rev = r->host_at(reverse_name(l.family, addr));
-      if (rev.source.empty()) rev.source = source;
-      if (!rev.ptr) rev.ptr = canonical;
+      if (ends.empty()) continue;
+      HostsLineView v;
+      v.family = l.family;
+      v.addr = l.addr;
+      v.wire = wire;
+      v.ends = ends;
+      v.line = l.line;
+      b.add(v);
     }
+    std::vector<std::string> dropped;  // parse_hosts has said what it skipped
+    r->tables_.push_back(b.finish(dropped));
+  }
+  for (const auto& t : input.tables)
+    if (t != nullptr) r->tables_.push_back(t);
+  r->special_use_ = input.special_use;
+  for (const auto& t : r->tables_) {
+    for (const std::string& l : t->last_labels())
+      r->add_tld(l);
+    if (t->addresses() > 0) r->add_tld(std::string_view("\4arpa", 6));
   }
   // --local-record data: at its exact name, beside (and before) the hosts files' data.
   r->records_ = input.records;
@@ -372,6 +456,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
     h.records.push_back(&rec);
   }
   // Built in: 127.0.0.1 and ::1 are localhost (RFC 6761 §6.3), unless forwarded.
+  static const wire::Name localhost = wire::Name::from_text("localhost").value();
   if (input.special_use) {
     const std::array<uint8_t, 16> one6 = kLoopback6;
     for (const wire::Name& rev :
@@ -414,8 +499,14 @@ Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexc
   std::array<char, wire::kMaxNameOctets> low;
   for (std::size_t i = 0; i < len; ++i)
     low[i] = static_cast<char>(wire::ascii_lower(w[i]));
-  if (auto it = hosts_.find(std::string_view(low.data(), len)); it != hosts_.end())
-    return {RouteKind::Hosts, it->second, &host_data_[it->second]};
+  {
+    const auto it = hosts_.find(std::string_view(low.data(), len));
+    const HostsTable* t =
+        hosts_visit(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(low.data()), len),
+                    [](const HostsTable&, uint32_t, uint32_t) {});
+    if (it != hosts_.end() || t != nullptr)
+      return {RouteKind::Hosts, it != hosts_.end() ? it->second : kNoHost, t};
+  }
   for (int i = 0; i < n; ++i) {
     const std::size_t o = offs[static_cast<std::size_t>(i)];
     auto it = zone_index_.find(std::string_view(low.data() + o, len - o));
@@ -426,6 +517,31 @@ Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexc
   }
   if (n == 1 && address) return {RouteKind::SingleLabel, 0, nullptr};
   return {};
+}
+
+template <typename Fn>
+void Routing::hosts_addresses(std::span<const uint8_t> low, std::size_t len,
+                              Fn&& emit) const noexcept {
+  // Each table's addresses of the name, in file order; one another file already gave is
+  // not repeated (the first 16 files are compared).
+  std::array<std::pair<const HostsTable*, uint32_t>, 16> seen;
+  std::size_t n = 0;
+  hosts_visit(low, [&](const HostsTable& tb, uint32_t e, uint32_t) {
+    if (e == HostsTable::kNone) return;
+    for (const uint32_t id : tb.address_ids(e)) {
+      const auto bytes = tb.address(id);
+      if (bytes.size() != len) continue;
+      bool dup = false;
+      for (std::size_t k = 0; k < n && !dup; ++k)
+        for (const uint32_t id2 : seen[k].first->address_ids(seen[k].second))
+          if (std::ranges::equal(seen[k].first->address(id2), bytes)) {
+            dup = true;
+            break;
+          }
+      if (!dup) emit(bytes);
+    }
+    if (n < seen.size()) seen[n++] = {&tb, e};
+  });
 }
 
 std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint8_t> out,
@@ -439,15 +555,20 @@ std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint
       return a.finish();
     }
     case RouteKind::Hosts: {
-      const Host& h = host_data_[m.index];
+      static const Host kNothing{};
+      const Host& h = m.index != kNoHost ? host_data_[m.index] : kNothing;
       rcode = RCode::NoError;
       AnswerWriter a(out, limit, q, rcode, true);
-      if (t == RRType::A || any)
-        for (const auto& x : h.a)
-          write_a(a, x, h.ttl);
-      if (t == RRType::AAAA || any)
-        for (const auto& x : h.aaaa)
-          write_a(a, x, h.ttl);
+      // The question's name (uncompressed, before QTYPE and QCLASS), lowercased.
+      std::array<uint8_t, wire::kMaxNameOctets> low;
+      const std::size_t qlen =
+          std::min(q.question.size() >= 4 ? q.question.size() - 4 : 0, low.size());
+      for (std::size_t i = 0; i < qlen; ++i)
+        low[i] = wire::ascii_lower(q.question[i]);
+      const std::span<const uint8_t> qlow(low.data(), qlen);
+      auto at_qname = [&](std::span<const uint8_t> x) { write_a(a, x, kHostsTtl); };
+      if (t == RRType::A || any) hosts_addresses(qlow, 4, at_qname);
+      if (t == RRType::AAAA || any) hosts_addresses(qlow, 16, at_qname);
       // A CNAME answers every type (RFC 1034 §3.6.2); its target is not followed here.
       const bool cname = std::any_of(h.records.begin(), h.records.end(),
                                      [](const LocalRecord* x) { return x->type == RRType::CNAME; });
@@ -463,25 +584,35 @@ std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint
           if (x->type != RRType::CNAME) continue;
           auto target = wire::Name::from_wire(x->rdata);
           if (!target) continue;
-          auto it = hosts_.find(lowered_wire(*target));
-          if (it == hosts_.end()) continue;
-          const Host& th = host_data_[it->second];
-          auto at_target = [&](RRType type, uint32_t ttl, std::span<const uint8_t> rd) {
-            if (a.begin_at(*target, type, ttl) && a.bytes(rd)) a.end(wire::Section::Answer);
+          const std::string tlow = lowered_wire(*target);
+          const std::span<const uint8_t> tw(reinterpret_cast<const uint8_t*>(tlow.data()),
+                                            tlow.size());
+          auto at_target = [&](std::span<const uint8_t> v) {
+            if (a.begin_at(*target, v.size() == 4 ? RRType::A : RRType::AAAA, kHostsTtl) &&
+                a.bytes(v))
+              a.end(wire::Section::Answer);
           };
-          if (t == RRType::A)
-            for (const auto& v : th.a)
-              at_target(RRType::A, th.ttl, v);
-          if (t == RRType::AAAA)
-            for (const auto& v : th.aaaa)
-              at_target(RRType::AAAA, th.ttl, v);
-          for (const LocalRecord* y : th.records)
-            if (y->type == t) at_target(y->type, y->ttl, y->rdata);
+          if (t == RRType::A) hosts_addresses(tw, 4, at_target);
+          if (t == RRType::AAAA) hosts_addresses(tw, 16, at_target);
+          auto it = hosts_.find(tlow);
+          if (it == hosts_.end()) continue;
+          for (const LocalRecord* y : host_data_[it->second].records)
+            if (y->type == t && a.begin_at(*target, y->type, y->ttl) && a.bytes(y->rdata))
+              a.end(wire::Section::Answer);
         }
       }
       if (cname) return a.finish();
-      if ((t == RRType::PTR || any) && h.ptr) {
-        if (a.begin_at_qname(RRType::PTR, h.ttl) && a.name(*h.ptr)) a.end(wire::Section::Answer);
+      if (t == RRType::PTR || any) {
+        // The first hosts file that gives the address, else the built-in loopback name.
+        std::optional<wire::Name> ptr;
+        uint32_t ttl = h.ttl;
+        hosts_visit(qlow, [&](const HostsTable& tb, uint32_t, uint32_t addr) {
+          if (ptr || addr == HostsTable::kNone) return;
+          ptr = tb.ptr(addr);
+          ttl = kHostsTtl;
+        });
+        if (!ptr) ptr = h.ptr;
+        if (ptr && a.begin_at_qname(RRType::PTR, ttl) && a.name(*ptr)) a.end(wire::Section::Answer);
       }
       return a.finish();
     }
@@ -538,22 +669,38 @@ std::string Routing::describe(const wire::Name& qname, std::span<const Endpoint>
   const std::string name = qname.to_text();
   switch (m.kind) {
     case RouteKind::Hosts: {
-      const Host& h = host_data_[m.index];
+      static const Host kNothing{};
+      const Host& h = m.index != kNoHost ? host_data_[m.index] : kNothing;
       std::string data;
       auto ip = [](int fam, const uint8_t* p) {
         char buf[INET6_ADDRSTRLEN] = {};
         ::inet_ntop(fam, p, buf, sizeof buf);
         return std::string(buf);
       };
-      for (const auto& x : h.a)
-        data += " A " + ip(AF_INET, x.data());
-      for (const auto& x : h.aaaa)
-        data += " AAAA " + ip(AF_INET6, x.data());
-      if (h.ptr) data += " PTR " + h.ptr->to_text();
+      const std::string lw = lowered_wire(qname);
+      const std::span<const uint8_t> low(reinterpret_cast<const uint8_t*>(lw.data()), lw.size());
+      hosts_addresses(low, 4,
+                      [&](std::span<const uint8_t> x) { data += " A " + ip(AF_INET, x.data()); });
+      hosts_addresses(
+          low, 16, [&](std::span<const uint8_t> x) { data += " AAAA " + ip(AF_INET6, x.data()); });
+      // The source: the first hosts file's line, else the --local-record or built-in data.
+      std::string source = h.source;
+      uint32_t ttl = h.ttl;
+      std::optional<wire::Name> ptr;
+      bool sourced = false;
+      hosts_visit(low, [&](const HostsTable& tb, uint32_t e, uint32_t addr) {
+        if (!ptr && addr != HostsTable::kNone) ptr = tb.ptr(addr);
+        if (sourced) return;
+        sourced = true;
+        source = fmt::format("{}:{}", tb.path(),
+                             e != HostsTable::kNone ? tb.line(e) : tb.address_line(addr));
+        ttl = kHostsTtl;
+      });
+      if (!ptr) ptr = h.ptr;
+      if (ptr) data += " PTR " + ptr->to_text();
       for (const LocalRecord* x : h.records)
         data += " [" + x->text + "]";
-      return fmt::format("{} hosts {} ttl {}:{}; other types NODATA\n", name, h.source, h.ttl,
-                         data);
+      return fmt::format("{} hosts {} ttl {}:{}; other types NODATA\n", name, source, ttl, data);
     }
     case RouteKind::LocalZone: {
       // route() found the longest zone; find which (the index is the zone's).

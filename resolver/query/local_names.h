@@ -31,6 +31,7 @@
 #include "resolver/checked.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/query/admission.h"
+#include "resolver/query/hosts_table.h"
 #include "resolver/routing_settings.h"
 #include "resolver/upstream/dot.h"
 #include "wire/name.h"
@@ -69,7 +70,9 @@ class Routing {
  public:
   struct Input {
     std::vector<ForwardZone> forward{};
-    std::vector<HostsFile> hosts{};
+    std::vector<HostsFile> hosts{};  ///< lines (tests), each file made a table here
+    /// Hosts files already made tables (resolver/query/hosts_table.h), after `hosts`.
+    std::vector<std::shared_ptr<const HostsTable>> tables{};
     std::vector<LocalRecord> records{};
     bool special_use = true;  ///< serve the special-use zones (tests may turn them off)
   };
@@ -78,8 +81,10 @@ class Routing {
 
   struct Match {
     RouteKind kind = RouteKind::Upstream;
-    uint32_t index = 0;          ///< Forward: the zone's server set; LocalZone: the zone
-    const void* host = nullptr;  ///< Hosts: the name's data
+    /// Forward: the zone's server set; LocalZone: the zone; Hosts: the --local-record or
+    /// built-in data at the name (kNoHost: none)
+    uint32_t index = 0;
+    const void* host = nullptr;  ///< Hosts: the first hosts-file table with the name, if any
   };
 
   /// The rule for `qname` asked with `qtype`. For a name whose last label no rule
@@ -107,10 +112,14 @@ class Routing {
   /// `upstreams` are the default upstreams now in force.
   std::string describe(const wire::Name& qname, std::span<const Endpoint> upstreams) const;
 
-  std::size_t hosts_names() const noexcept { return hosts_.size(); }
-  /// A Hosts match from a hosts file (not one of the built-in loopback PTR records).
+  static constexpr uint32_t kNoHost = 0xFFFFFFFF;
+  /// Names from hosts files (each file's distinct names).
+  std::size_t hosts_names() const noexcept;
+  /// A Hosts match from a hosts file or --local-record (not one of the built-in loopback PTR
+  /// records).
   bool from_hosts_file(const Match& m) const noexcept {
-    return m.kind == RouteKind::Hosts && !host_data_[m.index].builtin;
+    return m.kind == RouteKind::Hosts &&
+           (m.host != nullptr || (m.index != kNoHost && !host_data_[m.index].builtin));
   }
 
  private:
@@ -121,9 +130,9 @@ class Routing {
     uint32_t set = 0;
     const char* why = "";  ///< the RFC, for describe()
   };
+  /// A name's --local-record data, or a built-in loopback PTR (few: the hosts files' names
+  /// are in tables_).
   struct Host {
-    std::vector<std::array<uint8_t, 4>> a;
-    std::vector<std::array<uint8_t, 16>> aaaa;
     std::optional<wire::Name> ptr;
     std::string source;  ///< "PATH:LINE" or "built-in"
     uint32_t ttl = kHostsTtl;
@@ -143,7 +152,20 @@ class Routing {
   std::vector<Zone> zones_;
   NameMap zone_index_;  // lowercased wire name -> zones_ index
   std::vector<Host> host_data_;
-  NameMap hosts_;  // lowercased wire name -> host_data_ index
+  NameMap hosts_;  // lowercased wire name -> host_data_ index (--local-record, built-in)
+  /// The hosts files' names and addresses, one table per file in the order given; a name in
+  /// several files has the addresses of all, the source and PTR of the first.
+  std::vector<std::shared_ptr<const HostsTable>> tables_;
+  bool special_use_ = true;
+  /// Calls fn(table, entry, address) for each hosts-file table that knows a lowercased wire
+  /// name: entry is its name's (A, AAAA; HostsTable::kNone if none), address the reverse
+  /// name's address (PTR; kNone if none). Returns the first such table, or nullptr.
+  /// Calls emit(bytes) for each address (len 4 or 16 bytes) the hosts files give a
+  /// lowercased wire name, in file order, each once.
+  template <typename Fn>
+  void hosts_addresses(std::span<const uint8_t> low, std::size_t len, Fn&& emit) const noexcept;
+  template <typename Fn>
+  const HostsTable* hosts_visit(std::span<const uint8_t> low, Fn&& fn) const noexcept;
   /// The last labels (lowercased, with their length byte) some rule ends in, as FNV-1a
   /// hashes in an open-addressing table (0 = empty): the one probe every query pays. A
   /// false positive only sends a name down the exact lookups.

@@ -2,15 +2,18 @@
 // file, both untrusted text — and the answers built from what they accept. The first byte
 // picks the parser; the rest is its input. Any input must give a value or a one-line error,
 // never a crash; every name a hosts file yields must be routed and answered with a message
-// that parses and fits its limit.
+// that parses and fits its limit, and the compact table (resolver/query/hosts_table.h) parsed
+// straight from the text must hold the same names and addresses.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "resolver/query/admission.h"
+#include "resolver/query/hosts_table.h"
 #include "resolver/query/local_names.h"
 #include "resolver/routing_settings.h"
 #include "wire/message.h"
@@ -78,8 +81,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto p = parse_hosts(text);
   for (const auto& e : p.errors)
     if (e.find('\n') != std::string::npos) std::abort();
+  std::vector<std::string> errors;
+  auto table = HostsTable::parse("fuzz", text, errors);
+  if (table == nullptr || errors.size() < p.errors.size()) std::abort();
+  for (const auto& e : errors)
+    if (e.find('\n') != std::string::npos) std::abort();
+  for (const auto& l : p.lines) {
+    if (table->find_address(std::span<const uint8_t>(l.addr.data(), l.family == 2 ? 4 : 16)) ==
+        HostsTable::kNone)
+      std::abort();
+    for (const auto& nw : l.names) {
+      std::vector<uint8_t> low(nw.begin(), nw.end());
+      for (auto& c : low)
+        c = hg::wire::ascii_lower(c);
+      const uint32_t e = table->find(low);
+      if (e == HostsTable::kNone || table->address_ids(e).empty() ||
+          table->address_ids(e).size() > kMaxHostsAddressesPerName)
+        std::abort();
+    }
+  }
   Routing::Input in;
   in.hosts.push_back(HostsFile{"fuzz", p.lines});
+  in.tables.push_back(table);  // the same file twice: merged answers
   auto r = Routing::build(in);
   if (!r) std::abort();  // hosts lines alone always build
   std::size_t asked = 0;

@@ -288,6 +288,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
   // Hosts files: names in the order given; a reverse name's PTR is the first canonical name
   // seen for its address (as glibc answers gethostbyaddr from /etc/hosts).
   static const wire::Name localhost = wire::Name::from_text("localhost").value();
+  const bool localhost_served = input.special_use && !switched_off("localhost");
   for (const HostsFile& f : input.hosts) {
     for (const HostsLine& l : f.lines) {
       const std::string source = fmt::format("{}:{}", f.path, l.line);
@@ -299,8 +300,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
         if (!name) continue;
         if (!canonical) canonical = name.value();
         // localhost and names below it are always the loopback addresses (RFC 6761 §6.3).
-        if (input.special_use && !switched_off("localhost") && name->is_subdomain_of(localhost))
-          continue;
+        if (localhost_served && name->is_subdomain_of(localhost)) continue;
         Host& h = r->host_at(name.value());
         if (h.source.empty()) h.source = source;
         if (l.family == AF_INET) {

@@ -80,6 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e.find('\n') != std::string::npos) std::abort();
   Routing::Input in;
   in.hosts.push_back(HostsFile{"fuzz", p.lines});
+  // --no-special-zone localhost lets hosts lines name localhost; --single-label forward.
+  if (data[0] & 4) in.no_special = {"localhost", "test"};
+  in.single_label_forward = (data[0] & 8) != 0;
   auto r = Routing::build(in);
   if (!r) std::abort();  // hosts lines alone always build
   std::size_t asked = 0;

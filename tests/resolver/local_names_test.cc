@@ -301,6 +301,48 @@ TEST(LocalAnswers, InvalidOnionAndPrivateReverseNamesAreNxdomainWithTheZonesSoa)
   EXPECT_EQ(txt.msg.section(wire::Section::Authority).size(), 1u);
 }
 
+TEST(LocalAnswers, EverySpecialZoneAnswersEveryTypeAtAndBelowItsApexEvenWhenTight) {
+  auto r = build({});
+  std::size_t checked = 0;
+  for (const SpecialZone& z : special_zones()) {
+    for (const std::string& name : {z.name, "x." + z.name}) {
+      for (RRType t : {RRType::A, RRType::AAAA, RRType::PTR, RRType::SOA, RRType::NS, RRType::ANY,
+                       RRType::TXT}) {
+        const auto m = r->route(N(name), t);
+        if (m.kind == RouteKind::Hosts) continue;  // ::1's reverse name: the built-in PTR
+        ASSERT_EQ(m.kind, RouteKind::LocalZone) << name;
+        // ask() checks each answer parses strictly, fits the limit and carries its rcode; 60
+        // bytes hold the question and OPT but not every record (TC at a record boundary).
+        const auto full = ask(*r, name, t);
+        const auto tight = ask(*r, name, t, 60 + name.size());
+        EXPECT_EQ(full.msg.rcode(), tight.msg.rcode()) << name;
+        // Only localhost and resolver.arpa have names below the apex; NODATA carries the SOA.
+        const bool nx = full.msg.rcode() == RCode::NXDomain;
+        EXPECT_EQ(nx, z.kind == LocalZoneKind::Nxdomain ||
+                          (name != z.name && z.kind != LocalZoneKind::Localhost &&
+                           z.kind != LocalZoneKind::Nodata))
+            << name << " " << static_cast<int>(t);
+        if (full.msg.section(wire::Section::Answer).empty()) {
+          EXPECT_EQ(full.msg.section(wire::Section::Authority).size(), 1u) << name;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, (special_zones().size() * 2 - 1) * 7);
+  // RFC 8880 §7's records, with their TTL.
+  auto a = ask(*r, "IPv4only.arpa", RRType::A);
+  ASSERT_EQ(a.msg.section(wire::Section::Answer).size(), 2u);
+  EXPECT_EQ(rdata_ip(a, a.msg.section(wire::Section::Answer)[0]), "192.0.0.170");
+  EXPECT_EQ(rdata_ip(a, a.msg.section(wire::Section::Answer)[1]), "192.0.0.171");
+  EXPECT_EQ(a.msg.section(wire::Section::Answer)[0].ttl, kIpv4onlyTtl);
+  auto ptr = ask(*r, "171.0.0.192.in-addr.arpa", RRType::PTR);
+  ASSERT_EQ(ptr.msg.section(wire::Section::Answer).size(), 1u);
+  wire::WireReader rd(ptr.bytes);
+  ASSERT_TRUE(rd.seek(ptr.msg.section(wire::Section::Answer)[0].rdata_offset).has_value());
+  EXPECT_EQ(wire::read_name(rd)->to_text(), "ipv4only.arpa.");
+}
+
 TEST(LocalAnswers, LoopbackPtrIsLocalhost) {
   auto r = build({});
   for (std::string_view name :

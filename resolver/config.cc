@@ -435,6 +435,35 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.forward_zones.clear(); }},
+      {"no-special-zone", Kind::List, "ZONE",
+       "Send this built-in special-use zone (test, local, home.arpa, a reverse zone...) to the "
+       "upstreams instead of answering it here; repeatable",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (!is_special_zone(v))
+           return "not one of the built-in special-use zones (docs/local-names.md lists them; "
+                  "`hourglass-ctl route NAME` shows which answers a name); to send another "
+                  "zone elsewhere use --forward";
+         const std::string zone = special_zone_key(v);
+         if (std::find(c.no_special_zones.begin(), c.no_special_zones.end(), zone) ==
+             c.no_special_zones.end())
+           c.no_special_zones.push_back(zone);
+         return std::nullopt;
+       },
+       [](Config& c) { c.no_special_zones.clear(); }},
+      {"single-label", Kind::Scalar, "MODE",
+       "Single-label names (wpad, printer) asked for an address: nodata: answered NODATA here, "
+       "never sent upstream; forward: sent to the default upstreams, e.g. a home router that "
+       "knows its hosts' short names (default nodata)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v == "nodata") {
+           c.single_label_forward = false;
+         } else if (v == "forward") {
+           c.single_label_forward = true;
+         } else {
+           return "expected nodata or forward";
+         }
+         return std::nullopt;
+       }},
       {"hosts-file", Kind::List, "PATH",
        "Answer the names of this hosts(5) file (A, AAAA, PTR), re-read when it changes; "
        "repeatable; re-read from --config on SIGHUP",
@@ -1187,6 +1216,10 @@ std::string to_toml(const Config& c) {
   if (!c.local_records.empty())
     out += "local-record = " + toml_list(c.local_records, [](const std::string& r) { return r; }) +
            "\n";
+  if (!c.no_special_zones.empty())
+    out += "no-special-zone = " +
+           toml_list(c.no_special_zones, [](const std::string& z) { return z; }) + "\n";
+  if (c.single_label_forward) out += "single-label = \"forward\"\n";
   if (!c.hosts_files.empty())
     out +=
         "hosts-file = " + toml_list(c.hosts_files, [](const std::string& p) { return p; }) + "\n";

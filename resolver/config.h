@@ -107,6 +107,12 @@ struct Config {
   /// --local-record 'NAME TTL TYPE DATA', as given (checked by parse_local_record).
   std::vector<std::string> local_records{};
   bool forward_from_cli = false, hosts_files_from_cli = false;
+  /// --no-special-zone ZONE: built-in special-use zones passed to the upstreams instead
+  /// (lowercase, no final dot; each one is_special_zone).
+  std::vector<std::string> no_special_zones{};
+  /// --single-label forward: single-label names asked for an address go to the default
+  /// upstreams instead of being answered NODATA here (docs/local-names.md).
+  bool single_label_forward = false;
   /// DNS over TLS (resolver/upstream/dot.h, docs/dot.md): the tls:// upstreams (their addresses are
   /// in `upstreams` too), --tls-ca-file and the --tls-pin SPKI pins as given.
   std::vector<TlsTarget> tls_upstreams{};

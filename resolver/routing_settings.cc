@@ -303,4 +303,81 @@ Checked<HostsParse> read_hosts_file(const std::string& path) {
   return parse_hosts(text.value().text);
 }
 
+// --- the special-use and locally served zones ---------------------------------------------
+
+const std::vector<SpecialZone>& special_zones() {
+  static const std::vector<SpecialZone> all = [] {
+    std::vector<SpecialZone> z = {
+        {"localhost", LocalZoneKind::Localhost, "RFC 6761 §6.3"},
+        {"invalid", LocalZoneKind::Nxdomain, "RFC 6761 §6.4"},
+        {"onion", LocalZoneKind::Nxdomain, "RFC 7686"},
+        {"home.arpa", LocalZoneKind::Empty, "RFC 8375"},
+        // RFC 6761 §6.2: test names "SHOULD" be answered negatively by caching servers.
+        {"test", LocalZoneKind::Nxdomain, "RFC 6761 §6.2"},
+        // RFC 6762 §22.1: .local is multicast DNS's; unicast DNS has nothing to say about it
+        // (a --forward local=... or a runtime link says where mDNS names go instead).
+        {"local", LocalZoneKind::Nxdomain, "RFC 6762 §22.1"},
+        // RFC 9476: .alt names belong to non-DNS resolution systems, never to the DNS root.
+        {"alt", LocalZoneKind::Nxdomain, "RFC 9476"},
+        // RFC 9462 §4: a resolver without designated resolvers "SHOULD return NODATA for
+        // queries to the resolver.arpa zone" (and never forwards them: an upstream's
+        // _dns.resolver.arpa SVCB would name the upstream's encrypted resolvers, not ours).
+        {"resolver.arpa", LocalZoneKind::Nodata, "RFC 9462 §4"},
+        // RFC 8880 §7: the well-known name of RFC 7050's NAT64 prefix discovery and its two
+        // reverse names; without DNS64 here, AAAA is NODATA.
+        {"ipv4only.arpa", LocalZoneKind::Ipv4only, "RFC 8880 §7"},
+        {"170.0.0.192.in-addr.arpa", LocalZoneKind::Ipv4onlyPtr, "RFC 8880 §7"},
+        {"171.0.0.192.in-addr.arpa", LocalZoneKind::Ipv4onlyPtr, "RFC 8880 §7"},
+        // RFC 6303 §4.1: RFC 1918 space.
+        {"10.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.1"},
+        {"168.192.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.1"},
+        // RFC 6303 §4.2: RFC 5735 (now 6890) special-use IPv4.
+        {"0.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        {"127.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        {"254.169.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        {"2.0.192.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        {"100.51.198.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        {"113.0.203.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
+        // RFC 6303 §4.3: the broadcast address.
+        {"255.255.255.255.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.3"},
+        // RFC 6303 §4.4, §4.5: :: and ::1.
+        {"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
+         LocalZoneKind::Empty, "RFC 6303 §4.4"},
+        {"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
+         LocalZoneKind::Empty, "RFC 6303 §4.5"},
+        // RFC 6303 §4.6: unique local addresses fd00::/8.
+        {"d.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.6"},
+        // RFC 6303 §4.7: link-local fe80::/10.
+        {"8.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
+        {"9.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
+        {"a.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
+        {"b.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
+        // RFC 6303 §4.8: the IPv6 documentation prefix 2001:db8::/32.
+        {"8.b.d.0.1.0.0.2.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.8"},
+    };
+    // RFC 6303 §4.1: 172.16/12.
+    for (int i = 16; i <= 31; ++i)
+      z.push_back({fmt::format("{}.172.in-addr.arpa", i), LocalZoneKind::Empty, "RFC 6303 §4.1"});
+    // RFC 6598 shared address space 100.64/10, served locally per RFC 7793.
+    for (int i = 64; i <= 127; ++i)
+      z.push_back({fmt::format("{}.100.in-addr.arpa", i), LocalZoneKind::Empty, "RFC 7793"});
+    return z;
+  }();
+  return all;
+}
+
+std::string special_zone_key(std::string_view zone) {
+  std::string s(zone);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_special_zone(std::string_view zone) {
+  const std::string key = special_zone_key(zone);
+  const auto& all = special_zones();
+  return std::any_of(all.begin(), all.end(), [&](const SpecialZone& z) { return key == z.name; });
+}
+
 }  // namespace hg::resolver

@@ -98,4 +98,29 @@ struct LocalRecord {
 /// Parses one record; the error says what is wrong and what is allowed.
 Checked<LocalRecord> parse_local_record(std::string_view text);
 
+/// How a special-use zone answers (resolver/query/local_names.h serves them).
+enum class LocalZoneKind : uint8_t {
+  Localhost,    ///< RFC 6761 §6.3: every name at or below it is 127.0.0.1 / ::1
+  Empty,        ///< RFC 6303 §3: the apex has SOA and NS, every name below it NXDOMAIN
+  Nxdomain,     ///< RFC 6761 §6.2, §6.4, RFC 6762 §22.1, 7686, 9476: every name NXDOMAIN
+  Nodata,       ///< RFC 9462 §4: the apex has SOA and NS, every other answer NODATA
+  Ipv4only,     ///< RFC 8880 §7: the apex's A is 192.0.0.170 and .171; names below NXDOMAIN
+  Ipv4onlyPtr,  ///< RFC 8880 §7: 170.0.0.192.in-addr.arpa (.171) PTR ipv4only.arpa.
+};
+
+/// One built-in special-use or locally served zone: answered here unless a forward zone at
+/// or above it claims it or --no-special-zone names it.
+struct SpecialZone {
+  std::string name;  ///< lowercase, no final dot
+  LocalZoneKind kind;
+  const char* why;  ///< the RFC, for `hourglass-ctl route`
+};
+/// All of them, in a fixed order.
+const std::vector<SpecialZone>& special_zones();
+/// `zone` as special_zones() spells names: lowercase, no final dot.
+std::string special_zone_key(std::string_view zone);
+/// True if `zone` (any case, with or without the final dot) is one of special_zones()
+/// (what --no-special-zone accepts).
+bool is_special_zone(std::string_view zone);
+
 }  // namespace hg::resolver

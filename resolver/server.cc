@@ -601,6 +601,8 @@ Server::HostsReads Server::read_hosts_files(const std::vector<std::string>& path
 Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why, HostsReads reads) {
   Routing::Input in;
   in.forward = forward_zones_;
+  in.no_special = shared_->config.no_special_zones;
+  in.single_label_forward = shared_->config.single_label_forward;
   for (const std::string& text : shared_->config.local_records) {
     auto rec = parse_local_record(text);  // checked when the configuration was read
     if (rec) in.records.push_back(std::move(rec.value()));

@@ -45,67 +45,6 @@ int label_offsets(std::span<const uint8_t> w, std::array<uint8_t, 128>& offs) no
   return n;
 }
 
-// The special-use and locally served zones, answered here unless a forward zone claims them.
-struct SpecialZone {
-  const char* name;
-  LocalZoneKind kind;
-  const char* why;
-};
-
-std::vector<SpecialZone> special_zones() {
-  std::vector<SpecialZone> z = {
-      {"localhost", LocalZoneKind::Localhost, "RFC 6761 §6.3"},
-      {"invalid", LocalZoneKind::Nxdomain, "RFC 6761 §6.4"},
-      {"onion", LocalZoneKind::Nxdomain, "RFC 7686"},
-      {"home.arpa", LocalZoneKind::Empty, "RFC 8375"},
-      // RFC 6303 §4.1: RFC 1918 space.
-      {"10.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.1"},
-      {"168.192.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.1"},
-      // RFC 6303 §4.2: RFC 5735 (now 6890) special-use IPv4.
-      {"0.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      {"127.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      {"254.169.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      {"2.0.192.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      {"100.51.198.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      {"113.0.203.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.2"},
-      // RFC 6303 §4.3: the broadcast address.
-      {"255.255.255.255.in-addr.arpa", LocalZoneKind::Empty, "RFC 6303 §4.3"},
-      // RFC 6303 §4.4, §4.5: :: and ::1.
-      {"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
-       LocalZoneKind::Empty, "RFC 6303 §4.4"},
-      {"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
-       LocalZoneKind::Empty, "RFC 6303 §4.5"},
-      // RFC 6303 §4.6: unique local addresses fd00::/8.
-      {"d.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.6"},
-      // RFC 6303 §4.7: link-local fe80::/10.
-      {"8.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
-      {"9.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
-      {"a.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
-      {"b.e.f.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.7"},
-      // RFC 6303 §4.8: the IPv6 documentation prefix 2001:db8::/32.
-      {"8.b.d.0.1.0.0.2.ip6.arpa", LocalZoneKind::Empty, "RFC 6303 §4.8"},
-  };
-  // RFC 6303 §4.1: 172.16/12.
-  static const std::vector<std::string> names172 = [] {
-    std::vector<std::string> v;
-    for (int i = 16; i <= 31; ++i)
-      v.push_back(fmt::format("{}.172.in-addr.arpa", i));
-    return v;
-  }();
-  for (const auto& n : names172)
-    z.push_back({n.c_str(), LocalZoneKind::Empty, "RFC 6303 §4.1"});
-  // RFC 6598 shared address space 100.64/10, served locally per RFC 7793.
-  static const std::vector<std::string> names100 = [] {
-    std::vector<std::string> v;
-    for (int i = 64; i <= 127; ++i)
-      v.push_back(fmt::format("{}.100.in-addr.arpa", i));
-    return v;
-  }();
-  for (const auto& n : names100)
-    z.push_back({n.c_str(), LocalZoneKind::Empty, "RFC 7793"});
-  return z;
-}
-
 // --- answers -----------------------------------------------------------------------------
 
 /// Builds one answer: header, the client's question, records, then OPT.
@@ -210,6 +149,13 @@ void write_a(AnswerWriter& a, std::span<const uint8_t> addr, uint32_t ttl) {
   if (a.begin_at_qname(t, ttl) && a.bytes(addr)) a.end(wire::Section::Answer);
 }
 
+const wire::Name& ipv4only_arpa() {
+  static const wire::Name n = wire::Name::from_text("ipv4only.arpa").value();
+  return n;
+}
+
+constexpr std::array<uint8_t, 4> kWellKnown170 = {192, 0, 0, 170};
+constexpr std::array<uint8_t, 4> kWellKnown171 = {192, 0, 0, 171};
 constexpr std::array<uint8_t, 4> kLoopback4 = {127, 0, 0, 1};
 constexpr std::array<uint8_t, 16> kLoopback6 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
@@ -397,10 +343,16 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
     return std::any_of(forwarded.begin(), forwarded.end(),
                        [&](const wire::Name& f) { return n.is_subdomain_of(f); });
   };
+  r->single_label_forward_ = input.single_label_forward;
+  auto switched_off = [&](std::string_view zone) {
+    return std::find(input.no_special.begin(), input.no_special.end(), special_zone_key(zone)) !=
+           input.no_special.end();
+  };
   if (input.special_use) {
     for (const SpecialZone& s : special_zones()) {
-      auto name = wire::Name::from_text(s.name).value();
-      if (under_forward(name)) continue;  // the operator claimed it
+      auto name = wire::Name::from_text(s.name).value();  // the table's names are valid
+      if (under_forward(name)) continue;                  // the operator claimed it
+      if (switched_off(s.name)) continue;  // --no-special-zone: the upstreams answer it
       Zone z;
       z.name = name;
       z.kind = s.kind;
@@ -442,7 +394,8 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
   }
   for (const auto& t : input.tables)
     if (t != nullptr) r->tables_.push_back(t);
-  r->special_use_ = input.special_use;
+  // Hosts-file names at or below localhost are skipped while localhost is served here.
+  r->special_use_ = input.special_use && !switched_off("localhost");
   for (const auto& t : r->tables_) {
     for (const std::string& l : t->last_labels())
       r->add_tld(l);
@@ -491,7 +444,7 @@ Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexc
   for (std::size_t i = last; i + 1 < len; ++i)
     h = (h ^ wire::ascii_lower(w[i])) * kFnvPrime;
   if (!tld_maybe(finish_hash(h))) [[likely]] {
-    if (single && address) return {RouteKind::SingleLabel, 0, nullptr};
+    if (single && address && !single_label_forward_) return {RouteKind::SingleLabel, 0, nullptr};
     return {};
   }
   std::array<uint8_t, 128> offs;
@@ -515,7 +468,7 @@ Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexc
     if (z.forward) return {RouteKind::Forward, z.set, nullptr};
     return {RouteKind::LocalZone, it->second, nullptr};
   }
-  if (n == 1 && address) return {RouteKind::SingleLabel, 0, nullptr};
+  if (n == 1 && address && !single_label_forward_) return {RouteKind::SingleLabel, 0, nullptr};
   return {};
 }
 
@@ -620,7 +573,11 @@ std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint
       const Zone& z = zones_[m.index];
       const bool apex = q.qname != nullptr ? q.qname->size() == z.name.size()
                                            : q.question.size() == z.name.size() + 4;
-      if (z.kind == LocalZoneKind::Nxdomain || (z.kind == LocalZoneKind::Empty && !apex)) {
+      // Below the apex: NXDOMAIN but in localhost (every name is loopback) and
+      // resolver.arpa (RFC 9462 asks NODATA for the whole zone).
+      const bool below_exists =
+          z.kind == LocalZoneKind::Localhost || z.kind == LocalZoneKind::Nodata;
+      if (z.kind == LocalZoneKind::Nxdomain || (!apex && !below_exists)) {
         rcode = RCode::NXDomain;
         AnswerWriter a(out, limit, q, rcode, true);
         write_soa(a, z.name, wire::Section::Authority, false);
@@ -635,6 +592,16 @@ std::size_t Routing::answer(const Match& m, const ClientQuery& q, std::span<uint
       }
       if (z.kind == LocalZoneKind::Localhost && (t == RRType::AAAA || any)) {
         write_a(a, kLoopback6, kLocalZoneTtl);
+        answered = true;
+      }
+      if (z.kind == LocalZoneKind::Ipv4only && (t == RRType::A || any)) {
+        write_a(a, kWellKnown170, kIpv4onlyTtl);
+        write_a(a, kWellKnown171, kIpv4onlyTtl);
+        answered = true;
+      }
+      if (z.kind == LocalZoneKind::Ipv4onlyPtr && (t == RRType::PTR || any)) {
+        if (a.begin_at_qname(RRType::PTR, kIpv4onlyTtl) && a.name(ipv4only_arpa()))
+          a.end(wire::Section::Answer);
         answered = true;
       }
       if (apex && (t == RRType::SOA || any)) {
@@ -705,10 +672,28 @@ std::string Routing::describe(const wire::Name& qname, std::span<const Endpoint>
     case RouteKind::LocalZone: {
       // route() found the longest zone; find which (the index is the zone's).
       const Zone& z = zones_[m.index];
-      const char* what = z.kind == LocalZoneKind::Localhost ? "A 127.0.0.1, AAAA ::1"
-                         : z.kind == LocalZoneKind::Nxdomain
-                             ? "NXDOMAIN"
-                             : (qname.size() == z.name.size() ? "apex: SOA, NS" : "NXDOMAIN");
+      const bool apex = qname.size() == z.name.size();
+      const char* what = "NXDOMAIN";
+      switch (z.kind) {
+        case LocalZoneKind::Localhost:
+          what = "A 127.0.0.1, AAAA ::1";
+          break;
+        case LocalZoneKind::Nxdomain:
+          break;
+        case LocalZoneKind::Empty:
+          if (apex) what = "apex: SOA, NS";
+          break;
+        case LocalZoneKind::Nodata:
+          what = apex ? "apex: SOA, NS; other types NODATA (no designated resolvers)"
+                      : "NODATA (no designated resolvers), never forwarded";
+          break;
+        case LocalZoneKind::Ipv4only:
+          if (apex) what = "A 192.0.0.170, 192.0.0.171; AAAA NODATA (no DNS64 here)";
+          break;
+        case LocalZoneKind::Ipv4onlyPtr:
+          if (apex) what = "PTR ipv4only.arpa.";
+          break;
+      }
       return fmt::format("{} local zone {} ({}): {}\n", name, z.name.to_text(), z.why, what);
     }
     case RouteKind::Forward: {
@@ -729,6 +714,9 @@ std::string Routing::describe(const wire::Name& qname, std::span<const Endpoint>
         "{} single-label name: A, AAAA and ANY answered NODATA here; other types to the default "
         "upstreams {}\n",
         name, list(upstreams));
+  if (single_label_forward_ && qname.label_count() == 1)
+    return fmt::format("{} single-label name (--single-label forward): default upstreams {}\n",
+                       name, list(upstreams));
   return fmt::format("{} default upstreams {}\n", name, list(upstreams));
 }
 

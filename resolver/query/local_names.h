@@ -4,9 +4,11 @@
 //   1. a name from a hosts file (--hosts-file), or the built-in PTR records of 127.0.0.1
 //      and ::1: answered here (A, AAAA, PTR; other types NODATA);
 //   2. the longest matching zone among the forward zones (--forward) and the special-use
-//      and locally served zones (RFC 6761, 6303, 7793, 7686, 8375); a special-use zone at
-//      or below a forward zone is switched off (the operator claimed that subtree);
-//   3. a single-label name asked for A, AAAA or ANY: NODATA here (never sent upstream);
+//      and locally served zones (RFC 6761, 6303, 6762, 7793, 7686, 8375, 8880, 9462, 9476);
+//      a special-use zone at or below a forward zone is switched off (the operator claimed
+//      that subtree), and --no-special-zone switches one off by name;
+//   3. a single-label name asked for A, AAAA or ANY: NODATA here (never sent upstream),
+//      unless --single-label forward;
 //   4. everything else: the default upstreams.
 //
 // A Routing is built once (start-up, SIGHUP, a hosts file change) and then only read: each
@@ -50,6 +52,9 @@ struct HostsFile {
 inline constexpr uint32_t kHostsTtl = 5;
 /// TTL (and SOA MINIMUM) of the special-use zones' answers: RFC 6303 §3's zone uses 10800.
 inline constexpr uint32_t kLocalZoneTtl = 10800;
+/// TTL of ipv4only.arpa's A and PTR records (RFC 8880 names the data, not a TTL): an hour,
+/// as the built-in ipv4only.arpa zone of BIND 9 serves them.
+inline constexpr uint32_t kIpv4onlyTtl = 3600;
 
 enum class RouteKind : uint8_t {
   Upstream,     ///< the default upstreams
@@ -57,13 +62,6 @@ enum class RouteKind : uint8_t {
   LocalZone,    ///< a special-use or locally served zone, answered here
   Hosts,        ///< a hosts-file (or built-in) name, answered here
   SingleLabel,  ///< a single-label name asked for an address: NODATA here
-};
-
-/// How a special-use zone answers.
-enum class LocalZoneKind : uint8_t {
-  Localhost,  ///< RFC 6761 §6.3: every name at or below it is 127.0.0.1 / ::1
-  Empty,      ///< RFC 6303 §3: the apex has SOA and NS, every name below it NXDOMAIN
-  Nxdomain,   ///< RFC 6761 §6.4, RFC 7686: every name, the apex too, NXDOMAIN
 };
 
 class Routing {
@@ -75,6 +73,10 @@ class Routing {
     std::vector<std::shared_ptr<const HostsTable>> tables{};
     std::vector<LocalRecord> records{};
     bool special_use = true;  ///< serve the special-use zones (tests may turn them off)
+    /// --no-special-zone: built-in zones not served here (as special_zone_key spells them).
+    std::vector<std::string> no_special{};
+    /// --single-label forward: single-label names go to the default upstreams.
+    bool single_label_forward = false;
   };
   /// Builds the table; fails (naming the zone) if a forward zone is not a domain name.
   static Checked<std::shared_ptr<const Routing>> build(const Input& input);
@@ -171,6 +173,7 @@ class Routing {
   /// false positive only sends a name down the exact lookups.
   std::vector<uint64_t> tld_hashes_ = std::vector<uint64_t>(16, 0);
   std::size_t tld_count_ = 0;
+  bool single_label_forward_ = false;
   bool tld_maybe(uint64_t h) const noexcept;
   std::vector<std::vector<Endpoint>> sets_;
   std::vector<ForwardRule> forward_;

@@ -103,6 +103,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Routing::Input in;
   in.hosts.push_back(HostsFile{"fuzz", p.lines});
   in.tables.push_back(table);  // the same file twice: merged answers
+  // --no-special-zone localhost lets hosts lines name localhost; --single-label forward.
+  if (data[0] & 4) in.no_special = {"localhost", "test"};
+  in.single_label_forward = (data[0] & 8) != 0;
   auto r = Routing::build(in);
   if (!r) std::abort();  // hosts lines alone always build
   std::size_t asked = 0;

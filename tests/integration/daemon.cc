@@ -297,6 +297,10 @@ std::unique_ptr<Daemon> Daemon::start_with(std::vector<std::string> args,
     args.emplace_back("--dnssec");
     args.emplace_back("off");
   }
+  if (options.test_zone_upstream) {
+    args.emplace_back("--no-special-zone");
+    args.emplace_back("test");
+  }
   if (options.add_listen && !has_listen) {
     args.insert(args.begin(), "127.0.0.1:0");
     args.insert(args.begin(), "--listen");

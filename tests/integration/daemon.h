@@ -140,6 +140,10 @@ struct StartOptions {
   /// DNSSEC records, and the probe of validation's default mode would be one more query to
   /// them. The tests of DNSSEC (and of the default) give --dnssec or set this false.
   bool dnssec_off = true;
+  /// Add `--no-special-zone test`: most tests name their FakeUpstream's data below test.
+  /// (RFC 6761 §6.2's name for testing), which hourglassd otherwise answers NXDOMAIN itself.
+  /// The tests of the special-use names set this false.
+  bool test_zone_upstream = true;
   /// "NAME=VALUE" strings added to (or replacing in) the inherited environment.
   std::vector<std::string> env{};
   /// Also set WATCHDOG_PID to the daemon's own PID (as systemd does with WatchdogSec=).

@@ -301,6 +301,48 @@ TEST(LocalAnswers, InvalidOnionAndPrivateReverseNamesAreNxdomainWithTheZonesSoa)
   EXPECT_EQ(txt.msg.section(wire::Section::Authority).size(), 1u);
 }
 
+TEST(LocalAnswers, EverySpecialZoneAnswersEveryTypeAtAndBelowItsApexEvenWhenTight) {
+  auto r = build({});
+  std::size_t checked = 0;
+  for (const SpecialZone& z : special_zones()) {
+    for (const std::string& name : {z.name, "x." + z.name}) {
+      for (RRType t : {RRType::A, RRType::AAAA, RRType::PTR, RRType::SOA, RRType::NS, RRType::ANY,
+                       RRType::TXT}) {
+        const auto m = r->route(N(name), t);
+        if (m.kind == RouteKind::Hosts) continue;  // ::1's reverse name: the built-in PTR
+        ASSERT_EQ(m.kind, RouteKind::LocalZone) << name;
+        // ask() checks each answer parses strictly, fits the limit and carries its rcode; 60
+        // bytes hold the question and OPT but not every record (TC at a record boundary).
+        const auto full = ask(*r, name, t);
+        const auto tight = ask(*r, name, t, 60 + name.size());
+        EXPECT_EQ(full.msg.rcode(), tight.msg.rcode()) << name;
+        // Only localhost and resolver.arpa have names below the apex; NODATA carries the SOA.
+        const bool nx = full.msg.rcode() == RCode::NXDomain;
+        EXPECT_EQ(nx, z.kind == LocalZoneKind::Nxdomain ||
+                          (name != z.name && z.kind != LocalZoneKind::Localhost &&
+                           z.kind != LocalZoneKind::Nodata))
+            << name << " " << static_cast<int>(t);
+        if (full.msg.section(wire::Section::Answer).empty()) {
+          EXPECT_EQ(full.msg.section(wire::Section::Authority).size(), 1u) << name;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, (special_zones().size() * 2 - 1) * 7);
+  // RFC 8880 §7's records, with their TTL.
+  auto a = ask(*r, "IPv4only.arpa", RRType::A);
+  ASSERT_EQ(a.msg.section(wire::Section::Answer).size(), 2u);
+  EXPECT_EQ(rdata_ip(a, a.msg.section(wire::Section::Answer)[0]), "192.0.0.170");
+  EXPECT_EQ(rdata_ip(a, a.msg.section(wire::Section::Answer)[1]), "192.0.0.171");
+  EXPECT_EQ(a.msg.section(wire::Section::Answer)[0].ttl, kIpv4onlyTtl);
+  auto ptr = ask(*r, "171.0.0.192.in-addr.arpa", RRType::PTR);
+  ASSERT_EQ(ptr.msg.section(wire::Section::Answer).size(), 1u);
+  wire::WireReader rd(ptr.bytes);
+  ASSERT_TRUE(rd.seek(ptr.msg.section(wire::Section::Answer)[0].rdata_offset).has_value());
+  EXPECT_EQ(wire::read_name(rd)->to_text(), "ipv4only.arpa.");
+}
+
 TEST(LocalAnswers, LoopbackPtrIsLocalhost) {
   auto r = build({});
   for (std::string_view name :
@@ -489,6 +531,62 @@ TEST(RoutingConfig, ForwardAndHostsFileFlagsAndTheirTomlForms) {
   ASSERT_TRUE(again.has_value()) << again.error();
   EXPECT_EQ(again->first, fz);
   std::remove(t.c_str());
+}
+
+TEST(RoutingConfig, NoSpecialZoneAndSingleLabelFlagsAndTheirTomlForms) {
+  auto r = parse_args({"--upstream", "192.0.2.1", "--no-special-zone", "TEST.", "--no-special-zone",
+                       "168.192.in-addr.arpa", "--no-special-zone", "test", "--single-label",
+                       "forward"});
+  ASSERT_TRUE(std::holds_alternative<Config>(r)) << std::get<ConfigExit>(r).message;
+  const Config c = std::get<Config>(r);
+  EXPECT_EQ(c.no_special_zones, (std::vector<std::string>{"test", "168.192.in-addr.arpa"}));
+  EXPECT_TRUE(c.single_label_forward);
+  const std::string back_path = write_temp("special.toml", to_toml(c));
+  auto back = parse_args({"--config", back_path});
+  ASSERT_TRUE(std::holds_alternative<Config>(back)) << std::get<ConfigExit>(back).message;
+  EXPECT_EQ(std::get<Config>(back).no_special_zones, c.no_special_zones);
+  EXPECT_TRUE(std::get<Config>(back).single_label_forward);
+  std::remove(back_path.c_str());
+  EXPECT_FALSE(std::get<Config>(parse_args({"--upstream", "192.0.2.1"})).single_label_forward);
+  // Not a built-in zone, or a mode that does not exist: refused, saying what is allowed.
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--no-special-zone", "example.com"},
+        {"--no-special-zone", "x.test"},
+        {"--no-special-zone", ""},
+        {"--single-label", "nxdomain"}}) {
+    args.insert(args.begin(), {"--upstream", "192.0.2.1"});
+    auto bad = parse_args(args);
+    ASSERT_TRUE(std::holds_alternative<ConfigExit>(bad)) << args[3];
+    const std::string& m = std::get<ConfigExit>(bad).message;
+    EXPECT_TRUE(m.find("built-in special-use zones") != std::string::npos ||
+                m.find("expected nodata or forward") != std::string::npos)
+        << m;
+  }
+}
+
+TEST(Routing, NoSpecialZoneAndSingleLabelForwardSendThoseNamesUpstream) {
+  EXPECT_TRUE(is_special_zone("Test."));
+  EXPECT_TRUE(is_special_zone("170.0.0.192.in-addr.arpa"));
+  EXPECT_FALSE(is_special_zone("x.test"));
+  EXPECT_FALSE(is_special_zone("arpa"));
+  EXPECT_FALSE(is_special_zone(""));
+  Routing::Input in;
+  in.no_special = {"test", "localhost"};
+  in.single_label_forward = true;
+  in.hosts.push_back(HostsFile{"/test/hosts", parse_hosts("192.0.2.9 dev.localhost\n").lines});
+  auto r = Routing::build(in).value();
+  EXPECT_EQ(r->route(N("lab.test"), RRType::A).kind, RouteKind::Upstream);
+  EXPECT_EQ(r->route(N("wpad"), RRType::A).kind, RouteKind::Upstream);
+  EXPECT_EQ(r->route(N("x.alt"), RRType::A).kind, RouteKind::LocalZone);
+  // With localhost switched off, a hosts file may name a name below it.
+  EXPECT_EQ(r->route(N("dev.localhost"), RRType::A).kind, RouteKind::Hosts);
+  EXPECT_EQ(r->route(N("foo.localhost"), RRType::A).kind, RouteKind::Upstream);
+  // The default: all of them here.
+  auto d = build({});
+  for (std::string_view n : {"lab.test", "printer.local", "x.alt", "_dns.resolver.arpa",
+                             "ipv4only.arpa", "170.0.0.192.in-addr.arpa"})
+    EXPECT_EQ(d->route(N(n), RRType::A).kind, RouteKind::LocalZone) << n;
+  EXPECT_EQ(d->route(N("172.0.0.192.in-addr.arpa"), RRType::PTR).kind, RouteKind::Upstream);
 }
 
 TEST(RoutingConfig, BadForwardValuesNameTheFlagAndWhatIsAllowed) {

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "tests/support/command.h"
+#include "tests/support/eventually.h"
 #include "tests/support/ports.h"
 
 namespace hg::test {
@@ -47,18 +47,55 @@ std::unique_ptr<UnboundServer> UnboundServer::start(
   for (const auto& z : stubs)
     conf +=
         "stub-zone:\n  name: \"" + z + "\"\n  stub-addr: 127.0.0.1@" + std::to_string(port) + "\n";
+  return run(std::move(u), conf, ".", error);
+}
+
+std::unique_ptr<UnboundServer> UnboundServer::start_forwarder(uint16_t upstream_port,
+                                                              std::string& error) {
+  if (run_command("sh -c 'command -v unbound'", 5).exit_code != 0) {
+    error = "unbound not installed (scripts/install-deps)";
+    return nullptr;
+  }
+  std::unique_ptr<UnboundServer> u(new UnboundServer());
+  if (u->dir_.path().empty()) {
+    error = "mkdtemp failed";
+    return nullptr;
+  }
+  u->port_ = free_port();
+  const std::string conf =
+      "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(u->port_) +
+      "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + u->dir_.path() +
+      "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
+      "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
+      "  access-control: 127.0.0.0/8 allow\n  prefetch: no\n"
+      "  outgoing-range: 32\n  so-reuseport: no\n  qname-minimisation: no\n"
+      "  module-config: \"iterator\"\n"
+      "remote-control:\n  control-enable: no\n"
+      "forward-zone:\n  name: \".\"\n  forward-addr: 127.0.0.1@" +
+      std::to_string(upstream_port) + "\n";
+  // localhost SOA: one of Unbound's own zones, so readiness costs the upstream no query.
+  return run(std::move(u), conf, "localhost", error);
+}
+
+std::unique_ptr<UnboundServer> UnboundServer::run(std::unique_ptr<UnboundServer> u,
+                                                  const std::string& conf, const std::string& probe,
+                                                  std::string& error) {
   u->dir_.write("unbound.conf", conf);
   u->child_ = std::make_unique<Child>(
       std::vector<std::string>{"unbound", "-d", "-c", u->dir_.file("unbound.conf")},
       u->dir_.file("log"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
-  while (std::chrono::steady_clock::now() < deadline && u->child_->running()) {
-    const auto r =
-        run_command("kdig @127.0.0.1 -p " + std::to_string(u->port_) + " +timeout=1 +retry=0 . SOA",
-                    5, Stderr::Discard);
-    if (r.exit_code == 0 && r.output.find("status: NOERROR") != std::string::npos) return u;
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
+  bool answers = false;
+  eventually(
+      [&] {
+        if (!u->child_->running()) return true;  // gave up: its log says why
+        const auto r = run_command("kdig @127.0.0.1 -p " + std::to_string(u->port_) +
+                                       " +timeout=1 +retry=0 " + probe + " SOA",
+                                   5, Stderr::Discard);
+        answers = r.exit_code == 0 && r.output.find("status: NOERROR") != std::string::npos;
+        return answers;
+      },
+      std::chrono::seconds{15}, std::chrono::milliseconds{50});
+  if (answers) return u;
   error = "unbound did not answer on port " + std::to_string(u->port_) + ": " + u->log();
   return nullptr;
 }

@@ -26,6 +26,11 @@ class UnboundServer {
   static std::unique_ptr<UnboundServer> start(uint16_t port, const std::vector<std::string>& zones,
                                               const std::vector<std::string>& trust_anchor_lines,
                                               std::string& error);
+  /// Starts unbound as a forwarder with its default local zones (the RFC 6761 and RFC 6303
+  /// names it answers itself, test. among them): every other name goes to the upstream at
+  /// 127.0.0.1:`upstream_port` (forward-zone "."), iterator only. The reference the special-use
+  /// names are compared with (tests/integration/special_names_test.cc).
+  static std::unique_ptr<UnboundServer> start_forwarder(uint16_t upstream_port, std::string& error);
   ~UnboundServer();
   UnboundServer(const UnboundServer&) = delete;
   UnboundServer& operator=(const UnboundServer&) = delete;
@@ -35,6 +40,10 @@ class UnboundServer {
 
  private:
   UnboundServer() = default;
+  /// Writes `conf`, runs unbound on it, waits (bounded) until it answers `probe` SOA.
+  static std::unique_ptr<UnboundServer> run(std::unique_ptr<UnboundServer> u,
+                                            const std::string& conf, const std::string& probe,
+                                            std::string& error);
   TempDir dir_{"hg-unbound"};
   uint16_t port_ = 0;
   std::unique_ptr<Child> child_;

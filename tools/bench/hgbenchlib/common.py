@@ -19,6 +19,23 @@ os.environ["PATH"] = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 # bench.test. (or w.bench.test.) only, so every bench says what it measures: no validation.
 HGD_DNSSEC_OFF = ("--dnssec", "off")
 
+_HAS_NO_SPECIAL = {}
+
+
+def hgd_test_zone(binary):
+    """("--no-special-zone", "test") for a `binary` that has the flag: the benches' zones are
+    below test., which hourglassd otherwise answers NXDOMAIN itself (RFC 6761 §6.2), as the
+    benches' Unbound needs `local-zone: "test." nodefault`. An older binary (HGD_BASE) sends
+    test. upstream anyway and gets nothing."""
+    if binary not in _HAS_NO_SPECIAL:
+        try:
+            out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=20,
+                                 check=False).stdout
+        except OSError:
+            out = ""
+        _HAS_NO_SPECIAL[binary] = "--no-special-zone" in out
+    return ("--no-special-zone", "test") if _HAS_NO_SPECIAL[binary] else ()
+
 
 def release(path):
     """A file in build-release/ (where `run` and `flag-cost` build)."""

@@ -64,9 +64,11 @@ const std::vector<hg::clidoc::Command>& commands() {
       {"help", "", "the commands hourglassd knows"},
       {"top", "[--once] [--interval SECONDS] [--names N]",
        "live view: queries/s, hit ratio, misses, stale, SERVFAIL, upstreams, busiest names"},
-      {"use-as-system-resolver", "[--undo] [--force] [--resolv-conf PATH] [--backup PATH]",
-       "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping the old file; --undo "
-       "puts it back"},
+      {"use-as-system-resolver",
+       "[--undo] [--force] [--resolv-conf PATH] [--backup PATH] [--resolvconf-conf PATH] "
+       "[--resolvconf PROGRAM] [--nm-conf-dir DIR]",
+       "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping its search domains and options, "
+       "through openresolv or NetworkManager when they own it; --undo puts everything back"},
   };
   return c;
 }
@@ -86,7 +88,7 @@ hourglass-ctl sends one command to a running hourglassd(8) over its control sock
 
 top and use-as-system-resolver run in hourglass-ctl itself. top polls stats, upstreams and top-names every --interval seconds and draws a terminal view: queries/s, hit ratio, misses/s, stale answers/s, SERVFAIL/s, each upstream's smoothed RTT and loss (timeouts per query sent), the busiest names and the names that cause the most upstream queries. With --once it waits one interval, prints one plain snapshot and exits; its totals line holds the same counters as stats at the time of its second sample.
 
-use-as-system-resolver renames /etc/resolv.conf to /etc/hourglass/resolv.conf.before and writes a new /etc/resolv.conf that says nameserver 127.0.0.1. It refuses when hourglassd does not answer on its control socket (--force switches anyway). --undo puts the old file (or symbolic link) back, unless /etc/resolv.conf was changed by something else since. Removing the package runs --undo.
+use-as-system-resolver makes 127.0.0.1 the machine's resolver and keeps the search, domain, options and sortlist lines of /etc/resolv.conf. A plain file (or a link no manager owns) is renamed to /etc/hourglass/resolv.conf.before and replaced. A file written by openresolv is changed through it: name_servers=127.0.0.1 in /etc/resolvconf.conf, then resolvconf -u. A file written by NetworkManager gets a drop-in in /etc/NetworkManager/conf.d (rc-manager=resolvconf with openresolv, dns=none without it). It prints every change. It refuses when hourglassd does not answer on its control socket (--force switches anyway). --undo puts back exactly what was there, leaving alone whatever something else changed since. Removing the package runs --undo. --resolv-conf, --backup, --resolvconf-conf, --resolvconf and --nm-conf-dir change the paths (for tests). See docs/network-managers.md.
 
 # EXIT STATUS
 0 with the reply on standard output; 1 when hourglassd answered with an error, or use-as-system-resolver could not do what was asked; 2 when hourglassd could not be reached or its reply did not arrive in time.

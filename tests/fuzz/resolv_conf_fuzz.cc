@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto kept = resolv_conf_kept_lines(text);
   for (const auto& line : kept) {
     if (line.size() > 1024 || line.find('\n') != std::string::npos) std::abort();
-    if (!(line.starts_with("search") || line.starts_with("domain") ||
-          line.starts_with("options") || line.starts_with("sortlist"))) {
+    if (!(line.starts_with("search") || line.starts_with("domain") || line.starts_with("options") ||
+          line.starts_with("sortlist"))) {
       std::abort();
     }
     for (const char c : line) {

@@ -103,15 +103,22 @@ bool write_atomic(const std::string& path, std::string_view content, mode_t mode
 /// `out`, its standard output (first 4 KiB) is captured instead of passed through.
 int run_program(const std::vector<std::string>& argv, std::string* out = nullptr) {
   int pipefd[2] = {-1, -1};
+  std::vector<char*> args;  // built before the fork: the child only execs
+  args.reserve(argv.size() + 1);
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   if (out != nullptr && ::pipe2(pipefd, O_CLOEXEC) != 0) return -1;
   const pid_t pid = ::fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    if (out != nullptr) {
+      ::close(pipefd[0]);
+      ::close(pipefd[1]);
+    }
+    return -1;
+  }
   if (pid == 0) {
     if (out != nullptr) ::dup2(pipefd[1], 1);
-    std::vector<char*> args;
-    for (const auto& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
   }

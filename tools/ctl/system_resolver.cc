@@ -312,7 +312,13 @@ int switch_over(const Options& o) {
       return fail(
           fmt::format("{} exists already; remove it or move it away first", rec.nm_drop_in));
     }
-    ::mkdir(o.nm_dir.c_str(), 0755);
+    // conf.d may not exist yet; NetworkManager's own folder must.
+    if (::mkdir(o.nm_dir.c_str(), 0755) != 0 && errno == ENOENT) {
+      return fail(fmt::format(
+          "the folder of {} does not exist: is NetworkManager installed here? (--nm-conf-dir "
+          "names its conf.d)",
+          o.nm_dir));
+    }
     if (!write_atomic(rec.nm_drop_in, rec.nm_drop_in_text, 0644)) {
       return fail(fmt::format("cannot write {}: {}", rec.nm_drop_in, std::strerror(errno)));
     }

@@ -393,7 +393,7 @@ int switch_over(const Options& o) {
   if (manager == ResolvManager::kNetworkManager) {
     fmt::print(
         "{}: NetworkManager reads the drop-in when it reloads (systemctl reload "
-        "NetworkManager)\n",
+        "NetworkManager); from then on it hands its servers and search domains to openresolv\n",
         kMe);
   }
   fmt::print("{}: --undo restores {} and {} as they were (record: {})\n", kMe, o.resolvconf_conf,

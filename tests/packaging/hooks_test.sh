@@ -20,6 +20,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # The recorder: "links" answers like a running hourglassd; every call is logged.
 cat >"$work/ctl" <<EOF
 #!/bin/sh
+# Every call must be bounded in time (a hung hourglassd must not hang the manager).
+if [ "\$1" = --timeout ] && [ "\$2" = 3 ]; then shift 2; else printf 'UNBOUNDED ' >>"$work/calls"; fi
 printf '%s\n' "\$*" >>"$work/calls"
 [ -e "$work/down" ] && exit 2
 exit 0

@@ -44,26 +44,26 @@ $got"
 # --- dhclient (its env as dhclient-script gets it) --------------------------------------------
 # Debian's openresolv ships a dhclient hook itself: then ours leaves it to the subscriber.
 export HOURGLASS_RESOLVCONF=$work/no-resolvconf
-label=dhclient-bound reset
+label=dhclient-bound; reset
 env reason=BOUND interface=eth1 new_domain_name_servers="192.0.2.7 bogus 127.0.0.1 192.0.2.8" \
   new_domain_search="a.example. b.example" new_domain_name="a.example" sh "$hook" dhclient
 expect "link eth1 --dns 192.0.2.7 --dns 192.0.2.8 --domain a.example --domain b.example --default-route yes"
-label=dhclient-release reset
+label=dhclient-release; reset
 env reason=RELEASE interface=eth1 sh "$hook" dhclient
 expect "link eth1 --revert"
-label=dhclient-hostile reset
+label=dhclient-hostile; reset
 env reason=BOUND interface='eth1;touch' new_domain_name_servers="192.0.2.7" sh "$hook" dhclient 2>/dev/null
 expect ""
 env reason=BOUND interface=eth1 new_domain_name_servers="\$(touch $work/pwned) 192.0.2.1;id 999.1.1.1 1.2.3 ::1 2001:db8::53" \
   new_domain_search="\`touch $work/pwned\` a..b -x.example ok.example" sh "$hook" dhclient 2>/dev/null
 expect "link eth1 --dns 2001:db8::53 --domain ok.example --default-route yes"
 [[ ! -e $work/pwned ]] || fail "dhclient: a value was run"
-label=dhclient-no-servers reset
+label=dhclient-no-servers; reset
 env reason=RENEW interface=eth1 new_domain_search="x.example" sh "$hook" dhclient
 expect "link eth1 --revert"
 
 # --- OpenVPN up/down (foreign_option_N as OpenVPN sets them) ----------------------------------
-label=openvpn-split reset
+label=openvpn-split; reset
 env script_type=up dev=tun1 foreign_option_1="dhcp-option DNS 10.8.0.1" \
   foreign_option_2="dhcp-option DOMAIN-ROUTE corp.example" \
   foreign_option_3="dhcp-option DNS \$(touch $work/pwned)" \
@@ -72,27 +72,27 @@ env script_type=up dev=tun1 foreign_option_1="dhcp-option DNS 10.8.0.1" \
 # foreign_option_5 is missing: OpenVPN numbers them without gaps, the list ends there.
 expect "link tun1 --dns 10.8.0.1 --domain ~corp.example --domain vpn.example --default-route no"
 [[ ! -e $work/pwned ]] || fail "openvpn: a value was run"
-label=openvpn-full reset
+label=openvpn-full; reset
 env script_type=up dev=tun1 foreign_option_1="dhcp-option DNS6 fd00::53" \
   foreign_option_2="dhcp-option DOMAIN-ROUTE ." sh "$hook" openvpn
 expect "link tun1 --dns fd00::53 --default-route yes"
-label=openvpn-down reset
+label=openvpn-down; reset
 env script_type=down dev=tun1 sh "$hook" openvpn
 expect "link tun1 --revert"
-label=openvpn-bad-dev reset
+label=openvpn-bad-dev; reset
 env script_type=up dev='../../x' foreign_option_1="dhcp-option DNS 10.8.0.1" sh "$hook" openvpn 2>/dev/null
 expect ""
 
 # --- NetworkManager dispatcher (the documented env) -------------------------------------------
-label=nm-up reset
+label=nm-up; reset
 env DEVICE_IP_IFACE=wlan0 IP4_NAMESERVERS="192.0.2.1 192.0.2.2" IP4_DOMAINS="home.example" \
   IP6_NAMESERVERS="2001:db8::1 fe80::1%wlan0" sh "$hook" networkmanager wlan0 up 2>/dev/null
 expect "link wlan0 --dns 192.0.2.1 --dns 192.0.2.2 --dns 2001:db8::1 --domain home.example --default-route yes"
-label=nm-vpn-up reset
+label=nm-vpn-up; reset
 env VPN_IP_IFACE=tun2 DEVICE_IP_IFACE=wlan0 VPN_IP4_NAMESERVERS="10.9.0.1" VPN_IP4_DOMAINS="corp.example" \
   IP4_NAMESERVERS="192.0.2.1" sh "$hook" networkmanager tun2 vpn-up
 expect "link tun2 --dns 10.9.0.1 --domain corp.example --default-route yes"
-label=nm-down reset
+label=nm-down; reset
 env VPN_IP_IFACE=tun2 sh "$hook" networkmanager tun2 vpn-down
 env DEVICE_IP_IFACE=wlan0 sh "$hook" networkmanager wlan0 down
 env sh "$hook" networkmanager none hostname
@@ -105,24 +105,27 @@ cat >"$work/resolvconf" <<EOF
 case "\$1" in
   -i) echo 'tun0 eth0;id \$(id) -x lo' ;;
   -v) echo "NAMESERVERS='192.0.2.1'" ;;
-  -l) printf 'nameserver \$(touch $work/pwned)\nnameserver 192.0.2.1;id\nnameserver 192.0.2.1\nsearch \`id\` a.example \$(id) b..example\ndomain a.example.\nnameserver 10.0.0.1 extra\n' ;;
+  -l) for i in tun0 'eth0;id' '\$(id)' -x lo ghost; do
+        printf '# resolv.conf from %s\n' "\$i"
+        printf 'nameserver \$(touch $work/pwned)\nnameserver 192.0.2.1;id\nnameserver 192.0.2.1\nsearch \`id\` a.example \$(id) b..example\ndomain a.example.\nnameserver 10.0.0.1 extra\n\n'
+      done ;;
 esac
 EOF
 chmod +x "$work/resolvconf"
-label=openresolv-hostile-output reset
+label=openresolv-hostile-output; reset
 HOURGLASS_RESOLVCONF=$work/resolvconf sh "$hook" openresolv -a tun0 2>/dev/null
 expect "link tun0 --dns 192.0.2.1 --dns 10.0.0.1 --domain a.example --default-route yes" \
   "link lo --dns 192.0.2.1 --dns 10.0.0.1 --domain a.example --default-route yes"
 [[ ! -e $work/pwned ]] || fail "openresolv output: a value was run"
-label=openresolv-gone reset
+label=openresolv-gone; reset
 # shellcheck disable=SC2016 # the $1 is the stand-in's own
-printf '#!/bin/sh\n[ "$1" = -i ] && echo lo\n[ "$1" = -l ] && echo "nameserver 192.0.2.9"\nexit 0\n' >"$work/resolvconf"
+printf '#!/bin/sh\n[ "$1" = -i ] && echo lo\n[ "$1" = -l ] && printf "# resolv.conf from lo\\nnameserver 192.0.2.9\\n"\nexit 0\n' >"$work/resolvconf"
 HOURGLASS_RESOLVCONF=$work/resolvconf sh "$hook" sync
 expect "link lo --dns 192.0.2.9 --default-route no" "link tun0 --revert"
 rm -rf "$work/state"
 
 # --- hourglassd not running, hourglass-ctl gone: nothing, and exit 0 --------------------------
-label=daemon-down reset
+label=daemon-down; reset
 touch "$work/down"
 env reason=BOUND interface=eth1 new_domain_name_servers=192.0.2.7 sh "$hook" dhclient ||
   fail "dhclient hook failed while hourglassd is down"

@@ -89,7 +89,7 @@ Checked<LinkCommand> parse_link_command(std::span<const std::string_view> words)
   // bounded by the limits whatever it holds.
   std::size_t dns_words = 0, domain_words = 0;
   std::optional<bool> default_route;
-  bool routes_root = false, routing_only = false;
+  bool routes_root = false;
   for (std::size_t i = 2; i < words.size(); ++i) {
     const std::string_view w = words[i];
     const bool has_value = i + 1 < words.size();
@@ -143,11 +143,7 @@ Checked<LinkCommand> parse_link_command(std::span<const std::string_view> words)
             "(the default route), e.g. corp.example or ~corp.example",
             who, shown(v)));
       d.zone = name->lowercased();
-      if (d.zone.is_root()) {
-        routes_root = true;
-      } else if (d.routing_only) {
-        routing_only = true;
-      }
+      if (d.zone.is_root()) routes_root = true;
       // The same zone twice: one entry, a search domain if either said so.
       auto same = std::find_if(c.link.domains.begin(), c.link.domains.end(),
                                [&](const LinkDomain& x) { return x.zone == d.zone; });
@@ -169,7 +165,10 @@ Checked<LinkCommand> parse_link_command(std::span<const std::string_view> words)
                       ": --domain . (or ~.) makes the link a default route; it contradicts "
                       "--default-route no");
   // As systemd-resolved: a link with a routing-only domain is not a default route unless
-  // it routes the root or says so.
+  // it routes the root or says so (a zone given both ways is a search domain).
+  const bool routing_only =
+      std::any_of(c.link.domains.begin(), c.link.domains.end(),
+                  [](const LinkDomain& d) { return d.routing_only && !d.zone.is_root(); });
   c.link.default_route = default_route.value_or(routes_root || !routing_only);
   return c;
 }

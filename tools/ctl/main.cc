@@ -64,10 +64,9 @@ const std::vector<hg::clidoc::Command>& commands() {
       {"save", "", "write the cache to the --cache-file now"},
       {"route", "NAME",
        "which rule answers NAME: local zone, hosts file, forward zone, link, upstreams"},
-      {"link", "IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]",
+      {"link", "IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no] | IFACE --revert",
        "set a network link's DNS servers and domains at run time, replacing what it had "
-       "(~ZONE: routing only; . or ~.: default route)"},
-      {"link", "IFACE --revert", "drop a link's servers and domains"},
+       "(~ZONE: routing only; . or ~.: default route); --revert drops them"},
       {"links", "",
        "the links in force: IFACE dns=ADDR,...|- domains=ZONE,~ZONE,...|- "
        "default-route=yes|no"},

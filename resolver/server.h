@@ -52,13 +52,22 @@ class Server {
   // Routing (resolver/query/local_names.h): forward zones, hosts files, special-use names.
   /// Reads the hosts files (each malformed line reported once; an unreadable file keeps
   /// what was read from it before) and builds the routing.
-  Checked<std::shared_ptr<const Routing>> build_routing(const char* why);
+  /// With `read_files` false (a link changed) the hosts files' last reads are used as they are.
+  Checked<std::shared_ptr<const Routing>> build_routing(const char* why, bool read_files = true);
   /// Gives every worker `r` (on its own loop, or directly before run()): forward upstreams
   /// for its server sets (kept across reloads when the servers are the same).
   void install_routing(Worker& w, const std::shared_ptr<const Routing>& r);
   void apply_routing(const std::shared_ptr<const Routing>& r, bool direct);
   /// SIGHUP (forward zones and hosts files re-read from --config) or a hosts file change.
   void reload_routing(const char* why, bool reread_config);
+  /// Runtime links (resolver/query/links.h), from the control socket: checks `next` (no server is
+  /// our own listen address, at most 64 default upstreams), then puts its forward zones and
+  /// default-route servers in force through the same swaps as a reload. The error says why
+  /// nothing changed.
+  std::optional<std::string> on_links(const LinkTable& next, const std::string& what);
+  /// Gives every worker the default upstreams: base_upstreams_ and the default-route links'
+  /// servers. `message` is logged when the last worker has switched.
+  void push_default_upstreams(std::string message);
   /// Watches the hosts files and the upstream file (when upstreams come from it).
   void watch_files();
   void on_file_changed(const std::string& path);
@@ -110,6 +119,10 @@ class Server {
   std::map<std::string, std::vector<HostsLine>> hosts_read_;  // the last good read per file
   std::set<std::string> hosts_reported_;                      // "PATH:LINE: what", said once
   std::shared_ptr<const Routing> routing_;
+  /// The configured default upstreams (--upstream, or the upstream file's last good read);
+  /// the links' servers are added to them (worker 0's loop only, as links_).
+  std::vector<Endpoint> base_upstreams_;
+  LinkTable links_;
   std::unique_ptr<FileWatch> watch_;
   bool hosts_reload_pending_ = false, upstream_reload_pending_ = false;
   std::string upstream_complaint_;  // the last thing said about an unusable upstream file

@@ -19,7 +19,7 @@ if ! unshare -rmn true 2>/dev/null; then
 fi
 command -v getent >/dev/null || fail "no getent"
 have_openresolv=0
-if command -v resolvconf >/dev/null && resolvconf --version 2>/dev/null | grep -q openresolv; then
+if command -v resolvconf >/dev/null && [[ $(resolvconf --version 2>/dev/null) == openresolv* ]]; then
   have_openresolv=1
 fi
 work=$(mktemp -d)

@@ -135,7 +135,7 @@ HOURGLASS_CTL=$work/absent sh "$hook" sync || fail "sync failed without hourglas
 
 # --- openresolv, for real, through the stub the package installs ------------------------------
 unset HOURGLASS_RESOLVCONF
-if ! command -v resolvconf >/dev/null || ! resolvconf --version 2>/dev/null | grep -q openresolv; then
+if ! command -v resolvconf >/dev/null || [[ $(resolvconf --version 2>/dev/null) != openresolv* ]]; then
   echo "openresolv is not installed (scripts/install-deps test): its part skipped"
   echo "hooks ok (without openresolv)"
   exit 0

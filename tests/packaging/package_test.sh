@@ -157,6 +157,22 @@ done
 echo "installed hourglassd answered: probe.example. A $answer"
 /usr/bin/hourglass-ctl --socket "$work/control.sock" stats | grep -q '^server.queries_udp [1-9]' ||
   fail "installed hourglass-ctl stats"
+# The installed hooks reach the installed hourglassd: NetworkManager's up and down, OpenVPN's.
+export HOURGLASS_CONTROL=$work/control.sock
+DEVICE_IP_IFACE=hgtest0 IP4_NAMESERVERS=192.0.2.53 IP4_DOMAINS=corp.example \
+  /usr/lib/NetworkManager/dispatcher.d/60-hourglass hgtest0 up
+script_type=up dev=hgtest1 foreign_option_1='dhcp-option DNS 192.0.2.54' \
+  foreign_option_2='dhcp-option DOMAIN-ROUTE vpn.example' /usr/libexec/hourglass/hook openvpn
+links=$(/usr/bin/hourglass-ctl links)
+grep -q '^hgtest0 dns=192.0.2.53:53 domains=corp.example default-route=yes$' <<<"$links" ||
+  fail "the dispatcher script set no link: $links"
+grep -q '^hgtest1 dns=192.0.2.54:53 domains=~vpn.example default-route=no$' <<<"$links" ||
+  fail "the OpenVPN hook set no link: $links"
+DEVICE_IP_IFACE=hgtest0 /usr/lib/NetworkManager/dispatcher.d/60-hourglass hgtest0 down
+script_type=down dev=hgtest1 /usr/libexec/hourglass/hook openvpn
+[[ -z $(/usr/bin/hourglass-ctl links) ]] || fail "links left after down: $(/usr/bin/hourglass-ctl links)"
+unset HOURGLASS_CONTROL
+echo "installed hooks: NetworkManager and OpenVPN links set and reverted"
 kill "${pids[1]}"
 wait "${pids[1]}" 2>/dev/null || true
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "resolver/ops/control.h"
+#include "resolver/ops/metrics.h"
 #include "resolver/query/shared.h"
 
 namespace hg::resolver {
@@ -159,6 +160,8 @@ TEST(LinkControl, ControlLinesWithoutAServerUpdateTheTable) {
   EXPECT_EQ(Control::execute_all(shared, "link tun0 --dns 10.8.0.1 --fleet", now),
             "error: --fleet goes only with flush, flush-zone, ttl-cap and ttl-cap-clear\n");
   EXPECT_EQ(Control::execute_all(shared, "links x", now), "error: usage: links (no arguments)\n");
+  const std::string metrics = metrics_http_response(shared, "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_NE(metrics.find("\nhourglass_links 1\n"), std::string::npos) << metrics;
   // A hook that refuses: nothing changes.
   shared.links_changed = [](const LinkTable&, const std::string& what) {
     return std::optional<std::string>(what + ": refused");

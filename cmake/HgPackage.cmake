@@ -29,7 +29,10 @@ add_custom_target(hg_docs ALL DEPENDS ${HG_MAN_PAGES} ${HG_COMPLETIONS})
 
 # The packaged unit: the repository's unit with the package's paths and the config file.
 file(READ ${PROJECT_SOURCE_DIR}/packaging/hourglassd.service hg_unit)
-string(REGEX REPLACE "\nExecStart=[^\n]*" "\nExecStart=/usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml" hg_unit "${hg_unit}")
+string(REGEX REPLACE "\nExecStart=[^\n]*" "\nExecStart=/usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml\n\
+# Once hourglassd is ready, the servers and domains openresolv knows are handed to it again\n\
+# as links (a restart loses them); '-': a machine without openresolv is no failure.\n\
+ExecStartPost=-/usr/libexec/hourglass/hook sync" hg_unit "${hg_unit}")
 string(REPLACE "Documentation=file:///usr/local/share/doc/hourglass/README.md"
   "Documentation=man:hourglassd(8) man:hourglass.toml(5) file:///usr/share/doc/hourglass/README.md" hg_unit "${hg_unit}")
 string(REGEX REPLACE "# Install: see README.md[^\n]*\n" "# Installed by the hourglass package; settings: /etc/hourglass/hourglass.toml.\n" hg_unit "${hg_unit}")
@@ -55,6 +58,19 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/hourglass.toml DESTINATION /etc/ho
         COMPONENT deb EXCLUDE_FROM_ALL)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/prepare-upstream
         DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/hourglass COMPONENT deb EXCLUDE_FROM_ALL)
+# The network managers' hooks (docs/network-managers.md): one program that does the work, and
+# in each manager's own folder a stub that runs it and does nothing once it is gone (the
+# dhclient hook is in /etc, so a conffile, and stays until the purge).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/hooks/hook
+        DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/hourglass COMPONENT deb EXCLUDE_FROM_ALL)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/hooks/openresolv-subscriber
+        DESTINATION /lib/resolvconf RENAME hourglass COMPONENT deb EXCLUDE_FROM_ALL)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/hooks/networkmanager-dispatcher
+        DESTINATION /usr/lib/NetworkManager/dispatcher.d RENAME 60-hourglass
+        COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/hooks/dhclient-exit-hook
+        DESTINATION /etc/dhcp/dhclient-exit-hooks.d RENAME hourglass
+        COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/deb/copyright ${HG_DOCS_DIR}/changelog.gz
         ${PROJECT_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/hourglass COMPONENT deb EXCLUDE_FROM_ALL)

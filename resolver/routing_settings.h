@@ -31,6 +31,9 @@ struct ForwardZone {
   std::vector<Endpoint> servers{};
   /// The servers given as tls://ADDR[:PORT][#NAME] (also in `servers`), resolver/upstream/dot.h.
   std::vector<TlsTarget> tls{};
+  /// Set by a runtime link (resolver/query/links.h): its name, for `hourglass-ctl route`; empty
+  /// for a zone of the configuration.
+  std::string link{};
   friend bool operator==(const ForwardZone&, const ForwardZone&) = default;
 };
 

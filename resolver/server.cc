@@ -22,7 +22,8 @@ namespace hg::resolver {
 
 namespace {
 
-constexpr Millis kStatusEvery{5000};  // systemd STATUS= updates
+constexpr Millis kStatusEvery{5000};              // systemd STATUS= updates
+constexpr std::size_t kMaxDefaultUpstreams = 64;  // Upstream's limit
 
 std::string host_name() {
   char buf[256] = {};
@@ -266,6 +267,7 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     srv->apply_routing(routing.value(), /*direct=*/true);
   }
   shared.set_upstreams_now(config.upstreams);
+  srv->base_upstreams_ = config.upstreams;
   if (shared.anchors != nullptr) {
     // Whether the default upstreams deliver DNSSEC records: asked now, on worker 0's loop
     // (its first iteration sends), and again whenever they change.
@@ -292,6 +294,9 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     auto ctl = Control::open(srv->workers_[0]->loop, shared, config.control_path);
     if (!ctl) return R::failure(ctl.error());
     srv->control_ = std::move(ctl.value());
+    shared.links_changed = [s = srv.get()](const LinkTable& next, const std::string& what) {
+      return s->on_links(next, what);
+    };
     log::print(log::Level::Info, "control socket on {}", srv->control_->path());
   }
   if (config.metrics) {
@@ -479,26 +484,79 @@ void Server::reload_upstreams(const char* why) {
     return;
   }
   upstream_complaint_.clear();
-  if (watched && rc->nameservers == shared_->routing().second) return;  // nothing changed
-  shared_->set_upstreams_now(rc->nameservers);
+  if (watched && rc->nameservers == base_upstreams_) return;  // nothing changed
+  base_upstreams_ = rc->nameservers;
   std::string ups;
   for (const auto& e : rc->nameservers)
     ups += (ups.empty() ? "" : " ") + e.to_string();
+  push_default_upstreams(fmt::format("{}: upstreams now {} (from {})", why, ups, c.upstream_file));
+}
+
+void Server::push_default_upstreams(std::string message) {
+  // The configured servers first, then the default-route links' ones (LinkTable):
+  // the order only breaks ties between servers not measured yet (docs/upstream.md).
+  std::vector<Endpoint> servers = links_.default_upstreams(base_upstreams_);
+  if (servers.size() > kMaxDefaultUpstreams) {
+    // Only a larger upstream file can do this (on_links refuses it): its servers come first.
+    log::print(log::Level::Warning,
+               "{}: {} default upstreams with the links' servers; using the first {}", message,
+               servers.size(), kMaxDefaultUpstreams);
+    servers.resize(kMaxDefaultUpstreams);
+  }
+  if (servers.size() > base_upstreams_.size())
+    message += fmt::format(" and {} from links", servers.size() - base_upstreams_.size());
+  shared_->set_upstreams_now(servers);
   // Each worker switches its own channel on its own thread; the last one to do so logs it,
   // so the line means "new queries now go to the new servers".
   auto remaining = std::make_shared<std::atomic<std::size_t>>(workers_.size());
-  auto message = std::make_shared<const std::string>(
-      fmt::format("{}: upstreams now {} (from {})", why, ups, c.upstream_file));
-  if (dnssec_probe_)
-    workers_[0]->loop.post([this, servers = rc->nameservers] { dnssec_probe_->start(servers); });
+  auto shared_message = std::make_shared<const std::string>(std::move(message));
+  if (dnssec_probe_) workers_[0]->loop.post([this, servers] { dnssec_probe_->start(servers); });
   for (auto& w : workers_) {
     Worker* wp = w.get();
-    wp->loop.post([wp, servers = rc->nameservers, remaining, message] {
+    wp->loop.post([wp, servers, remaining, shared_message] {
       if (auto err = wp->upstream->reload_servers(servers))
-        log::print(log::Level::Warning, "SIGHUP: worker {}: {}", wp->index, *err);
-      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", *message);
+        log::print(log::Level::Warning, "{}: worker {}: {}", *shared_message, wp->index, *err);
+      if (remaining->fetch_sub(1) == 1) log::print(log::Level::Info, "{}", *shared_message);
     });
   }
+}
+
+std::optional<std::string> Server::on_links(const LinkTable& next, const std::string& what) {
+  // A hook handing hourglassd its own address back (a resolv.conf that already points here)
+  // would make every query of the link loop.
+  const std::vector<Endpoint> locals = local_interface_addresses();
+  for (const auto& [name, l] : next.links()) {
+    if (auto loop = find_forwarding_loop(bound(), l.servers, locals))
+      return fmt::format(
+          "link {}: --dns {} is this hourglassd's own listen address {}, so every query would "
+          "come back to it; give the network's real servers",
+          name, loop->upstream.to_string(), loop->listen.to_string());
+  }
+  const std::size_t defaults = next.default_upstreams(base_upstreams_).size();
+  if (defaults > kMaxDefaultUpstreams)
+    return fmt::format(
+        "{}: the default upstreams would be {} servers with the default-route links' ones, "
+        "at most {}; give fewer --dns or --default-route no",
+        what, defaults, kMaxDefaultUpstreams);
+  LinkTable before = std::move(links_);
+  links_ = next;
+  auto r = build_routing(what.c_str(), HostsReads{});  // the hosts tables in force
+  if (!r) {
+    links_ = std::move(before);
+    return r.error();
+  }
+  const bool defaults_changed =
+      links_.default_upstreams(base_upstreams_) != before.default_upstreams(base_upstreams_);
+  log::print(log::Level::Info, "{}: {} links in force; routing now {} forward zones", what,
+             links_.size(), r.value()->forward_rules().size());
+  apply_routing(r.value(), /*direct=*/false);
+  if (defaults_changed) {
+    std::string ups;
+    for (const auto& e : base_upstreams_)
+      ups += (ups.empty() ? "" : " ") + e.to_string();
+    push_default_upstreams(fmt::format("{}: upstreams now {}", what, ups));
+  }
+  return std::nullopt;
 }
 
 void Server::reload_shadow_ttls() {
@@ -601,6 +659,10 @@ Server::HostsReads Server::read_hosts_files(const std::vector<std::string>& path
 Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why, HostsReads reads) {
   Routing::Input in;
   in.forward = forward_zones_;
+  // The runtime links' zones after the configured ones (resolver/query/links.h: the configured
+  // zone wins when both name the same one).
+  for (ForwardZone& f : links_.forward_zones(forward_zones_))
+    in.forward.push_back(std::move(f));
   in.no_special = shared_->config.no_special_zones;
   in.single_label_forward = shared_->config.single_label_forward;
   for (const std::string& text : shared_->config.local_records) {
@@ -630,6 +692,11 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why, H
       hosts_read_[path] = std::move(read->table);
     }
     if (auto it = hosts_read_.find(path); it != hosts_read_.end()) in.tables.push_back(it->second);
+  }
+  // No reads (a link changed): the hosts files' tables in force, as they are.
+  if (reads.paths.empty()) {
+    for (const std::string& path : hosts_files_)
+      if (auto it = hosts_read_.find(path); it != hosts_read_.end()) in.tables.push_back(it->second);
   }
   if (unsaid > 0)
     log::print(log::Level::Warning, "{}: and {} more malformed hosts lines", why, unsaid);

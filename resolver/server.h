@@ -58,8 +58,9 @@ class Server {
     std::vector<Checked<HostsTable::Read>> reads;
   };
   static HostsReads read_hosts_files(const std::vector<std::string>& paths);
-  /// The routing of the settings in force and the hosts files as `reads` found them (a file
-  /// not read keeps its previous table); says each malformed line once.
+  /// The routing of the settings in force (configuration and runtime links) and the hosts
+  /// files as `reads` found them (a file not read keeps its previous table; no reads at all,
+  /// when a link changed: the tables in force); says each malformed line once.
   Checked<std::shared_ptr<const Routing>> build_routing(const char* why, HostsReads reads);
   /// Gives every worker `r` (on its own loop, or directly before run()): forward upstreams
   /// for its server sets (kept across reloads when the servers are the same).
@@ -72,6 +73,14 @@ class Server {
   void start_hosts_build(const char* why);
   void hosts_builder_main();
   void on_hosts_read(const char* why, HostsReads& reads);
+  /// Runtime links (resolver/query/links.h), from the control socket: checks `next` (no server is
+  /// our own listen address, at most 64 default upstreams), then puts its forward zones and
+  /// default-route servers in force through the same swaps as a reload. The error says why
+  /// nothing changed.
+  std::optional<std::string> on_links(const LinkTable& next, const std::string& what);
+  /// Gives every worker the default upstreams: base_upstreams_ and the default-route links'
+  /// servers. `message` is logged when the last worker has switched.
+  void push_default_upstreams(std::string message);
   /// Watches the hosts files and the upstream file (when upstreams come from it).
   void watch_files();
   void on_file_changed(const std::string& path);
@@ -137,6 +146,10 @@ class Server {
   bool hosts_quit_ = false;                                  // guarded by hosts_mu_
   bool hosts_building_ = false, hosts_build_again_ = false;  // worker 0's loop
   std::shared_ptr<const Routing> routing_;
+  /// The configured default upstreams (--upstream, or the upstream file's last good read);
+  /// the links' servers are added to them (worker 0's loop only, as links_).
+  std::vector<Endpoint> base_upstreams_;
+  LinkTable links_;
   std::unique_ptr<FileWatch> watch_;
   bool hosts_reload_pending_ = false, upstream_reload_pending_ = false;
   std::string upstream_complaint_;  // the last thing said about an unusable upstream file

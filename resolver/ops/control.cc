@@ -48,6 +48,12 @@ constexpr std::string_view kHelp =
     "save                    write the cache to the --cache-file now\n"
     "route NAME              which rule answers NAME: local zone, hosts file, forward zone\n"
     "                        and its servers, or the default upstreams\n"
+    "link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]\n"
+    "                        set a link's servers and domains (replacing what it had):\n"
+    "                        its domains go to its servers, ~ZONE routes only; a\n"
+    "                        default-route link's servers join the default upstreams\n"
+    "link IFACE --revert     drop the link's servers and domains\n"
+    "links                   the links in force, one line each\n"
     "  (flush, flush-zone, ttl-cap, ttl-cap-clear take --fleet: Redis and every instance too)\n";
 
 std::vector<std::string_view> split_words(std::string_view line) {
@@ -272,7 +278,33 @@ Control::Output Control::execute(Shared& shared, std::string_view line, MonoTime
     if (!name) return error(why);
     const auto [routing, upstreams] = shared.routing();
     if (!routing) return {fmt::format("{} default upstreams\n", name->to_text())};
-    return {routing->describe(*name, upstreams)};
+    std::string text = routing->describe(*name, upstreams);
+    // The default upstreams a link added are named with it.
+    if (text.find(" default upstreams ") != std::string::npos && text.ends_with('\n'))
+      text.insert(text.size() - 1, shared.links.default_route_note());
+    return {std::move(text)};
+  }
+  if ((cmd == "link" || cmd == "links") && fleet)
+    return error("--fleet goes only with flush, flush-zone, ttl-cap and ttl-cap-clear");
+  if (cmd == "links") {
+    if (nargs != 0) return usage(cmd, "(no arguments)");
+    return {shared.links.text()};
+  }
+  if (cmd == "link") {
+    // Checked whole before anything changes; the server then puts the new table in force
+    // (or refuses it, e.g. a server that is this daemon's own address).
+    auto c = parse_link_command(words);
+    if (!c) return error(c.error());
+    LinkTable next = shared.links;
+    std::string reply;
+    bool changed = false;
+    if (auto err = next.apply(c.value(), reply, changed)) return error(*err);
+    if (!changed) return {std::move(reply)};
+    if (shared.links_changed) {
+      if (auto err = shared.links_changed(next, "link " + c->link.name)) return error(*err);
+    }
+    shared.links = std::move(next);
+    return {std::move(reply)};
   }
   if (cmd == "dump") {
     if (nargs > 1) return usage(cmd, "[NAME]");

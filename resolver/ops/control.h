@@ -27,6 +27,10 @@
 //   shadow [list|set|clear]   shadow-ttl zones (resolver/ops/shadow_control.h)
 //   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/ops/shadow_control.h)
 //   route NAME                which rule answers NAME (resolver/query/local_names.h)
+//   link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]
+//   link IFACE --revert       a runtime link's servers and domains (resolver/query/links.h)
+//                             → "ok: link IFACE dns=... domains=... default-route=..."
+//   links                     one such line per link (no lines when there are none)
 //   save                      writes the cache to --cache-file now (resolver/ops/warm_restart.h)
 //                             → "saved N answers to PATH (B bytes)"
 //

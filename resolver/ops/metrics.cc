@@ -191,6 +191,10 @@ std::string render_metrics(Shared& shared) {
   e.sample("hourglass_local_answers_total", get(s.hosts_answers), "rule=\"hosts\"");
   e.counter("hourglass_forwarded_queries_total",
             "Upstream queries sent to a forward zone's servers (--forward).", get(s.forwarded));
+  e.gauge("hourglass_links",
+          "Runtime links in force (hourglass-ctl link IFACE): their domains and servers are "
+          "routed.",
+          shared.links.size());
   e.counter("hourglass_dnstap_written_total",
             "dnstap messages handed to the writer thread (--dnstap).", get(shared.dnstap.written));
   e.counter("hourglass_dnstap_dropped_total",

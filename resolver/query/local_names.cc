@@ -336,7 +336,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
     r->zone_index_.emplace(key, static_cast<uint32_t>(r->zones_.size()));
     r->zones_.push_back(z);
     r->add_tld(key);
-    r->forward_.push_back({z.name, set});
+    r->forward_.push_back({z.name, set, fz.link});
     forwarded.push_back(z.name);
   }
   auto under_forward = [&](const wire::Name& n) {
@@ -702,6 +702,9 @@ std::string Routing::describe(const wire::Name& qname, std::span<const Endpoint>
       for (const auto& f : forward_)
         if (qname.is_subdomain_of(f.zone) && (best == nullptr || f.zone.size() > best->zone.size()))
           best = &f;
+      if (best != nullptr && !best->link.empty())
+        return fmt::format("{} link {} zone {} servers {}\n", name, best->link,
+                           best->zone.to_text(), list(sets_[m.index]));
       return fmt::format("{} forward zone {} servers {}\n", name, best ? best->zone.to_text() : "?",
                          list(sets_[m.index]));
     }

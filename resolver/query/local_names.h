@@ -105,6 +105,7 @@ class Routing {
   struct ForwardRule {
     wire::Name zone;
     uint32_t set;
+    std::string link{};  ///< the runtime link that set the zone (resolver/query/links.h), or empty
   };
   const std::vector<ForwardRule>& forward_rules() const noexcept { return forward_; }
   /// The forward zones' servers reached over TLS.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "resolver/query/dnssec_probe.h"
 #include "resolver/query/fair_share.h"
 #include "resolver/query/inflight.h"
+#include "resolver/query/links.h"
 #include "resolver/query/local_names.h"
 #include "resolver/query/top_names.h"
 #include "resolver/tap/dnstap_writer.h"
@@ -147,6 +149,14 @@ struct Shared {
   /// metrics endpoint's.
   ConnCounters tcp_conns;
   ConnCounters metrics_conns;
+
+  /// Runtime links (resolver/query/links.h): the table `hourglass-ctl links` lists, and the
+  /// server's hook that puts a changed table in force (routing and default upstreams) or
+  /// says why it cannot (then nothing changes). Both on worker 0's loop only, where the
+  /// control socket runs; without a hook (tests, fuzzing) a change only updates the table.
+  LinkTable links;
+  std::function<std::optional<std::string>(const LinkTable& next, const std::string& what)>
+      links_changed;
 
   /// The routing in force and the default upstreams, for `hourglass-ctl route` (the workers
   /// hold their own copies of the routing).

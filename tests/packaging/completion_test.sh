@@ -54,6 +54,8 @@ expect "flush flush-zone" hourglass-ctl fl
 expect "stats" hourglass-ctl --socket /run/x st
 expect "--interval --names --once" hourglass-ctl top --
 expect "--undo" hourglass-ctl use-as-system-resolver --un
+expect "link links" hourglass-ctl lin
+expect "--default-route --dns --domain --revert" hourglass-ctl link tun0 --
 expect "$work/site.toml" hourglass-ctl --socket "$work/si"
 expect "replay report" hourglass-rehearse rep
 expect "replay" hourglass-rehearse repl

@@ -3,7 +3,9 @@
 # ./scripts/package --build-dir BUILD, its contents (dpkg-deb -c/-I), lintian (no errors),
 # then - as root only - dpkg -i on this machine, the installed hourglassd started on a
 # loopback test port against a scripted upstream (hg-bench-floor) and asked with dig,
-# dpkg --purge, and nothing of the package left. /etc/resolv.conf is never touched (checked);
+# dpkg --purge, and nothing of the package left. The network managers' hooks: installed, doing
+# nothing (exit 0, no output) while hourglassd is not running, gone (or, the dhclient conffile,
+# inert) after remove, gone after purge. /etc/resolv.conf is never touched (checked);
 # the purge and the daemon's stop run on every exit path.
 #
 # usage: package_test.sh SOURCE_DIR BUILD_DIR FLOOR_BINARY
@@ -37,7 +39,9 @@ for f in ./usr/sbin/hourglassd ./usr/bin/hourglass-ctl ./usr/bin/hourglass-rehea
          ./usr/share/bash-completion/completions/hourglass-ctl \
          ./usr/share/bash-completion/completions/hourglass-rehearse \
          ./usr/share/doc/hourglass/copyright ./usr/share/doc/hourglass/changelog.gz \
-         ./usr/share/doc/hourglass/README.md; do
+         ./usr/share/doc/hourglass/README.md ./usr/libexec/hourglass/hook \
+         ./lib/resolvconf/hourglass ./usr/lib/NetworkManager/dispatcher.d/60-hourglass \
+         ./etc/dhcp/dhclient-exit-hooks.d/hourglass; do
   grep -qE " $f\$" "$work/contents" || fail "$f is not in the package"
 done
 # Every file owned by root, nothing from the build or the tests.
@@ -48,7 +52,18 @@ grep -q '^ Package: hourglass$' "$work/info" || fail "Package:"
 grep -q '^ Architecture: amd64$' "$work/info" || fail "Architecture:"
 grep -qE '^ Depends: .*libc-ares2' "$work/info" || fail "Depends: lacks libc-ares2"
 dpkg-deb -e "$deb" "$work/control"
-[[ $(cat "$work/control/conffiles") == /etc/hourglass/hourglass.toml ]] || fail "conffiles"
+[[ $(cat "$work/control/conffiles") == "/etc/hourglass/hourglass.toml
+/etc/dhcp/dhclient-exit-hooks.d/hourglass" ]] || fail "conffiles"
+# The hooks that are run as programs are executable; the dhclient one is sourced (0644).
+for f in ./usr/libexec/hourglass/hook ./lib/resolvconf/hourglass \
+         ./usr/lib/NetworkManager/dispatcher.d/60-hourglass; do
+  grep -qE "^-rwxr-xr-x .* $f\$" "$work/contents" || fail "$f is not mode 0755"
+done
+grep -qE "^-rw-r--r-- .* ./etc/dhcp/dhclient-exit-hooks.d/hourglass\$" "$work/contents" ||
+  fail "the dhclient hook is not mode 0644"
+grep -q '^ExecStartPost=-/usr/libexec/hourglass/hook sync$' \
+  <(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/hourglassd.service) ||
+  fail "the packaged unit does not sync the openresolv links at start"
 grep -q '^ExecStart=/usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml$' \
   <(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/hourglassd.service) ||
   fail "the packaged unit's ExecStart"
@@ -71,7 +86,7 @@ if dpkg-query -W -f='${Status}' hourglass 2>/dev/null | grep -q installed; then
   fail "a hourglass package is installed on this machine already; not touching it"
 fi
 snapshot() {
-  find /etc /lib/systemd /usr/sbin /usr/bin /usr/libexec /usr/share/hourglass \
+  find /etc /lib/systemd /lib/resolvconf /usr/lib/NetworkManager /usr/sbin /usr/bin /usr/libexec /usr/share/hourglass \
        /usr/share/doc/hourglass /usr/share/bash-completion /usr/share/man/man1 \
        /usr/share/man/man5 /usr/share/man/man8 /var/lib/hourglass /var/lib/private \
        /var/lib/systemd -xdev -not -path '/etc/ld.so.cache' 2>/dev/null |
@@ -102,6 +117,28 @@ for page in hourglassd hourglass-ctl hourglass-rehearse hourglass.toml; do
   man "$page" 2>/dev/null | grep -q 'NAME' || fail "man $page"
 done
 
+# The installed hooks while no hourglassd answers: nothing said, exit 0 (a hook must never make
+# its network manager fail). HOURGLASS_CONTROL: a socket nobody listens on, whatever runs here.
+hooks_quiet() {  # hooks_quiet WHEN
+  local out
+  export HOURGLASS_CONTROL=$work/nobody.sock
+  out=$( { [[ ! -e /lib/resolvconf/hourglass ]] || /lib/resolvconf/hourglass -u tun0; } 2>&1) ||
+    fail "$1: the openresolv subscriber failed"
+  out+=$( { [[ ! -e /usr/lib/NetworkManager/dispatcher.d/60-hourglass ]] ||
+            DEVICE_IP_IFACE=eth9 IP4_NAMESERVERS=192.0.2.1 \
+            /usr/lib/NetworkManager/dispatcher.d/60-hourglass eth9 up; } 2>&1) ||
+    fail "$1: the NetworkManager dispatcher script failed"
+  out+=$(reason=BOUND interface=eth9 new_domain_name_servers=192.0.2.1 \
+         bash -c '. /etc/dhcp/dhclient-exit-hooks.d/hourglass' 2>&1) ||
+    fail "$1: the dhclient hook failed"
+  out+=$(script_type=up dev=tun9 foreign_option_1='dhcp-option DNS 192.0.2.1' \
+         sh -c '[ ! -e /usr/libexec/hourglass/hook ] || /usr/libexec/hourglass/hook openvpn' 2>&1) ||
+    fail "$1: the OpenVPN hook failed"
+  unset HOURGLASS_CONTROL
+  [[ -z $out ]] || fail "$1: the hooks said: $out"
+}
+hooks_quiet "installed, hourglassd not running"
+
 "$floor" 127.0.0.1:0 2>"$work/floor.log" &
 pids+=($!)
 fp=$(port_of "$work/floor.log") || fail "the scripted upstream did not start"
@@ -120,6 +157,22 @@ done
 echo "installed hourglassd answered: probe.example. A $answer"
 /usr/bin/hourglass-ctl --socket "$work/control.sock" stats | grep -q '^server.queries_udp [1-9]' ||
   fail "installed hourglass-ctl stats"
+# The installed hooks reach the installed hourglassd: NetworkManager's up and down, OpenVPN's.
+export HOURGLASS_CONTROL=$work/control.sock
+DEVICE_IP_IFACE=hgtest0 IP4_NAMESERVERS=192.0.2.53 IP4_DOMAINS=corp.example \
+  /usr/lib/NetworkManager/dispatcher.d/60-hourglass hgtest0 up
+script_type=up dev=hgtest1 foreign_option_1='dhcp-option DNS 192.0.2.54' \
+  foreign_option_2='dhcp-option DOMAIN-ROUTE vpn.example' /usr/libexec/hourglass/hook openvpn
+links=$(/usr/bin/hourglass-ctl links)
+grep -q '^hgtest0 dns=192.0.2.53:53 domains=corp.example default-route=yes$' <<<"$links" ||
+  fail "the dispatcher script set no link: $links"
+grep -q '^hgtest1 dns=192.0.2.54:53 domains=~vpn.example default-route=no$' <<<"$links" ||
+  fail "the OpenVPN hook set no link: $links"
+DEVICE_IP_IFACE=hgtest0 /usr/lib/NetworkManager/dispatcher.d/60-hourglass hgtest0 down
+script_type=down dev=hgtest1 /usr/libexec/hourglass/hook openvpn
+[[ -z $(/usr/bin/hourglass-ctl links) ]] || fail "links left after down: $(/usr/bin/hourglass-ctl links)"
+unset HOURGLASS_CONTROL
+echo "installed hooks: NetworkManager and OpenVPN links set and reverted"
 kill "${pids[1]}"
 wait "${pids[1]}" 2>/dev/null || true
 
@@ -131,6 +184,10 @@ dpkg --remove hourglass >"$work/remove.log" 2>&1 || { cat "$work/remove.log"; fa
 [[ ! -e /etc/systemd/system/multi-user.target.wants/hourglassd.service ]] ||
   fail "the service is still enabled after remove"
 [[ -f /etc/hourglass/hourglass.toml ]] || fail "remove deleted the conffile (that is purge's job)"
+[[ ! -e /usr/libexec/hourglass/hook && ! -e /lib/resolvconf/hourglass &&
+   ! -e /usr/lib/NetworkManager/dispatcher.d/60-hourglass ]] || fail "hooks left after remove"
+[[ -f /etc/dhcp/dhclient-exit-hooks.d/hourglass ]] || fail "remove deleted the dhclient conffile"
+hooks_quiet "removed"
 dpkg --purge hourglass >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg --purge"; }
 installed_here=0
 snapshot >"$work/after"

@@ -4,6 +4,8 @@
 //   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
 //   hourglass-ctl stats | upstreams | route NAME | dump [NAME] | flush [NAME] | flush-zone ZONE
 //   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
+//   hourglass-ctl link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]
+//   hourglass-ctl link IFACE --revert | links           (resolver/query/links.h)
 //   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
 //   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
 //   hourglass-ctl top [--once] [--interval SECONDS]     (tools/ctl/top.h: a live view)
@@ -60,13 +62,22 @@ const std::vector<hg::clidoc::Command>& commands() {
       {"dnssec", "",
        "validation: mode, trust anchors, whether each upstream delivers DNSSEC records, verdicts"},
       {"save", "", "write the cache to the --cache-file now"},
-      {"route", "NAME", "which rule answers NAME: local zone, hosts file, forward zone, upstreams"},
+      {"route", "NAME",
+       "which rule answers NAME: local zone, hosts file, forward zone, link, upstreams"},
+      {"link", "IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no] | IFACE --revert",
+       "set a network link's DNS servers and domains at run time, replacing what it had "
+       "(~ZONE: routing only; . or ~.: default route); --revert drops them"},
+      {"links", "",
+       "the links in force: IFACE dns=ADDR,...|- domains=ZONE,~ZONE,...|- "
+       "default-route=yes|no"},
       {"help", "", "the commands hourglassd knows"},
       {"top", "[--once] [--interval SECONDS] [--names N]",
        "live view: queries/s, hit ratio, misses, stale, SERVFAIL, upstreams, busiest names"},
-      {"use-as-system-resolver", "[--undo] [--force] [--resolv-conf PATH] [--backup PATH]",
-       "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping the old file; --undo "
-       "puts it back"},
+      {"use-as-system-resolver",
+       "[--undo] [--force] [--resolv-conf PATH] [--backup PATH] [--resolvconf-conf PATH] "
+       "[--resolvconf PROGRAM] [--nm-conf-dir DIR]",
+       "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping its search domains and options, "
+       "through openresolv or NetworkManager when they own it; --undo puts everything back"},
   };
   return c;
 }
@@ -86,7 +97,20 @@ hourglass-ctl sends one command to a running hourglassd(8) over its control sock
 
 top and use-as-system-resolver run in hourglass-ctl itself. top polls stats, upstreams and top-names every --interval seconds and draws a terminal view: queries/s, hit ratio, misses/s, stale answers/s, SERVFAIL/s, each upstream's smoothed RTT and loss (timeouts per query sent), the busiest names and the names that cause the most upstream queries. With --once it waits one interval, prints one plain snapshot and exits; its totals line holds the same counters as stats at the time of its second sample.
 
-use-as-system-resolver renames /etc/resolv.conf to /etc/hourglass/resolv.conf.before and writes a new /etc/resolv.conf that says nameserver 127.0.0.1. It refuses when hourglassd does not answer on its control socket (--force switches anyway). --undo puts the old file (or symbolic link) back, unless /etc/resolv.conf was changed by something else since. Removing the package runs --undo.
+use-as-system-resolver makes 127.0.0.1 the machine's resolver and keeps the search, domain, options and sortlist lines of /etc/resolv.conf. A plain file (or a link no manager owns) is renamed to /etc/hourglass/resolv.conf.before and replaced. A file written by openresolv is changed through it: name_servers=127.0.0.1 in /etc/resolvconf.conf, then resolvconf -u. A file written by NetworkManager gets a drop-in in /etc/NetworkManager/conf.d (rc-manager=resolvconf with openresolv, dns=none without it). It prints every change. It refuses when hourglassd does not answer on its control socket (--force switches anyway). --undo puts back exactly what was there, leaving alone whatever something else changed since. Removing the package runs --undo. --resolv-conf, --backup, --resolvconf-conf, --resolvconf and --nm-conf-dir change the paths (for tests). See docs/network-managers.md.
+
+# LINKS
+link and links give hourglassd the DNS servers and domains of a network link while it runs, as resolvectl dns/domain IFACE does for systemd-resolved; the scripts of a network manager or VPN client (resolvconf, NetworkManager, OpenVPN, wg-quick) call them when a link comes up or goes down.
+
+  hourglass-ctl link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]
+  hourglass-ctl link IFACE --revert
+  hourglass-ctl links
+
+IFACE is 1 to 64 characters of A-Z a-z 0-9 . _ : @ + - (tun0, wlan0.dhcp, tun0.openvpn). ADDR is a numeric address with an optional port, as --upstream takes it: 10.8.0.1, 10.8.0.1:5353, 2001:db8::1, [2001:db8::1]:5353. ZONE is a domain name whose names go to the link's servers; ~ZONE routes only, ZONE without ~ is also a search domain; . or ~. makes the link a default route. --default-route is yes unless the link has a ~ZONE: a default-route link's servers are added to the default upstreams, after the configured ones. At most 64 links, 16 --dns and 64 --domain per link.
+
+link IFACE replaces everything IFACE had, so sending the same command again changes nothing; a link without --dns and --domain is reverted. A zone configured with --forward wins over a link's same zone; of two links with the same zone, the one set last wins. Links last until reverted or hourglassd stops: SIGHUP and upstream-file changes keep them, a restart does not (the network manager's scripts set them again). links prints one line per link, sorted by IFACE, and nothing when there is none:
+
+  tun0.openvpn dns=10.8.0.1:53 domains=~corp.example default-route=no
 
 # EXIT STATUS
 0 with the reply on standard output; 1 when hourglassd answered with an error, or use-as-system-resolver could not do what was asked; 2 when hourglassd could not be reached or its reply did not arrive in time.
@@ -100,6 +124,8 @@ use-as-system-resolver renames /etc/resolv.conf to /etc/hourglass/resolv.conf.be
   hourglass-ctl flush-zone example.com
   hourglass-ctl ttl-cap shop.example.com 60
   hourglass-ctl top
+  hourglass-ctl link tun0 --dns 10.8.0.1 --domain ~corp.example
+  hourglass-ctl link tun0 --revert
   hourglass-ctl use-as-system-resolver
 
 # SEE ALSO

@@ -140,6 +140,10 @@ struct StartOptions {
   /// DNSSEC records, and the probe of validation's default mode would be one more query to
   /// them. The tests of DNSSEC (and of the default) give --dnssec or set this false.
   bool dnssec_off = true;
+  /// Add `--allow-root` when args have no --user or --allow-root: the tests run as root, and
+  /// hourglassd refuses to stay root without being told (resolver/ops/privileges.h). The tests
+  /// of that refusal and of --user (privilege_test.cc) set this false or give --user.
+  bool allow_root = true;
   /// "NAME=VALUE" strings added to (or replacing in) the inherited environment.
   std::vector<std::string> env{};
   /// Also set WATCHDOG_PID to the daemon's own PID (as systemd does with WatchdogSec=).

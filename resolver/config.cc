@@ -245,7 +245,9 @@ std::optional<std::string> resolve_user(Config& c, std::string_view v) {
   c.user = name;
   c.user_uid = pw->pw_uid;
   c.user_gid = pw->pw_gid;
-  base::trust_daemon_uid(pw->pw_uid);
+  // Only before the switch: a SIGHUP re-read (as the user) must not change whom files may
+  // belong to.
+  if (::geteuid() == 0) base::trust_daemon_uid(pw->pw_uid);
   return std::nullopt;
 }
 

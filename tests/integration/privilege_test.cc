@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "tests/integration/daemon.h"
+#include "tests/support/command.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/temp_dir.h"
@@ -138,6 +139,34 @@ TEST_F(Privilege, AsRootWithoutUserOrAllowRootItRefusesInOneLine) {
   ASSERT_EQ(line.size(), 1u) << d->output();
   EXPECT_NE(line[0].find("--user hourglass"), std::string::npos) << line[0];
   EXPECT_NE(line[0].find("--allow-root"), std::string::npos) << line[0];
+}
+
+// Under the packaged unit (DynamicUser=yes) the process is not root: neither the refusal nor
+// the switch applies, and it starts without --user or --allow-root. Started here as nobody
+// with setpriv (util-linux), polled until it answers (at most 5 s), then stopped.
+TEST_F(Privilege, StartedUnprivilegedItNeedsNeitherUserNorAllowRoot) {
+  const auto has = test::run_command("setpriv --version", 10);
+  if (has.exit_code != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
+  const std::string log = dir_.file("daemon.log");
+  const std::string script = "setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                             std::string(HOURGLASSD) + " --listen 127.0.0.1:0 --upstream " +
+                             upstream_.address() + " --dnssec off 2>" + log +
+                             " & pid=$!\n"
+                             "i=0; until grep -q 'listening on' " +
+                             log +
+                             "; do i=$((i+1)); [ $i -gt 100 ] && break; "
+                             "kill -0 $pid 2>/dev/null || break; sleep 0.05; done\n"
+                             "grep -E '^(Uid|NoNewPrivs):' /proc/$pid/status\n"
+                             "kill $pid; wait $pid; echo \"exit=$?\"; cat " +
+                             log + "\n";
+  // In a shell of its own: run_command() puts `timeout` before the first word.
+  const auto r = test::run_command("sh -c " + test::shell_quote(script), 20);
+  EXPECT_TRUE(r.contains("listening on")) << r.output;
+  EXPECT_FALSE(r.contains("refusing")) << r.output;
+  EXPECT_FALSE(r.contains("running as user")) << r.output;
+  EXPECT_TRUE(r.contains("Uid:\t65534\t65534\t65534\t65534")) << r.output;
+  EXPECT_TRUE(r.contains("NoNewPrivs:\t1")) << r.output;
+  EXPECT_TRUE(r.contains("exit=0")) << r.output;
 }
 
 // The attack: a dnstap path another user created beforehand would have been

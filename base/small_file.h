@@ -3,6 +3,11 @@
 // resolv.conf, trust anchors): it refuses what is not a regular file (a FIFO would block, a
 // directory has no text) and stops at `max_bytes`, also when the file grows while being read.
 // Callers turn the status into their own words.
+//
+// FileCheck::Trusted (the default: every file the daemon takes by path) opens through
+// open_trusted() (base/checked_open.h): a symbolic link, a file of another user or one others
+// may write is Refused before a byte is read. FileCheck::Any is for tools that read the
+// system's own files (/etc/resolv.conf, often a link to the network manager's).
 #pragma once
 
 #include <fcntl.h>
@@ -14,6 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+
+#include "base/checked_open.h"
 
 namespace hg::base {
 
@@ -24,15 +32,35 @@ struct SmallFile {
     NotRegular,  ///< not a regular file (or fstat failed)
     TooLarge,    ///< more than max_bytes, at open or while read
     CannotRead,  ///< read() failed: `error` is its errno
+    Refused,     ///< FileCheck::Trusted refused it: `refused` says why (follows the path)
   };
   Status status = Status::Ok;
   int error = 0;
   std::string text;  ///< Ok only
+  std::string refused{};
+  /// Not readable by other users: a caller must not quote its lines in a log.
+  bool private_text = false;
 };
 
-inline SmallFile read_small_file(const std::string& path, std::size_t max_bytes) {
+enum class FileCheck : uint8_t { Trusted, Any };
+
+inline SmallFile read_small_file(const std::string& path, std::size_t max_bytes,
+                                 FileCheck check = FileCheck::Trusted) {
   SmallFile out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  int fd = -1;
+  if (check == FileCheck::Trusted) {
+    TrustedFd t = open_trusted(path);
+    if (!t.ok()) {
+      out.status = t.refused.empty() ? SmallFile::Status::CannotOpen : SmallFile::Status::Refused;
+      out.error = t.error;
+      out.refused = std::move(t.refused);
+      return out;
+    }
+    out.private_text = t.private_text;
+    std::swap(fd, t.fd);
+  } else {
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  }
   if (fd < 0) {
     out.status = SmallFile::Status::CannotOpen;
     out.error = errno;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/bytes.h"
+#include "base/checked_open.h"
 #include "base/crc32c.h"
 #include "wire/header.h"
 #include "wire/message.h"
@@ -288,25 +289,11 @@ LoadReport load(Cache& cache, std::span<const uint8_t> file, Time now, WallTime 
 FileRules rules_for(const Cache& cache) {
   FileRules r;
   r.max_bytes = cache.settings().max_bytes;
-  r.owner = static_cast<uint32_t>(::geteuid());
+  r.owner = static_cast<uint32_t>(base::daemon_uid());
   return r;
 }
 
 namespace {
-
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  return "not a regular file";
-}
-
-std::string octal_mode(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
 
 // Reads exactly `n` bytes at `offset`; false on an error or a short file.
 bool read_at(int fd, uint8_t* out, std::size_t n, uint64_t offset, int& err) {
@@ -339,33 +326,25 @@ struct Fd {
 
 LoadReport load_file(Cache& cache, const std::string& path, Time now, WallTime now_wall,
                      const FileRules& rules) {
-  // O_NOFOLLOW: a symbolic link as the last component is refused (ELOOP), whatever it points
-  // at. O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer (reads of
-  // a regular file ignore the flag).
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)};
-  if (f.fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return LoadReport{};
-    if (err == ELOOP)
-      return rejected("is a symbolic link (refused; give the path of the file itself)");
-    if (err == ENXIO) return rejected("not a regular file (a socket)");
-    return rejected("cannot open: " + errno_text(err));
+  // The shared rules (base/checked_open.h, which generalises this file's): O_NOFOLLOW (a
+  // symbolic link as the last component is refused, whatever it points at), O_NONBLOCK (a
+  // FIFO cannot wedge the start), a regular file, owned by root or hourglassd's user, that
+  // no group or other user may write. Then this file's own rule: its owner is the user that
+  // saves it.
+  base::TrustedFd t = base::open_trusted(path);
+  if (!t.ok()) {
+    if (t.refused.empty() && t.error == ENOENT) return LoadReport{};
+    if (!t.refused.empty()) return rejected(t.refused);
+    return rejected("cannot open: " + errno_text(t.error));
   }
-  struct stat st = {};
-  if (::fstat(f.fd, &st) != 0) return rejected("cannot stat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return rejected("not a regular file (" + kind_of(st.st_mode) + ")");
-  if (st.st_uid != rules.owner) {
+  Fd f{-1};
+  std::swap(f.fd, t.fd);
+  const struct stat st = t.st;
+  if (st.st_uid != rules.owner) {  // root's: loaded as root, it would be saved as the user
     return rejected("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
                     std::to_string(rules.owner) +
                     " that hourglassd runs as; refused, since another user may have written "
                     "it: remove it, or chown it if you trust it");
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return rejected("writable by " +
-                    std::string((st.st_mode & S_IWOTH) != 0 ? "every user" : "its group") +
-                    " (mode " + octal_mode(st.st_mode) +
-                    "); refused, since another user may have written it: remove it, or chmod "
-                    "go-w it if you trust it");
   }
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > rules.max_bytes) {

@@ -100,6 +100,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# postinst creates the system user hourglass with adduser (for starts without systemd:
+# hourglassd --user hourglass); the shared-library dependencies are added to this.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS adduser)
 # The root's trust anchor (/usr/share/dns/root.key) that DNSSEC validation, on by default,
 # starts from; without it hourglassd runs without validation and says so.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS dns-root-data)

@@ -563,7 +563,18 @@ TrustAnchorsResult load_trust_anchors(const std::string& path) {
   base::SmallFile f = base::read_small_file(path, kMaxTrustAnchorFileBytes);
   switch (f.status) {
     case S::Ok:
+      if (f.private_text) {
+        // Its lines are not quoted: a root-only file's content stays out of the log.
+        auto parsed = parse_trust_anchors(f.text, path);
+        if (!parsed)
+          return R::failure("the trust anchor file " + path +
+                            " is not a file of DS or DNSKEY records (the line is not quoted: the "
+                            "file is not readable by every user)");
+        return parsed;
+      }
       return parse_trust_anchors(f.text, path);
+    case S::Refused:
+      return R::failure("the trust anchor file '" + path + "' " + f.refused);
     case S::CannotOpen: {
       std::string m =
           "cannot open the trust anchor file " + path + " (" + std::strerror(f.error) + ")";

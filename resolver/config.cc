@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <sys/un.h>
 
 #include <toml++/toml.h>
@@ -25,6 +26,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/checked_open.h"
 #include "base/duration.h"
 #include "cache/shadow.h"
 #include "resolver/fleet/fleet_auth.h"
@@ -223,6 +225,29 @@ std::optional<std::string> set_redis_password(RedisConfig& r, std::string_view v
   if (auto err = read_secret_file(std::string(v), 1, pw)) return err;
   r.password_file = std::string(v);
   r.password = std::move(pw);
+  return std::nullopt;
+}
+
+// --user NAME: looked up now, so an unknown user stops the start before anything is bound,
+// and the user's files count as trusted (base/checked_open.h) for the files read from here on.
+std::optional<std::string> resolve_user(Config& c, std::string_view v) {
+  if (v.empty() || v.size() > 256) return "expected the name of a user, e.g. hourglass";
+  const std::string name(v);
+  errno = 0;
+  const passwd* pw = ::getpwnam(name.c_str());
+  if (pw == nullptr) {
+    return "no such user (getent passwd " + name +
+           " finds nothing); create it (adduser --system --group --no-create-home " + name +
+           ") or name another";
+  }
+  if (pw->pw_uid == 0)
+    return "is root (uid 0); name an unprivileged user, or give --allow-root instead";
+  c.user = name;
+  c.user_uid = pw->pw_uid;
+  c.user_gid = pw->pw_gid;
+  // Only before the switch: a SIGHUP re-read (as the user) must not change whom files may
+  // belong to.
+  if (::geteuid() == 0) base::trust_daemon_uid(pw->pw_uid);
   return std::nullopt;
 }
 
@@ -552,6 +577,21 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        },
        [](Config& c) { c.private_domains.clear(); }},
+      {"user", Kind::Scalar, "NAME",
+       "Started as root: once the sockets are bound and the files that need root are open, "
+       "switch to this user (its uid and group, no supplementary groups, no capabilities), "
+       "e.g. hourglass, the package's system user (default: stay as started)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         return resolve_user(c, v);
+       }},
+      {"allow-root", Kind::Flag, "",
+       "Keep running as root when started as root without --user (not recommended: a flaw "
+       "in hourglassd would then be a flaw with every privilege)",
+       [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
+         if (v != "true" && v != "false") return "expected no value (or true or false)";
+         c.allow_root = v == "true";
+         return std::nullopt;
+       }},
       {"control", Kind::Scalar, "PATH", "Unix socket for hourglass-ctl (default: none)",
        [](Config& c, std::string_view v, const ParseOptions&) -> std::optional<std::string> {
          if (v.empty() || v.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -842,14 +882,18 @@ Checked<std::vector<std::string>> toml_values(const Key& key, const toml::node& 
   return out;
 }
 
-/// At most this many mistakes of one file are listed (then how many more).
-constexpr std::size_t kMaxConfigErrors = 20;
+// The --config file: read under the shared rules (base/checked_open.h: no symbolic link, owned
+// by root or the daemon's user, writable by no one else), then parsed. A file others may not
+// read (it may hold the Redis password) has none of its text quoted in the error.
+constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
 
-std::optional<std::string> apply_toml(Config& c, const std::string& path,
-                                      const ParseOptions& options, bool& file_upstream) {
-  toml::table tbl;
+std::optional<std::string> read_toml(const std::string& path, toml::table& tbl,
+                                     bool& private_text) {
+  auto text = read_small_file(path, kMaxConfigFileBytes);
+  if (!text) return "--config " + text.error();
+  private_text = text.value().private_text;
   try {
-    tbl = toml::parse_file(path);
+    tbl = toml::parse(text.value().text, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     std::string msg = "--config " + quote(path) + ": ";
@@ -859,8 +903,21 @@ std::optional<std::string> apply_toml(Config& c, const std::string& path,
     }
     std::string desc(e.description());
     std::replace(desc.begin(), desc.end(), '\n', ' ');
+    if (private_text)
+      desc = "not TOML (the text is not quoted: the file is not readable by every user)";
     return msg + desc + "; expected a TOML file of key = value lines, e.g. cache-size = \"64MiB\"";
   }
+  return std::nullopt;
+}
+
+/// At most this many mistakes of one file are listed (then how many more).
+constexpr std::size_t kMaxConfigErrors = 20;
+
+std::optional<std::string> apply_toml(Config& c, const std::string& path,
+                                      const ParseOptions& options, bool& file_upstream) {
+  toml::table tbl;
+  bool private_text = false;
+  if (auto err = read_toml(path, tbl, private_text)) return err;
   // Every mistake of the file is reported, one line each, naming its line: an operator fixing
   // a file should not need one run per mistake. The Config is not used when there is one.
   std::string errors;
@@ -877,6 +934,11 @@ std::optional<std::string> apply_toml(Config& c, const std::string& path,
     std::string_view name = k.str();
     const Key* key = find_key(name);
     if (key == nullptr) {
+      if (private_text) {
+        report(node, path + ": an unknown key (not quoted: the file is not readable by every " +
+                         "user); the keys are the flag names without the dashes, e.g. cache-size");
+        continue;
+      }
       std::string msg = path + ": unknown key " + quote(name) + "; the keys are the flag names " +
                         "without the dashes, e.g. cache-size";
       std::string dashed(name);
@@ -885,15 +947,22 @@ std::optional<std::string> apply_toml(Config& c, const std::string& path,
       report(node, std::move(msg));
       continue;
     }
+    // A value of a file others may not read is not quoted; the key's name is ours.
+    auto refused = [&](const std::string& why) -> std::string {
+      if (!private_text) return why;
+      return path + ": " + std::string(key->name) +
+             ": a value was refused (not quoted: the file is not readable by every user); " +
+             "compare it with what hourglassd --help says of --" + std::string(key->name);
+    };
     auto values = toml_values(*key, node, path);
     if (!values) {
-      report(node, values.error());
+      report(node, refused(values.error()));
       continue;
     }
     if (key->clear) key->clear(c);
     for (const std::string& v : values.value()) {
       if (auto allowed = key->set(c, v, options)) {
-        report(node, name_value(path, key->name, v) + ": " + *allowed);
+        report(node, refused(name_value(path, key->name, v) + ": " + *allowed));
         break;
       }
     }
@@ -1142,6 +1211,8 @@ std::string to_toml(const Config& c) {
          (c.log_queries_json ? "\"json\"" : (c.log_queries ? "true" : "false")) + "\n";
   out += std::string("no-0x20 = ") + (c.use_0x20 ? "false" : "true") + "\n";
   out += std::string("pass-any = ") + (c.minimal_any ? "false" : "true") + "\n";
+  if (!c.user.empty()) out += "user = " + toml_string(c.user) + "\n";
+  if (c.allow_root) out += "allow-root = true\n";
   if (!c.control_path.empty()) out += "control = " + toml_string(c.control_path) + "\n";
   if (c.metrics) out += "metrics = " + toml_string(c.metrics->to_string()) + "\n";
   out += "tcp-max-per-source = " + std::to_string(c.tcp_max_per_source) + "\n";
@@ -1257,6 +1328,11 @@ std::variant<Config, ConfigExit> parse_config(int argc, const char* const* argv,
   Config c;
   c.check_config = cli.check_config;
   bool file_upstream = false;
+  // --user first: files of that user, read from the config file's keys on, are trusted.
+  if (cli.options["user"]->count() > 0) {
+    if (auto why = resolve_user(c, cli.scalars["user"]))
+      return ConfigExit{2, name_value("", "user", cli.scalars["user"]) + ": " + *why};
+  }
   if (!cli.config_path.empty()) {
     c.config_file = cli.config_path;
     if (auto err = apply_toml(c, cli.config_path, options, file_upstream)) {
@@ -1408,14 +1484,8 @@ Checked<std::pair<std::string, std::string>> reread_dnstap_settings(const Config
   // Only the two dnstap keys: a bad value elsewhere in the file (a shadow-ttl, say) is
   // reported by the reload of that setting, not as a dnstap problem.
   toml::table tbl;
-  try {
-    tbl = toml::parse_file(running.config_file);
-  } catch (const toml::parse_error& e) {
-    std::string desc(e.description());
-    std::replace(desc.begin(), desc.end(), '\n', ' ');
-    return R::failure("--config " + quote(running.config_file) + ": line " +
-                      std::to_string(e.source().begin.line) + ": " + desc);
-  }
+  bool private_text = false;
+  if (auto err = read_toml(running.config_file, tbl, private_text)) return R::failure(*err);
   Config fresh;
   for (const std::string_view name :
        {std::string_view("dnstap"), std::string_view("dnstap-identity")}) {
@@ -1453,14 +1523,8 @@ Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,
                                               const ParseOptions& options) {
   using R = Checked<std::vector<TtlCap>>;
   toml::table tbl;
-  try {
-    tbl = toml::parse_file(config_file);
-  } catch (const toml::parse_error& e) {
-    std::string desc(e.description());
-    std::replace(desc.begin(), desc.end(), '\n', ' ');
-    return R::failure("--config " + quote(config_file) + ": line " +
-                      std::to_string(e.source().begin.line) + ": " + desc);
-  }
+  bool private_text = false;
+  if (auto err = read_toml(config_file, tbl, private_text)) return R::failure(*err);
   Config c;
   const toml::node* n = tbl.get("shadow-ttl");
   if (n == nullptr) return c.shadow_ttls;

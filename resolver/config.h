@@ -79,6 +79,12 @@ struct Config {
   std::vector<std::string> private_domains{};
   bool check_config = false;   ///< validate, print a summary, exit 0
   std::string control_path{};  ///< unix control socket; empty: none
+  /// --user (resolver/ops/privileges.h): the user to switch to after binding, looked up when
+  /// the configuration was read; empty: stay as started. --allow-root: started as root
+  /// without --user, run as root anyway.
+  std::string user{};
+  uint32_t user_uid = 0, user_gid = 0;
+  bool allow_root = false;
   std::optional<Endpoint> metrics{};
   /// Connection admission (resolver/net/conn_admission.h): TCP connections one source (an IPv4
   /// address, an IPv6 /64) may hold per listener; who may reach --metrics (empty: `allow`).

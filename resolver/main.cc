@@ -10,6 +10,7 @@
 
 #include "resolver/config.h"
 #include "resolver/log.h"
+#include "resolver/ops/privileges.h"
 #include "resolver/routing_settings.h"
 #include "resolver/server.h"
 #include "wire/name.h"
@@ -28,6 +29,9 @@ SIGHUP re-reads the --upstream-file and the hosts files, and from the --config f
 
 # LOGGING
 Messages go to standard error, one per line. Under systemd (standard error connected to the journal, as JOURNAL_STREAM says) each line starts with its syslog priority, <3> for errors to <6> for information, so that journalctl -p warning shows warnings and errors only; on a terminal the lines are plain. --log-queries=json writes the query log as JSON lines.
+
+# PRIVILEGES
+Started as root (by hand, in a container, by OpenRC or sysvinit), hourglassd binds its ports, opens its files and then switches to --user for good: no supplementary groups, no capabilities, no way back to root. Started as root without --user it refuses to run unless --allow-root is given. Under the packaged systemd unit it runs as a dynamic user and needs neither. Every file it opens by path must be a regular file (not a symbolic link), owned by root or its user and writable by no one else.
 
 # FILES
   /etc/hourglass/hourglass.toml    the configuration (packaged default)
@@ -62,6 +66,9 @@ hourglassd --config FILE --check-config checks a file without starting.
   control = "/run/hourglass/control"
   cache-file = "/var/lib/hourglass/cache"
   ttl-cap = ["shop.example.com=60"]
+
+# PRIVILEGES
+Started as root (by hand, in a container, by OpenRC or sysvinit), hourglassd binds its ports, opens its files and then switches to --user for good: no supplementary groups, no capabilities, no way back to root. Started as root without --user it refuses to run unless --allow-root is given. Under the packaged systemd unit it runs as a dynamic user and needs neither. Every file it opens by path must be a regular file (not a symbolic link), owned by root or its user and writable by no one else.
 
 # FILES
   /etc/hourglass/hourglass.toml    the file the packaged systemd unit passes to --config
@@ -131,10 +138,29 @@ int run(int argc, char** argv) {
                                  config.warnings.size() == 1 ? "" : "s"));
     return 0;
   }
+  // Started as root, it runs as --user once bound, or as root only when told to
+  // (resolver/ops/privileges.h).
+  if (auto refused = refuse_root(config)) {
+    log::write(log::Level::Error, *refused);
+    return 2;
+  }
+  forbid_new_privileges();  // hourglassd runs no program; before any thread starts
   auto server = Server::create(config);
   if (!server) {
     hg::resolver::log::print(hg::resolver::log::Level::Error, "hourglassd: {}", server.error());
     return 1;
+  }
+  if (auto failed = drop_to_user(config)) {
+    log::write(log::Level::Error, *failed);
+    return 1;
+  }
+  if (!config.user.empty()) {
+    log::print(log::Level::Info,
+               "hourglassd: running as user {} (uid {}, gid {}, no supplementary groups, no "
+               "capabilities)",
+               config.user, config.user_uid, config.user_gid);
+    for (const auto& w : check_user_access(config))
+      log::print(log::Level::Warning, "warning: {}", w);
   }
   return server.value()->run();
 }

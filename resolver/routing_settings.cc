@@ -300,7 +300,9 @@ HostsParse parse_hosts(std::string_view text) {
 Checked<HostsParse> read_hosts_file(const std::string& path) {
   auto text = read_small_file(path, kMaxHostsFileBytes);
   if (!text) return Checked<HostsParse>::failure(text.error());
-  return parse_hosts(text.value().text);
+  HostsParse parsed = parse_hosts(text.value().text);
+  if (text.value().private_text) unquote_private_lines(parsed.errors);
+  return parsed;
 }
 
 // --- the special-use and locally served zones ---------------------------------------------

@@ -9,39 +9,30 @@
 
 #include <fmt/core.h>
 
+#include "base/checked_open.h"
+
 namespace hg::resolver {
 
 namespace {
 
 constexpr std::size_t kMaxSecretFile = 4096;
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 std::optional<std::string> read_secret_file(const std::string& path, std::size_t min_size,
                                             std::string& out) {
   if (path.empty()) return "expected the path of a file";
-  // Non-blocking: a FIFO planted at the path must not hang the start.
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
-  if (f.fd < 0)
+  // The shared checks (base/checked_open.h): no symbolic link, a regular file owned by root or
+  // the daemon's user, writable by nobody else; then the secret's own rule, readable by its
+  // owner only.
+  base::TrustedFd f = base::open_trusted(path);
+  if (!f.ok()) {
+    // "is a symbolic link ..." follows the path; here the words follow "PATH: ".
+    if (!f.refused.empty()) return f.refused.substr(f.refused.rfind("is ", 0) == 0 ? 3 : 0);
     return fmt::format("cannot open: {}; expected a readable file whose first line is the secret",
-                       std::strerror(errno));
-  struct stat st = {};
-  if (::fstat(f.fd, &st) != 0) return fmt::format("cannot stat: {}", std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  const uid_t me = ::geteuid();
-  if (st.st_uid != me && st.st_uid != 0) {
-    return (
-        fmt::format("owned by uid {}, but hourglassd runs as uid {}; a secret must be owned by the "
-                    "daemon's user or root: chown {} {}",
-                    st.st_uid, me, me, path));
+                       std::strerror(f.error));
   }
+  const struct stat& st = f.st;
   if ((st.st_mode & 077) != 0) {
     return (
         fmt::format("mode {:04o} lets group or other {} it; a secret must be readable by its owner "

@@ -459,8 +459,12 @@ Checked<std::unique_ptr<Control>> Control::open(EventLoop& loop, Shared& shared,
     ::unlink(path.c_str());
     return R::failure(message);
   };
-  if (::chmod(path.c_str(), 0660) != 0 || ::lstat(path.c_str(), &st) != 0)
-    return fail_after_bind(what + ": cannot set the socket's mode: " + std::strerror(errno));
+  // The umask above made it 0660; no chmod(path) afterwards, which would follow a symbolic
+  // link swapped in after bind() (in a directory others may write) and open up its target.
+  // lstat() follows nothing: what is at the path now must be a socket.
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+    return fail_after_bind(what + ": the socket was replaced right after it was made; make " +
+                           "its directory writable by root and hourglassd's user only");
   if (::listen(fd, 16) != 0)
     return fail_after_bind(what + ": cannot listen: " + std::strerror(errno));
 

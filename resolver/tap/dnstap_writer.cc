@@ -16,6 +16,7 @@
 #include <ctime>
 
 #include "base/bytes.h"
+#include "base/checked_open.h"
 #include "base/wall_clock.h"
 #include "resolver/text.h"
 
@@ -93,9 +94,16 @@ struct Sink {
     if (self->fd >= 0) return fstrm_res_success;
     if (self->kind == Kind::File) {
       // Reopened after a write error (the file was opened at start): append, never truncate.
-      self->fd =
+      // The same rules as at start: a file another user put there since is not written to.
+      const int fd =
           ::open(self->path.c_str(),
                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, kFileMode);
+      struct stat st = {};
+      if (fd >= 0 && (::fstat(fd, &st) != 0 || !base::untrusted_reason(st, self->path).empty())) {
+        ::close(fd);
+        return fstrm_res_failure;
+      }
+      self->fd = fd;
       return self->fd >= 0 ? fstrm_res_success : fstrm_res_failure;
     }
     sockaddr_un sa{};
@@ -316,10 +324,12 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
     // Client addresses and names: readable by hourglassd's user only, whatever the umask
     // and whatever mode an older file had. O_NOFOLLOW: a symbolic link planted at the path
     // must not make hourglassd truncate what it points at; O_NONBLOCK: a FIFO there must not
-    // wedge the start.
-    const int fd =
-        ::open(options.target.c_str(),
-               O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, kFileMode);
+    // wedge the start. No O_TRUNC: a file that is already there is truncated only once
+    // fstat() shows it is one hourglassd may use (base/checked_open.h: owned by root or
+    // its user, writable by no one else) - one another user made would otherwise be filled
+    // with the query log for that user to read.
+    const int fd = ::open(options.target.c_str(),
+                          O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, kFileMode);
     if (fd < 0) {
       const int err = errno;
       delete sink;
@@ -330,15 +340,18 @@ Checked<std::unique_ptr<DnstapWriter>> DnstapWriter::open(const Options& options
                         ")");
     }
     struct stat st = {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::fchmod(fd, kFileMode) != 0) {
-      const int err = errno;
-      const bool regular = S_ISREG(st.st_mode);
+    std::string refused;
+    if (::fstat(fd, &st) != 0) {
+      refused = std::string("cannot stat it (") + std::strerror(errno) + ")";
+    } else if (auto why = base::untrusted_reason(st, options.target); !why.empty()) {
+      refused = why + "; it was left as it is";
+    } else if (::ftruncate(fd, 0) != 0 || ::fchmod(fd, kFileMode) != 0) {
+      refused = "cannot empty it or make it mode 0600 (" + std::string(std::strerror(errno)) + ")";
+    }
+    if (!refused.empty()) {
       ::close(fd);
       delete sink;
-      return R::failure("--dnstap " + quote(options.target) + ": " +
-                        (regular
-                             ? "cannot make it mode 0600 (" + std::string(std::strerror(err)) + ")"
-                             : std::string("not a regular file")) +
+      return R::failure("--dnstap " + quote(options.target) + ": " + refused +
                         "; give the path of a file hourglassd may create");
     }
     self->file_dev_ = st.st_dev;

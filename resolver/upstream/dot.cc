@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/small_file.h"
 #include "resolver/log.h"
 #include "resolver/upstream/upstream_board.h"
 
@@ -328,6 +330,9 @@ std::vector<uint16_t> Pending::take_all() {
 
 // --- DotChannel ----------------------------------------------------------------------------
 
+// Debian's whole CA bundle (ca-certificates.crt) is about 220 KiB.
+constexpr std::size_t kMaxCaFileBytes = std::size_t{4} << 20;
+
 Checked<std::shared_ptr<void>> DotChannel::make_context(const DotSettings& settings) {
   using R = Checked<std::shared_ptr<void>>;
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
@@ -336,12 +341,39 @@ Checked<std::shared_ptr<void>> DotChannel::make_context(const DotSettings& setti
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);  // RFC 8310 §9, RFC 9325
   if (SSL_CTX_set_default_verify_paths(ctx) != 1)
     return R::failure("TLS: cannot load the system CA store: " + ssl_errors());
-  if (!settings.ca_file.empty() &&
-      SSL_CTX_load_verify_locations(ctx, settings.ca_file.c_str(), nullptr) != 1) {
-    const std::string why = ssl_errors();
-    return R::failure("--tls-ca-file " + settings.ca_file +
-                      ": no PEM certificate could be loaded from it (" + why +
-                      "); give a readable file of PEM CA certificates");
+  if (!settings.ca_file.empty()) {
+    // Read under the rules of every file given by path (base/checked_open.h: no symbolic
+    // link, owned by root or the daemon's user, writable by no one else), then parsed from
+    // memory: SSL_CTX_load_verify_locations() would open the path again, following links.
+    base::SmallFile f = base::read_small_file(settings.ca_file, kMaxCaFileBytes);
+    if (f.status != base::SmallFile::Status::Ok) {
+      std::string why = f.status == base::SmallFile::Status::Refused ? f.refused
+                        : f.status == base::SmallFile::Status::TooLarge
+                            ? "is larger than " + std::to_string(kMaxCaFileBytes) + " bytes"
+                        : f.status == base::SmallFile::Status::NotRegular
+                            ? std::string("is not a regular file")
+                            : "cannot be read (" + std::string(std::strerror(f.error)) + ")";
+      return R::failure("--tls-ca-file " + settings.ca_file + ": " + why +
+                        "; give a readable file of PEM CA certificates");
+    }
+    int added = 0;
+    BIO* mem = BIO_new_mem_buf(f.text.data(), static_cast<int>(f.text.size()));
+    STACK_OF(X509_INFO)* infos =
+        mem == nullptr ? nullptr : PEM_X509_INFO_read_bio(mem, nullptr, nullptr, nullptr);
+    BIO_free(mem);
+    X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+    for (int i = 0; infos != nullptr && i < sk_X509_INFO_num(infos); ++i) {
+      X509_INFO* info = sk_X509_INFO_value(infos, i);
+      if (info->x509 != nullptr && X509_STORE_add_cert(store, info->x509) == 1) ++added;
+    }
+    if (infos != nullptr) sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    if (added == 0) {
+      const std::string why = ssl_errors();
+      return R::failure("--tls-ca-file " + settings.ca_file +
+                        ": no PEM certificate could be loaded from it (" +
+                        (why.empty() ? std::string("none found") : why) +
+                        "); give a readable file of PEM CA certificates");
+    }
   }
   SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);

@@ -42,13 +42,16 @@ ResolvConf parse_resolv_conf(std::string_view text) {
   return rc;
 }
 
-Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes) {
+Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes,
+                                  base::FileCheck check) {
   using R = Checked<FileText>;
   using S = base::SmallFile::Status;
-  base::SmallFile f = base::read_small_file(path, max_bytes);
+  base::SmallFile f = base::read_small_file(path, max_bytes, check);
   switch (f.status) {
     case S::Ok:
-      return FileText{std::move(f.text)};
+      return FileText{std::move(f.text), f.private_text};
+    case S::Refused:
+      return R::failure(quote(path) + " " + f.refused);
     case S::CannotOpen:
       return R::failure("cannot open " + quote(path) + " (" + std::strerror(f.error) + ")");
     case S::NotRegular:
@@ -62,9 +65,17 @@ Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes
   return R::failure("cannot read " + quote(path) + " (" + std::strerror(f.error) + ")");
 }
 
-Checked<ResolvConf> read_resolv_conf(const std::string& path) {
+void unquote_private_lines(std::vector<std::string>& messages) {
+  for (std::string& m : messages) {
+    const auto colon = m.find(": ");
+    m = (colon == std::string::npos ? std::string() : m.substr(0, colon + 2)) +
+        "not understood (the line is not quoted: the file is not readable by every user)";
+  }
+}
+
+Checked<ResolvConf> read_resolv_conf(const std::string& path, base::FileCheck check) {
   // resolv.conf is a few lines; 1 MiB is far more than any real one.
-  auto text = read_small_file(path, std::size_t{1} << 20);
+  auto text = resolver::read_small_file(path, std::size_t{1} << 20, check);
   if (!text) return Checked<ResolvConf>::failure(text.error());
   // A NUL byte: not a text file (a binary written over it, a truncated write padded with
   // zeros, or a file made to hide a line from `cat`). Refused whole rather than half read:
@@ -77,6 +88,7 @@ Checked<ResolvConf> read_resolv_conf(const std::string& path) {
         " contains a NUL byte: not a resolv.conf text file; write it as text (nameserver lines)");
   }
   ResolvConf rc = parse_resolv_conf(t);
+  if (text.value().private_text) unquote_private_lines(rc.warnings);
   for (auto& w : rc.warnings)
     w.insert(0, path + ": ");
   return rc;

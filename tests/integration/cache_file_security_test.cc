@@ -141,7 +141,8 @@ TEST_F(CacheFileAttack, AnotherUsersFileIsRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "chown to another user needs root (CI runs as root)";
   planted_file();
   ASSERT_EQ(::chown(path_.c_str(), 65534, 65534), 0);  // nobody
-  start_and_expect_refusal("owned by uid 65534, not by uid 0 that hourglassd runs as");
+  start_and_expect_refusal(
+      "is owned by uid 65534 (nobody), not by root or the user hourglassd runs as");
 }
 
 TEST_F(CacheFileAttack, AWorldWritableFileIsRefused) {

@@ -289,9 +289,12 @@ std::unique_ptr<Daemon> Daemon::start_with(std::vector<std::string> args,
                                            const StartOptions& options) {
   bool has_listen = false;
   bool has_dnssec = false;
+  bool has_user = false;
   for (const auto& a : args) {
     has_listen = has_listen || a == "--listen";
     has_dnssec = has_dnssec || a == "--dnssec" || a.starts_with("--dnssec=");
+    has_user = has_user || a == "--user" || a.starts_with("--user=") || a == "--allow-root" ||
+               a.starts_with("--allow-root=");
   }
   if (options.dnssec_off && !has_dnssec) {
     args.emplace_back("--dnssec");
@@ -301,6 +304,7 @@ std::unique_ptr<Daemon> Daemon::start_with(std::vector<std::string> args,
     args.emplace_back("--no-special-zone");
     args.emplace_back("test");
   }
+  if (options.allow_root && !has_user) args.emplace_back("--allow-root");
   if (options.add_listen && !has_listen) {
     args.insert(args.begin(), "127.0.0.1:0");
     args.insert(args.begin(), "--listen");

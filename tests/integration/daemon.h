@@ -144,6 +144,10 @@ struct StartOptions {
   /// (RFC 6761 §6.2's name for testing), which hourglassd otherwise answers NXDOMAIN itself.
   /// The tests of the special-use names set this false.
   bool test_zone_upstream = true;
+  /// Add `--allow-root` when args have no --user or --allow-root: the tests run as root, and
+  /// hourglassd refuses to stay root without being told (resolver/ops/privileges.h). The tests
+  /// of that refusal and of --user (privilege_test.cc) set this false or give --user.
+  bool allow_root = true;
   /// "NAME=VALUE" strings added to (or replacing in) the inherited environment.
   std::vector<std::string> env{};
   /// Also set WATCHDOG_PID to the daemon's own PID (as systemd does with WatchdogSec=).

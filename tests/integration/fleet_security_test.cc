@@ -309,7 +309,7 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
   };
   const std::vector<Case> cases{
       {{"--fleet-key-file", loose.path}, "mode 0644 lets group or other read it"},
-      {{"--fleet-key-file", group_writable.path}, "mode 0620 lets group or other write it"},
+      {{"--fleet-key-file", group_writable.path}, "writable by its group (mode 0620)"},
       {{"--fleet-key-file", short_key.path}, "at least 32 are needed"},
       {{"--redis-password-file", password.path}, "chmod 600 " + password.path},
       {{"--redis-user", "hourglass"}, "needs its password"},
@@ -321,8 +321,8 @@ TEST_F(FleetSecurityTest, SecretFilesOthersCanReadOrThatAreTooShortAreRefusedWit
   all.push_back({{"--fleet-key-file", fifo}, "not a regular file"});
   // Owned by someone else (only root can make such a file here).
   if (chowned)
-    all.push_back(
-        {{"--fleet-key-file", foreign.path}, "owned by uid 65534, but hourglassd runs as uid 0"});
+    all.push_back({{"--fleet-key-file", foreign.path},
+                   "owned by uid 65534 (nobody), not by root or the user hourglassd runs as"});
   for (const Case& c : all) {
     std::vector<std::string> args{"--upstream", upstream_.address(), "--redis", redis_.address()};
     args.insert(args.end(), c.args.begin(), c.args.end());

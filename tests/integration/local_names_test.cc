@@ -290,7 +290,7 @@ TEST(LocalNamesGetaddrinfo, GetentAhostsSeesLoopbackForLocalhostAndNothingForSpe
   const std::string script =
       "ip link set lo up && mount --bind " + resolv.path() + " /etc/resolv.conf && mount --bind " +
       hosts.path() + " /etc/hosts || exit 99\n" + HOURGLASSD +
-      " --listen 127.0.0.1:53 --upstream 127.0.0.1:1 --hosts-file " + my_hosts.path() +
+      " --listen 127.0.0.1:53 --upstream 127.0.0.1:1 --allow-root --hosts-file " + my_hosts.path() +
       " --control " + sock + " 2>/dev/null & pid=$!\n" + "i=0; until " + ctl_cmd +
       " stats >/dev/null 2>&1; do i=$((i+1)); " + "[ $i -gt 100 ] && exit 98; sleep 0.05; done\n" +
       "for n in localhost foo.localhost fromfile.test x.invalid x.onion router.home.arpa wpad; do\n"

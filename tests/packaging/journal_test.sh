@@ -28,7 +28,10 @@ run_daemon() {  # run_daemon LOG JOURNAL_STREAM ARGS...: start, one query, stop;
   shift 2
   : >"$log"
   [[ $js == self ]] && js=$(stat -c '%d:%i' "$log")
-  JOURNAL_STREAM=$js "$daemon" --listen 127.0.0.1:0 --upstream "127.0.0.1:$fp" "$@" 2>>"$log" &
+  # As root (CI), hourglassd needs --allow-root (or --user) to start.
+  local root=()
+  (($(id -u) == 0)) && root=(--allow-root)
+  JOURNAL_STREAM=$js "$daemon" --listen 127.0.0.1:0 --upstream "127.0.0.1:$fp" "${root[@]}" "$@" 2>>"$log" &
   local pid=$!
   pids+=("$pid")
   port=""

@@ -89,7 +89,8 @@ snapshot() {
   find /etc /lib/systemd /lib/resolvconf /usr/lib/NetworkManager /usr/sbin /usr/bin /usr/libexec /usr/share/hourglass \
        /usr/share/doc/hourglass /usr/share/bash-completion /usr/share/man/man1 \
        /usr/share/man/man5 /usr/share/man/man8 /var/lib/hourglass /var/lib/private \
-       /var/lib/systemd -xdev -not -path '/etc/ld.so.cache' 2>/dev/null |
+       /var/lib/systemd -xdev -not -path '/etc/ld.so.cache' \
+       -not -regex '/etc/\(passwd\|group\|shadow\|gshadow\|subuid\|subgid\)-?' 2>/dev/null |
     sort || true  # a folder may not exist
 }
 resolv_before=$(md5sum /etc/resolv.conf 2>/dev/null || echo none)
@@ -109,6 +110,16 @@ grep -q 'prepare-upstream: wrote /etc/hourglass/upstream.conf' "$work/install.lo
 [[ -f /etc/hourglass/upstream.conf ]] || fail "no /etc/hourglass/upstream.conf after install"
 if grep -qE '^nameserver (127\.0\.0\.1|::1)$' /etc/hourglass/upstream.conf; then
   fail "upstream.conf has a forwarding loop"
+fi
+# The system user for starts without systemd (the unit uses a dynamic user); like every
+# Debian system user it stays after a purge, since files it made may be left elsewhere.
+getent passwd hourglass | grep -q ':/nonexistent:' || fail "postinst did not create the system user hourglass"
+hg_uid=$(id -u hourglass)
+if [[ ! -d /run/systemd/system ]]; then
+  grep -q 'systemd is not running, so hourglassd was not started' "$work/install.log" ||
+    fail "postinst did not say that it did not start hourglassd"
+  grep -q 'hourglassd --config /etc/hourglass/hourglass.toml --user hourglass' "$work/install.log" ||
+    fail "postinst did not give the command to start hourglassd"
 fi
 [[ -L /etc/systemd/system/multi-user.target.wants/hourglassd.service ]] ||
   fail "hourglassd.service is not enabled"
@@ -143,9 +154,10 @@ hooks_quiet "installed, hourglassd not running"
 pids+=($!)
 fp=$(port_of "$work/floor.log") || fail "the scripted upstream did not start"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# As an administrator without systemd would start it: as root, switching to the package's user.
 /usr/sbin/hourglassd --config /etc/hourglass/hourglass.toml --listen "127.0.0.1:$port" \
   --upstream "127.0.0.1:$fp" --control "$work/control.sock" --cache-file "$work/cache" \
-  2>"$work/daemon.log" &
+  --user hourglass 2>"$work/daemon.log" &
 pids+=($!)
 answer=""
 for ((i = 0; i < 50; i++)); do
@@ -155,6 +167,10 @@ for ((i = 0; i < 50; i++)); do
 done
 [[ $answer == 198.18.0.1 ]] || { cat "$work/daemon.log"; fail "no answer from the installed hourglassd"; }
 echo "installed hourglassd answered: probe.example. A $answer"
+read -r _ ruid euid _ < <(grep '^Uid:' "/proc/${pids[1]}/status")
+[[ $ruid == "$hg_uid" && $euid == "$hg_uid" ]] || fail "hourglassd runs as uid $ruid/$euid, not hourglass ($hg_uid)"
+grep -q '^CapEff:[[:space:]]*0000000000000000$' "/proc/${pids[1]}/status" || fail "hourglassd kept capabilities"
+echo "installed hourglassd runs as hourglass (uid $hg_uid), no capabilities"
 /usr/bin/hourglass-ctl --socket "$work/control.sock" stats | grep -q '^server.queries_udp [1-9]' ||
   fail "installed hourglass-ctl stats"
 # The installed hooks reach the installed hourglassd: NetworkManager's up and down, OpenVPN's.

@@ -165,8 +165,8 @@ TEST_F(DnstapConfig, RereadIgnoresABadValueOfAnotherKey) {
 }
 
 // Client addresses and names: the file is 0600 whatever the umask, and an older file's
-// looser mode is tightened; a symbolic link or a FIFO at the path is refused, and what the
-// link points at is not truncated.
+// looser mode is tightened (one others may write is refused); a symbolic link or a FIFO at the path
+// is refused, and what the link points at is not truncated.
 TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
   DnstapCounters counters;
   DnstapWriter::Options o;
@@ -177,12 +177,27 @@ TEST_F(DnstapConfig, TheFileIs0600AndNeverALinkOrAFifo) {
     ASSERT_TRUE(w) << w.error();
   }
   const std::string older = file("older.dnstap", "x");
-  ASSERT_EQ(::chmod(older.c_str(), 0666), 0);
+  ASSERT_EQ(::chmod(older.c_str(), 0644), 0);
   {
     DnstapWriter::Options o2 = o;
     o2.target = older;
     auto w = DnstapWriter::open(o2, counters);
     ASSERT_TRUE(w) << w.error();
+  }
+  // One others may write is refused and left as it is: whoever opened it for reading and
+  // writing before would read the query log (base/checked_open.h).
+  const std::string open_to_all = file("open.dnstap", "theirs");
+  ASSERT_EQ(::chmod(open_to_all.c_str(), 0666), 0);
+  {
+    DnstapWriter::Options o3 = o;
+    o3.target = open_to_all;
+    auto w = DnstapWriter::open(o3, counters);
+    ASSERT_FALSE(w);
+    EXPECT_THAT(w.error(), HasSubstr("is writable by every user (mode 0666)"));
+    std::ifstream in(open_to_all);
+    std::string text;
+    std::getline(in, text);
+    EXPECT_EQ(text, "theirs");
   }
   ::umask(old_mask);
   for (const std::string& p : {o.target, older}) {

@@ -59,7 +59,7 @@ std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     out.push_back(*ep);
   }
   if (!out.empty()) return out;
-  auto rc = resolver::read_resolv_conf("/etc/resolv.conf");
+  auto rc = resolver::read_resolv_conf("/etc/resolv.conf", base::FileCheck::Any);
   if (!rc || rc->nameservers.empty()) {
     std::fprintf(stderr,
                  "hourglass-rehearse %.*s: --resolver not given and /etc/resolv.conf names no "

@@ -160,7 +160,7 @@ def strace_table(text, count):
 # ------------------------------------------------------------------ miss-callgrind
 def hgd_argv(hgd, port, up, *extra):
     return [hgd, "--listen", f"127.0.0.1:{port}", "--upstream", f"127.0.0.1:{up}", "--threads",
-            "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(hgd),
+            "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(hgd), *common.hgd_root(hgd),
             *extra]
 
 

@@ -47,7 +47,7 @@ def udp_answers(port):
 def start(ps, binary, port, allow, extra=()):
     pid = ps.start("hourglassd", [binary, "--listen", f"127.0.0.1:{port}", "--upstream",
                                   "127.0.0.1:9", "--allow", allow, *common.HGD_DNSSEC_OFF,
-                                  *common.hgd_test_zone(binary),
+                                  *common.hgd_test_zone(binary), *common.hgd_root(binary),
                                   *extra])
     if not procs.wait_until(lambda _: udp_answers(port), 100, 0, alive=lambda: ps.alive(pid)):
         raise BenchError(f"{binary} did not start on port {port}")

@@ -169,11 +169,11 @@ def miss_main(a, ps):
         if fw == "hg-udp":
             return [s.hgd, "--listen", f"127.0.0.1:{FW_PORT}", "--upstream",
                     f"127.0.0.1:{U_PLAIN}", "--threads", "1", *common.HGD_DNSSEC_OFF,
-                    *common.hgd_test_zone(s.hgd)]
+                    *common.hgd_test_zone(s.hgd), *common.hgd_root(s.hgd)]
         if fw == "hg-dot":
             return [s.hgd, "--listen", f"127.0.0.1:{FW_PORT}", "--upstream",
                     f"tls://127.0.0.1:{U_TLS}#dns.test", "--tls-ca-file", f"{work}/ca.pem",
-                    "--threads", "1", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(s.hgd)]
+                    "--threads", "1", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(s.hgd), *common.hgd_root(s.hgd)]
         if fw in ("ub-udp", "ub-dot"):
             return ["unbound", "-d", "-c", f"{work}/{fw}.conf"]
         raise BenchError(f"unknown forwarder {fw} in FORWARDERS")
@@ -243,10 +243,10 @@ def dnsdist_main(a, ps):
         if fw == "hg-udp":
             return [s.hgd, "--listen", f"127.0.0.1:{DFW_PORT}", "--upstream",
                     f"127.0.0.1:{D_PLAIN}", "--threads", "1", *common.HGD_DNSSEC_OFF,
-                    *common.hgd_test_zone(s.hgd)]
+                    *common.hgd_test_zone(s.hgd), *common.hgd_root(s.hgd)]
         return [s.hgd, "--listen", f"127.0.0.1:{DFW_PORT}", "--upstream",
                 f"tls://127.0.0.1:{D_TLS}#dns.test", "--tls-ca-file", f"{work}/ca.pem",
-                "--threads", "1", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(s.hgd)]
+                "--threads", "1", *common.HGD_DNSSEC_OFF, *common.hgd_test_zone(s.hgd), *common.hgd_root(s.hgd)]
     run = Runner(s, ps, work)
     rows = []
     with open(f"{work}/results.tsv", "w", encoding="ascii") as tsv:

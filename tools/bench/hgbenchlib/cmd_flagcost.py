@@ -134,7 +134,7 @@ def run(a, ps, after):
         log = f"{work}/{v}.log"
         pid[v] = ps.start(v, [hgd, "--listen", f"127.0.0.1:{port[v]}", "--upstream",
                               f"127.0.0.1:{up}", "--threads", "1", "--cache-size", "64MiB",
-                              "--control", f"{work}/{v}.ctl", *common.hgd_test_zone(hgd), *extra],
+                              "--control", f"{work}/{v}.ctl", *common.hgd_test_zone(hgd), *common.hgd_root(hgd), *extra],
                     log=log, cpu=0)
         if not common.wait_answering(ps, pid[v], port[v]):
             raise BenchError(f"hourglassd ({v}) did not answer (see {log})")

@@ -74,7 +74,7 @@ def _fleet(ps, work, hg, names, hit_seconds, rounds, miss_n, miss_qps):
         log = f"{work}/hg-{port}.log"
         pid = ps.start(f"hourglassd {port}", [hg, "--listen", f"127.0.0.1:{port}", "--upstream",
                                               f"127.0.0.1:{UP}", *common.HGD_DNSSEC_OFF,
-                                              *common.hgd_test_zone(hg), *args],
+                                              *common.hgd_test_zone(hg), *common.hgd_root(hg), *args],
                        log=log)
         if not procs.wait_until(lambda _: probe.query_a(port, "n0.bench.test.") is not None,
                                 40, 0.25, alive=lambda: ps.alive(pid)):

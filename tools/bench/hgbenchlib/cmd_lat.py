@@ -72,7 +72,7 @@ def start_server(ps, kind, work, port, up, hgd, floor, log):
     if kind == "hourglass":
         argv = [hgd, "--listen", f"127.0.0.1:{port}", "--upstream", f"127.0.0.1:{up}",
                 "--threads", "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF,
-                *common.hgd_test_zone(hgd)]
+                *common.hgd_test_zone(hgd), *common.hgd_root(hgd)]
     elif kind == "floor":
         argv = [floor, f"127.0.0.1:{port}"]
     else:

@@ -202,11 +202,11 @@ class Bench:
             # bench's upstream (authoritative for bench.test. only) cannot serve.
             return [b, "--listen", f"127.0.0.1:{p}", "--upstream", f"127.0.0.1:{up}",
                     "--threads", "1", "--cache-size", "64MiB", *common.HGD_DNSSEC_OFF,
-                    *common.hgd_test_zone(b)]
+                    *common.hgd_test_zone(b), *common.hgd_root(b)]
         if fw == "hourglass-validate":
             return [self.hgd, "--listen", f"127.0.0.1:{p}", "--upstream", f"127.0.0.1:{up}",
                     "--threads", "1", "--cache-size", "64MiB", "--dnssec", "validate",
-                    "--trust-anchor", self.anchor_file, *common.hgd_test_zone(self.hgd)]
+                    "--trust-anchor", self.anchor_file, *common.hgd_test_zone(self.hgd), *common.hgd_root(self.hgd)]
         if fw in ("unbound", "unbound-validate"):
             return ["unbound", "-d", "-c", f"{w}/{fw}.conf"]
         if fw == "dnsmasq":

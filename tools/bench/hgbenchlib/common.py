@@ -37,6 +37,24 @@ def hgd_test_zone(binary):
     return ("--no-special-zone", "test") if _HAS_NO_SPECIAL[binary] else ()
 
 
+_ROOT_FLAGS = {}
+
+
+def hgd_root(binary):
+    """("--allow-root",) when the benches run as root and `binary` has the flag: hourglassd
+    refuses to stay root without it (or --user); an older HGD_BASE build has no such flag."""
+    if os.geteuid() != 0:
+        return ()
+    if binary not in _ROOT_FLAGS:
+        try:
+            out = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                                 timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _ROOT_FLAGS[binary] = ("--allow-root",) if "--allow-root" in out else ()
+    return _ROOT_FLAGS[binary]
+
+
 def release(path):
     """A file in build-release/ (where `run` and `flag-cost` build)."""
     return os.path.join(ROOT, "build-release", path)

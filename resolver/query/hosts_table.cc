@@ -178,6 +178,8 @@ Checked<HostsTable::Read> HostsTable::read(const std::string& path) {
   if (!text) return Checked<Read>::failure(text.error());
   Read r;
   r.table = parse(path, text.value().text, r.errors);
+  // A file others may not read: its bad lines are said by number, never quoted.
+  if (text.value().private_text) unquote_private_lines(r.errors);
   return r;
 }
 

@@ -84,11 +84,11 @@ export HOURGLASS_CTL=$ctl HOURGLASS_CONTROL=$work/control.sock
 : >/etc/hosts
 printf 'resolv_conf=/etc/resolv.conf\nname_servers=127.0.0.1\n' >/etc/resolvconf.conf
 printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:2\n' >/etc/resolv.conf
-$hourglassd --listen 127.0.0.2:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/default-hosts \
+$hourglassd --allow-root --listen 127.0.0.2:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/default-hosts \
   2>$work/default.log & def=\$!
-$hourglassd --listen 127.0.0.9:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/vpn-hosts \
+$hourglassd --allow-root --listen 127.0.0.9:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/vpn-hosts \
   2>$work/vpn.log & vpn=\$!
-$hourglassd --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
+$hourglassd --allow-root --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
   2>$work/daemon.log & own=\$!
 i=0; until $ctl stats >/dev/null 2>&1 && dig @127.0.0.9 +short +tries=1 +time=1 n1.corp.example | grep -q 99 &&
            dig @127.0.0.2 +short +tries=1 +time=1 n1.corp.example | grep -q 10; do
@@ -136,7 +136,7 @@ if [ $have_openresolv = 1 ]; then
   printf 'nameserver 127.0.0.9\nsearch corp.example\n' | resolvconf -a tun0
   echo "before-restart: \$($ctl links | tr '\n' ' ')"
   kill \$own; wait \$own
-  $hourglassd --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
+  $hourglassd --allow-root --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
     2>>$work/daemon.log & own=\$!
   i=0; until $ctl stats >/dev/null 2>&1; do i=\$((i+1)); [ \$i -gt 200 ] && exit 98; sleep 0.05; done
   echo "after-restart: \$($ctl links | tr '\n' ' ')"

@@ -44,9 +44,9 @@ mount -t tmpfs tmpfs /run || exit 99
 mkdir -p /run/resolvconf /run/hourglass /etc/hourglass
 export HOURGLASS_CTL=$ctl HOURGLASS_CONTROL=$work/control.sock
 : >/etc/hosts
-$hourglassd --listen 127.0.0.2:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/net-hosts \
+$hourglassd --allow-root --listen 127.0.0.2:53 --upstream 127.0.0.1:1 --dnssec off --hosts-file $work/net-hosts \
   2>$work/net.log & net=\$!
-$hourglassd --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
+$hourglassd --allow-root --listen 127.0.0.1:53 --upstream 127.0.0.2:53 --dnssec off --control $work/control.sock \
   2>$work/daemon.log & own=\$!
 i=0; until $ctl stats >/dev/null 2>&1; do i=\$((i+1)); [ \$i -gt 200 ] && exit 98; sleep 0.05; done
 short() {  # short LABEL: getent hosts intranet, and what resolv.conf said

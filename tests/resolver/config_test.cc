@@ -471,7 +471,7 @@ TEST(ParseConfigFile, AListKeyGivenAPlainStringIsAnErrorThatShowsTheFix) {
   std::string toml = dir.write("hg.toml", "listen = \"127.0.0.1:5300\"\n");
   ConfigExit e = fails(parse_args({"--config", toml, "--upstream", "192.0.2.1"}));
   EXPECT_EQ(e.exit_code, 2);
-  EXPECT_THAT(e.message, HasSubstr(toml + ": listen = \"127.0.0.1:5300\""));
+  EXPECT_THAT(e.message, HasSubstr(toml + ":1: listen = \"127.0.0.1:5300\""));
   EXPECT_THAT(e.message, HasSubstr("listen is a list, even of one value: write listen = "
                                    "[\"127.0.0.1:5300\"]"));
   toml = dir.write("x.toml", "listen = \"x\"\n");
@@ -579,7 +579,7 @@ TEST(ParseConfigFile, BadValueNamesFileKeyValueAndWhatIsAllowed) {
   std::string toml = dir.write("hg.toml", "upstream = [\"192.0.2.1\"]\ncache-size = \"64XB\"\n");
   ConfigExit e = fails(parse_args({"--config", toml}));
   EXPECT_EQ(e.exit_code, 2);
-  EXPECT_THAT(e.message, HasSubstr(toml + ": cache-size = \"64XB\""));
+  EXPECT_THAT(e.message, HasSubstr(toml + ":2: cache-size = \"64XB\""));
   EXPECT_THAT(e.message, HasSubstr("MiB"));
 }
 

@@ -116,7 +116,7 @@ TEST_F(DnstapConfig, TomlKeysAndRoundTrip) {
   const std::string bad = file("bad.toml", "dnstap = \"unix:\"\n");
   auto r3 = parse({"--config", bad});
   ASSERT_TRUE(std::holds_alternative<ConfigExit>(r3));
-  EXPECT_THAT(std::get<ConfigExit>(r3).message, HasSubstr(bad + ": dnstap = \"unix:\""));
+  EXPECT_THAT(std::get<ConfigExit>(r3).message, HasSubstr(bad + ":1: dnstap = \"unix:\""));
 }
 
 TEST_F(DnstapConfig, RereadTakesTheFileButKeepsCommandLineValues) {

@@ -696,7 +696,8 @@ Checked<std::shared_ptr<const Routing>> Server::build_routing(const char* why, H
   // No reads (a link changed): the hosts files' tables in force, as they are.
   if (reads.paths.empty()) {
     for (const std::string& path : hosts_files_)
-      if (auto it = hosts_read_.find(path); it != hosts_read_.end()) in.tables.push_back(it->second);
+      if (auto it = hosts_read_.find(path); it != hosts_read_.end())
+        in.tables.push_back(it->second);
   }
   if (unsaid > 0)
     log::print(log::Level::Warning, "{}: and {} more malformed hosts lines", why, unsaid);

@@ -26,12 +26,10 @@ bool capability_sets(uint64_t& effective, uint64_t& permitted, uint64_t& inherit
   head.pid = 0;
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   if (::syscall(SYS_capget, &head, data) != 0) return false;
-  auto join = [&](uint32_t __user_cap_data_struct::*m) {
-    return uint64_t{data[0].*m} | (uint64_t{data[1].*m} << 32);
-  };
-  effective = join(&__user_cap_data_struct::effective);
-  permitted = join(&__user_cap_data_struct::permitted);
-  inheritable = join(&__user_cap_data_struct::inheritable);
+  auto join = [](uint32_t low, uint32_t high) { return uint64_t{low} | (uint64_t{high} << 32); };
+  effective = join(data[0].effective, data[1].effective);
+  permitted = join(data[0].permitted, data[1].permitted);
+  inheritable = join(data[0].inheritable, data[1].inheritable);
   return true;
 }
 

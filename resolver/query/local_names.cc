@@ -399,7 +399,7 @@ Checked<std::shared_ptr<const Routing>> Routing::build(const Input& input) {
   for (const auto& t : r->tables_) {
     for (const std::string& l : t->last_labels())
       r->add_tld(l);
-    if (t->addresses() > 0) r->add_tld(std::string_view("\4arpa", 6));
+    if (t->addresses() > 0) r->add_tld(std::string_view("\4arpa\0", 6));  // arpa. in wire form
   }
   // --local-record data: at its exact name, beside (and before) the hosts files' data.
   r->records_ = input.records;

@@ -8,10 +8,12 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "resolver/text.h"
 #include "resolver/upstream/resolv_conf.h"
 
 namespace hg::resolver {
 
+using text::shown;
 using wire::RRType;
 
 namespace {
@@ -32,21 +34,6 @@ bool printable(std::string_view s) {
     const auto b = static_cast<unsigned char>(c);
     return b > 0x20 && b < 0x7F;
   });
-}
-
-// Text quoted in an error: at most 64 bytes, control and non-ASCII bytes as \xHH, so an
-// error is always one printable line.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (const char c : s.substr(0, 64)) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b >= 0x7F) {
-      out += fmt::format("\\x{:02x}", b);
-    } else {
-      out += c;
-    }
-  }
-  return s.size() > 64 ? out + "..." : out;
 }
 
 }  // namespace

@@ -28,6 +28,24 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+/// Text quoted in an error: at most 64 bytes, control and non-ASCII bytes as \xHH, so the
+/// error is always one printable line however hostile the text (NUL bytes included).
+inline std::string shown(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : s.substr(0, 64)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b >= 0x7F) {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    } else {
+      out += c;
+    }
+  }
+  return s.size() > 64 ? out + "..." : out;
+}
+
 /// A decimal number made of digits only (no sign, no spaces), at most 15 digits.
 inline std::optional<uint64_t> parse_digits(std::string_view s) {
   if (s.size() > 15) return std::nullopt;

@@ -5,26 +5,14 @@
 
 #include <algorithm>
 
+#include "resolver/text.h"
 #include "wire/format.h"
 
 namespace hg::resolver {
 
-namespace {
+using text::shown;
 
-// A word quoted in an error: at most 64 bytes, control and non-ASCII bytes as \xHH, so the
-// error is always one printable line however hostile the word (NUL bytes included).
-std::string shown(std::string_view s) {
-  std::string out;
-  for (const char c : s.substr(0, 64)) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b >= 0x7F) {
-      out += fmt::format("\\x{:02x}", b);
-    } else {
-      out += c;
-    }
-  }
-  return s.size() > 64 ? out + "..." : out;
-}
+namespace {
 
 bool printable(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {

@@ -10,9 +10,22 @@
 
 namespace hg::test {
 
-std::unique_ptr<UnboundServer> UnboundServer::start(
-    uint16_t port, const std::vector<std::string>& zones,
-    const std::vector<std::string>& trust_anchor_lines, std::string& error) {
+namespace {
+
+// The server: section both kinds share: loopback only, in the foreground, no privileges
+// dropped, no chroot, logs to the log file, one thread, no prefetch.
+std::string server_section(const std::string& dir, uint16_t port) {
+  return "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(port) +
+         "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + dir +
+         "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
+         "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
+         "  access-control: 127.0.0.0/8 allow\n  prefetch: no\n"
+         "  outgoing-range: 32\n  so-reuseport: no\n  qname-minimisation: no\n";
+}
+
+}  // namespace
+
+std::unique_ptr<UnboundServer> UnboundServer::make(std::string& error) {
   if (run_command("sh -c 'command -v unbound'", 5).exit_code != 0) {
     error = "unbound not installed (scripts/install-deps)";
     return nullptr;
@@ -23,17 +36,19 @@ std::unique_ptr<UnboundServer> UnboundServer::start(
     return nullptr;
   }
   u->port_ = free_port();
+  return u;
+}
+
+std::unique_ptr<UnboundServer> UnboundServer::start(
+    uint16_t port, const std::vector<std::string>& zones,
+    const std::vector<std::string>& trust_anchor_lines, std::string& error) {
+  auto u = make(error);
+  if (!u) return nullptr;
   const bool validate = !trust_anchor_lines.empty();
   // The RFC 6761 and RFC 6303 names Unbound answers itself by default ("test." among them)
   // would hide the test's zones: nodefault for the ones the tests use.
-  std::string conf = "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(u->port_) +
-                     "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" +
-                     u->dir_.path() +
-                     "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
-                     "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
-                     "  access-control: 127.0.0.0/8 allow\n  prefetch: no\n"
-                     "  outgoing-range: 32\n  so-reuseport: no\n  local-zone: \"test.\" nodefault\n"
-                     "  qname-minimisation: no\n  harden-referral-path: no\n";
+  std::string conf = server_section(u->dir_.path(), u->port_) +
+                     "  local-zone: \"test.\" nodefault\n  harden-referral-path: no\n";
   if (validate) {
     conf += "  module-config: \"validator iterator\"\n  ede: yes\n  val-log-level: 2\n";
     for (const auto& line : trust_anchor_lines)
@@ -52,27 +67,13 @@ std::unique_ptr<UnboundServer> UnboundServer::start(
 
 std::unique_ptr<UnboundServer> UnboundServer::start_forwarder(uint16_t upstream_port,
                                                               std::string& error) {
-  if (run_command("sh -c 'command -v unbound'", 5).exit_code != 0) {
-    error = "unbound not installed (scripts/install-deps)";
-    return nullptr;
-  }
-  std::unique_ptr<UnboundServer> u(new UnboundServer());
-  if (u->dir_.path().empty()) {
-    error = "mkdtemp failed";
-    return nullptr;
-  }
-  u->port_ = free_port();
-  const std::string conf =
-      "server:\n  interface: 127.0.0.1\n  port: " + std::to_string(u->port_) +
-      "\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"" + u->dir_.path() +
-      "\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 1\n"
-      "  num-threads: 1\n  do-ip6: no\n  do-not-query-localhost: no\n"
-      "  access-control: 127.0.0.0/8 allow\n  prefetch: no\n"
-      "  outgoing-range: 32\n  so-reuseport: no\n  qname-minimisation: no\n"
-      "  module-config: \"iterator\"\n"
-      "remote-control:\n  control-enable: no\n"
-      "forward-zone:\n  name: \".\"\n  forward-addr: 127.0.0.1@" +
-      std::to_string(upstream_port) + "\n";
+  auto u = make(error);
+  if (!u) return nullptr;
+  const std::string conf = server_section(u->dir_.path(), u->port_) +
+                           "  module-config: \"iterator\"\n"
+                           "remote-control:\n  control-enable: no\n"
+                           "forward-zone:\n  name: \".\"\n  forward-addr: 127.0.0.1@" +
+                           std::to_string(upstream_port) + "\n";
   // localhost SOA: one of Unbound's own zones, so readiness costs the upstream no query.
   return run(std::move(u), conf, "localhost", error);
 }

@@ -40,6 +40,9 @@ class UnboundServer {
 
  private:
   UnboundServer() = default;
+  /// A new server with its directory and port, or nullptr (and why in `error`) when unbound
+  /// is not installed or the directory could not be made.
+  static std::unique_ptr<UnboundServer> make(std::string& error);
   /// Writes `conf`, runs unbound on it, waits (bounded) until it answers `probe` SOA.
   static std::unique_ptr<UnboundServer> run(std::unique_ptr<UnboundServer> u,
                                             const std::string& conf, const std::string& probe,

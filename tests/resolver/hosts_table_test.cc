@@ -38,7 +38,8 @@ std::shared_ptr<const Routing> routing(std::vector<std::shared_ptr<const HostsTa
 }
 
 std::vector<uint8_t> lw(std::string_view text) {
-  const auto w = wire::Name::from_text(text).value().lowercased().wire();
+  const wire::Name name = wire::Name::from_text(text).value().lowercased();
+  const auto w = name.wire();  // a view into `name`, which must outlive it
   return {w.begin(), w.end()};
 }
 

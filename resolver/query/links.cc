@@ -131,6 +131,14 @@ Checked<LinkCommand> parse_link_command(std::span<const std::string_view> words)
             "(the default route), e.g. corp.example or ~corp.example",
             who, shown(v)));
       d.zone = name->lowercased();
+      // RFC 6761 §6.3: localhost names are the loopback addresses whatever a network says
+      // (a forward zone of the configuration may still claim them; a link may not).
+      static const wire::Name localhost = wire::Name::from_text("localhost").value();
+      if (d.zone.is_subdomain_of(localhost))
+        return R::failure(fmt::format(
+            "{}: --domain '{}': localhost names are always the loopback addresses (RFC 6761 "
+            "§6.3); a link cannot route them",
+            who, shown(v)));
       if (d.zone.is_root()) routes_root = true;
       // The same zone twice: one entry, a search domain if either said so.
       auto same = std::find_if(c.link.domains.begin(), c.link.domains.end(),

@@ -87,6 +87,8 @@ TEST(LinkParse, MalformedWordsAreNamed) {
       {"link tun0 --domain . --default-route no", "contradicts"},
       {"link tun0 --default-route", "--default-route needs a value"},
       {"link tun0 dns 10.8.0.1", "unexpected word 'dns'"},
+      {"link tun0 --dns 10.8.0.1 --domain ~LocalHost", "localhost names are always the loopback"},
+      {"link tun0 --dns 10.8.0.1 --domain a.localhost.", "a link cannot route them"},
   };
   for (const auto& [line, want] : cases) {
     auto r = parse(line);

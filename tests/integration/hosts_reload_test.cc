@@ -15,6 +15,7 @@
 
 #include "tests/integration/daemon.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/eventually.h"
 
 namespace hg::integration {
 namespace {
@@ -24,17 +25,6 @@ using test::FakeReply;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kLimit = std::size_t{64} << 20;  // kMaxHostsFileBytes
-
-// Polls (bounded: 20 s) until `pred` holds.
-template <class F>
-bool poll_until(F pred) {
-  const auto t0 = Clock::now();
-  while (Clock::now() - t0 < std::chrono::seconds(20)) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Millis{20});
-  }
-  return false;
-}
 
 std::vector<std::string> ask_a(uint16_t port, const std::string& name) {
   auto a = udp_query(port, build_query({.name = name}), Millis{2000});
@@ -67,9 +57,10 @@ TEST_F(HostsReload, AFileOverTheLimitIsRefusedWithOneLineAndTheOldTableStays) {
   std::ofstream(big) << "192.0.2.22 limit.example\n";
   ASSERT_EQ(::truncate(big.c_str(), static_cast<off_t>(kLimit)), 0);
   ASSERT_EQ(std::rename(big.c_str(), hosts.path().c_str()), 0);
-  ASSERT_TRUE(poll_until([&] {
-    return ask_a(port(), "limit.example") == std::vector<std::string>{"192.0.2.22"};
-  })) << daemon_->output();
+  ASSERT_TRUE(test::eventually(
+      [&] { return ask_a(port(), "limit.example") == std::vector<std::string>{"192.0.2.22"}; },
+      std::chrono::seconds{20}))
+      << daemon_->output();
   EXPECT_EQ(
       daemon_->lines_with(":2: a line of 67108839 bytes (more than 1048576); line skipped").size(),
       1u)
@@ -142,7 +133,9 @@ TEST_F(HostsReload, QueriesDuringRewritesAreAllAnsweredFromTheOldOrTheNewFile) {
     hosts.rewrite(v == 2 ? v2 : v1);
     const std::string marker = "marker" + std::to_string(v) + ".example";
     const std::string want = "192.0.2." + std::to_string(40 + v);
-    EXPECT_TRUE(poll_until([&] { return ask_a(port(), marker) == std::vector<std::string>{want}; }))
+    EXPECT_TRUE(
+        test::eventually([&] { return ask_a(port(), marker) == std::vector<std::string>{want}; },
+                         std::chrono::seconds{20}))
         << "rewrite " << r << "\n"
         << daemon_->output();
   }

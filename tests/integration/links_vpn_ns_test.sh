@@ -16,23 +16,10 @@
 # usage: links_vpn_ns_test.sh SOURCE_DIR HOURGLASSD HOURGLASS_CTL
 set -euo pipefail
 src=$1 hourglassd=$2 ctl=$3
-fail() { echo "FAIL: $*" >&2; exit 1; }
-if ! unshare -rmn true 2>/dev/null; then
-  echo "SKIP: unprivileged user namespaces are not available here"; echo "vpn links ok (skipped)"; exit 0
-fi
+# shellcheck source=tests/integration/ns_kit.sh
+source "$(dirname "$0")/ns_kit.sh"
+ns_prepare "vpn links ok"
 command -v dig >/dev/null || fail "no dig (scripts/install-deps test)"
-have_openresolv=0
-if command -v resolvconf >/dev/null && [[ $(resolvconf --version 2>/dev/null) == openresolv* ]]; then
-  have_openresolv=1
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-resolv_md5=$(md5sum /etc/resolv.conf 2>/dev/null || echo none)
-rcconf_md5=$(md5sum /etc/resolvconf.conf 2>/dev/null || echo none)
-mkdir -p "$work"/{etc,lib,libexec}/{u,w} "$work/libexec/u/hourglass" "$work/lib/u"
-cp "$src/packaging/hooks/hook" "$work/libexec/u/hourglass/hook"
-cp "$src/packaging/hooks/openresolv-subscriber" "$work/lib/u/hourglass"
-chmod 755 "$work/libexec/u/hourglass/hook" "$work/lib/u/hourglass"
 for ((i = 1; i <= 3000; i++)); do echo "192.0.2.10 n$i.corp.example"; done >"$work/default-hosts"
 { for ((i = 1; i <= 3000; i++)); do echo "192.0.2.99 n$i.corp.example"; done
   echo "192.0.2.99 intranet.corp.example"; echo "192.0.2.99 after-sync.corp.example"; } >"$work/vpn-hosts"

@@ -13,23 +13,10 @@
 # usage: system_resolver_ns_test.sh SOURCE_DIR HOURGLASSD HOURGLASS_CTL
 set -euo pipefail
 src=$1 hourglassd=$2 ctl=$3
-fail() { echo "FAIL: $*" >&2; exit 1; }
-if ! unshare -rmn true 2>/dev/null; then
-  echo "SKIP: unprivileged user namespaces are not available here"; echo "system resolver ok (skipped)"; exit 0
-fi
+# shellcheck source=tests/integration/ns_kit.sh
+source "$(dirname "$0")/ns_kit.sh"
+ns_prepare "system resolver ok"
 command -v getent >/dev/null || fail "no getent"
-have_openresolv=0
-if command -v resolvconf >/dev/null && [[ $(resolvconf --version 2>/dev/null) == openresolv* ]]; then
-  have_openresolv=1
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-resolv_md5=$(md5sum /etc/resolv.conf 2>/dev/null || echo none)
-rcconf_md5=$(md5sum /etc/resolvconf.conf 2>/dev/null || echo none)
-mkdir -p "$work"/{etc,lib,libexec}/{u,w} "$work/libexec/u/hourglass" "$work/lib/u"
-cp "$src/packaging/hooks/hook" "$work/libexec/u/hourglass/hook"
-cp "$src/packaging/hooks/openresolv-subscriber" "$work/lib/u/hourglass"
-chmod 755 "$work/libexec/u/hourglass/hook" "$work/lib/u/hourglass"
 printf '192.0.2.10 intranet.corp.example\n' >"$work/net-hosts"
 
 cat >"$work/ns.sh" <<EOF

@@ -35,6 +35,15 @@ constexpr const char* kBank = "www.bank.test";
 constexpr const char* kPlanted = "203.0.113.66";
 constexpr const char* kHonest = "192.0.2.10";
 constexpr uint64_t kCacheBytes = uint64_t{64} << 20;  // the default --cache-size
+// A refused file leaves the daemon's peak RSS at its start-up figure (about 42 MiB), far below
+// every file these tests plant. Under AddressSanitizer the -O0 daemon with its redzones and
+// quarantine already peaks near 128 MiB before it reads anything, so that build gets twice
+// the room; the normal build holds the tight bound.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kPeakRssBound = 4 * kCacheBytes;
+#else
+constexpr uint64_t kPeakRssBound = 2 * kCacheBytes;
+#endif
 
 class CacheFileAttack : public ::testing::Test {
  protected:
@@ -106,7 +115,7 @@ class CacheFileAttack : public ::testing::Test {
     RecordProperty("startup_ms", static_cast<int>(took.count()));
     RecordProperty("peak_rss_kib", static_cast<int>(hwm / 1024));
     EXPECT_GT(hwm, 0u);
-    EXPECT_LT(hwm, 2 * kCacheBytes) << "peak RSS " << hwm / 1024 << " KiB";
+    EXPECT_LT(hwm, kPeakRssBound) << "peak RSS " << hwm / 1024 << " KiB";
     const std::size_t asked = upstream_.queries(kBank);
     const auto a = ask(*d, kBank);
     EXPECT_TRUE(a);
@@ -180,7 +189,7 @@ TEST_F(CacheFileAttack, HalfAGibibyteOfZerosIsNotRead) {
   // 32 bytes were read: peak RSS stays far below the file's size.
   auto d = start_and_expect_refusal("not an hourglass cache file (no magic number)",
                                     {"--cache-size", "1GiB"});
-  EXPECT_LT(d->memory().hwm_kib, uint64_t{128} << 10)
+  EXPECT_LT(d->memory().hwm_kib * 1024, kPeakRssBound)
       << "peak RSS " << d->memory().hwm_kib << " KiB: the file was read";
 }
 

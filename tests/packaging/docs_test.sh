@@ -2,7 +2,8 @@
 # The generated man pages render without groff warnings (man -l), and every flag each
 # program's --help prints (each hourglass-rehearse command's too) is in its man page; every
 # config-file key (hourglassd's flags but --config, --check-config, --help, --version) is in
-# hourglass.toml(5), and that page names no key hourglassd does not have.
+# hourglass.toml(5), and that page names no key hourglassd does not have; the Markdown pages'
+# links and repository paths resolve (docs_links_test.py).
 #
 # usage: docs_test.sh DOCS_DIR HOURGLASSD HOURGLASS_CTL HOURGLASS_REHEARSE
 set -euo pipefail
@@ -84,4 +85,7 @@ for doc in signals toml-reload readme-reload; do
     { cat "$work/$doc.diff"; fail "$doc names other keys than the options whose --help says SIGHUP"; }
 done
 echo "SIGHUP: man page, hourglass.toml and README name the same $(wc -l <"$work/sighup-keys") keys as --help"
+# The Markdown pages: links and repository paths resolve, docs/README.md indexes every page,
+# the README stays short (docs_links_test.py says what it checks).
+python3 "$src/tests/packaging/docs_links_test.py" "$src" || fail "the Markdown pages have broken links or paths"
 echo "docs ok"

@@ -9,7 +9,11 @@ Over README.md, HACKING.md, SECURITY.md and docs/*.md:
     `tools/rehearse/*_reader.cc`, `config.{h,cc}`-style braces, NAME-style placeholders)
     names at least one existing file or folder, so a page cannot keep naming a file that moved;
   - docs/README.md, the index, links every page of docs/;
-  - README.md is at most 250 lines, and no page mentions ../shared.
+  - README.md is at most 250 lines, and no page names the helpers' scratch folder outside
+    the repository (FORBIDDEN below);
+  - no page states a dated result: a bare date (2026-12-01, not an example timestamp such as
+    2026-12-03T10:00:00Z) or a clock time in UTC (13:10 UTC) outside code blocks; dated
+    measurements go in commit messages.
 Code blocks are skipped: what they show is program output and commands, not links.
 
 usage: docs_links_test.py SOURCE_DIR      (prints "links ok" and exits 0 when all hold)
@@ -23,6 +27,7 @@ PAGES = ["README.md", "HACKING.md", "SECURITY.md"]
 TOP_DIRS = ("base", "wire", "cache", "dnssec", "dnstap", "resolver", "tools", "tests",
             "packaging", "scripts", "docs", "cmake", ".ci")
 README_MAX_LINES = 250
+FORBIDDEN = "../" + "shared"  # spelled in two parts so that this file does not name it either
 # Pages another branch of the same change adds (generated from the settings key table); a link
 # to them is accepted while they are not in the tree yet. Empty this once they are.
 PENDING = {"docs/configuration.md"}
@@ -30,6 +35,7 @@ PENDING = {"docs/configuration.md"}
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 PATH_LIKE = re.compile(r"^[A-Za-z0-9_.{},*/-]+$")
+DATED = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b(?!T)|\b\d{1,2}:\d\d(?::\d\d)? UTC\b")
 
 
 def prose(text: str) -> str:
@@ -94,9 +100,12 @@ def main() -> int:
         full = os.path.join(src, page)
         raw = open(full, encoding="utf-8").read()
         text = prose(raw)
-        if "../shared" in raw:
-            problems.append(f"{page}: mentions ../shared")
+        if FORBIDDEN in raw:
+            problems.append(f"{page}: mentions {FORBIDDEN}")
         for n, line in enumerate(text.splitlines(), 1):
+            for m in DATED.finditer(re.sub(r"`[^`]*`", "", line)):
+                problems.append(f"{page}:{n}: '{m.group(0)}' dates a result; put it in the "
+                                "commit message")
             for target in LINK.findall(line):
                 if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
                     continue

@@ -43,11 +43,11 @@ check "$work/hourglassd.help" "$work/hourglassd.txt" hourglassd
 "$ctl" --help >"$work/ctl.help"
 check "$work/ctl.help" "$work/ctl.txt" hourglass-ctl
 "$rehearse" --help >"$work/rehearse.help"
-for cmd in $(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help"); do
+while read -r cmd; do
   grep -q "^ *$cmd" "$work/rehearse.txt" || fail "hourglass-rehearse: command $cmd not in the man page"
-  "$rehearse" "$cmd" --help >"$work/rehearse-$cmd.help"
+  "$rehearse" "$cmd" --help >"$work/rehearse-$cmd.help" </dev/null
   check "$work/rehearse-$cmd.help" "$work/rehearse.txt" "hourglass-rehearse $cmd"
-done
+done < <(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help")
 
 # hourglass.toml(5): the keys are hourglassd's flags without the command-line-only ones.
 flags_of "$work/hourglassd.help" | grep '^--' | sed 's/^--//' |

@@ -2,7 +2,8 @@
 # The generated man pages render without groff warnings (man -l), and every flag each
 # program's --help prints (each hourglass-rehearse command's too) is in its man page; every
 # config-file key (hourglassd's flags but --config, --check-config, --help, --version) is in
-# hourglass.toml(5), and that page names no key hourglassd does not have.
+# hourglass.toml(5), and that page names no key hourglassd does not have; the Markdown pages'
+# links and repository paths resolve (docs_links_test.py).
 #
 # usage: docs_test.sh DOCS_DIR HOURGLASSD HOURGLASS_CTL HOURGLASS_REHEARSE
 set -euo pipefail
@@ -42,11 +43,11 @@ check "$work/hourglassd.help" "$work/hourglassd.txt" hourglassd
 "$ctl" --help >"$work/ctl.help"
 check "$work/ctl.help" "$work/ctl.txt" hourglass-ctl
 "$rehearse" --help >"$work/rehearse.help"
-for cmd in $(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help"); do
+while read -r cmd; do
   grep -q "^ *$cmd" "$work/rehearse.txt" || fail "hourglass-rehearse: command $cmd not in the man page"
-  "$rehearse" "$cmd" --help >"$work/rehearse-$cmd.help"
+  "$rehearse" "$cmd" --help >"$work/rehearse-$cmd.help" </dev/null
   check "$work/rehearse-$cmd.help" "$work/rehearse.txt" "hourglass-rehearse $cmd"
-done
+done < <(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help")
 
 # hourglass.toml(5): the keys are hourglassd's flags without the command-line-only ones.
 flags_of "$work/hourglassd.help" | grep '^--' | sed 's/^--//' |
@@ -84,4 +85,7 @@ for doc in signals toml-reload readme-reload; do
     { cat "$work/$doc.diff"; fail "$doc names other keys than the options whose --help says SIGHUP"; }
 done
 echo "SIGHUP: man page, hourglass.toml and README name the same $(wc -l <"$work/sighup-keys") keys as --help"
+# The Markdown pages: links and repository paths resolve, docs/README.md indexes every page,
+# the README stays short (docs_links_test.py says what it checks).
+python3 "$src/tests/packaging/docs_links_test.py" "$src" || fail "the Markdown pages have broken links or paths"
 echo "docs ok"

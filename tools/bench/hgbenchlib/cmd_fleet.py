@@ -8,7 +8,7 @@ import socket
 from . import common, confs, dnsperf, probe, procs, stats
 from .procs import BenchError
 
-HELP = """The fleet's cost and benefit, on loopback (docs/bench-log.md § The fleet):
+HELP = """The fleet's cost and benefit, on loopback (docs/bench.md § The fleet):
   hit   hourglassd without and with --redis, every query a cache hit (dnsperf, full speed):
         hits never touch Redis, so the two should differ by noise only;
   miss  a name missing locally, answered from Redis (instance B, after instance A put it

@@ -72,7 +72,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/hooks/dhclient-exit-hook
         DESTINATION /etc/dhcp/dhclient-exit-hooks.d RENAME hourglass
         COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/deb/copyright ${HG_DOCS_DIR}/changelog.gz
-        ${PROJECT_SOURCE_DIR}/README.md
+        ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/SECURITY.md
+        ${PROJECT_SOURCE_DIR}/HACKING.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/hourglass COMPONENT deb EXCLUDE_FROM_ALL)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/hourglass/docs
         COMPONENT deb EXCLUDE_FROM_ALL)

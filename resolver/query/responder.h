@@ -41,7 +41,9 @@ std::size_t write_minimal_any(std::span<uint8_t> out, std::size_t limit,
 
 /// Renders an upstream answer for one client without the cache: the client's ID, flags and
 /// question bytes, then the upstream's records (its OPT removed), then our OPT/EDE when the
-/// client sent EDNS. Truncates at a record boundary with TC=1 beyond `limit` bytes.
+/// client sent EDNS. Beyond `limit` bytes the records that do not fit are left out, and when
+/// one the client needs is among them (an answer record, or a negative answer's SOA) only
+/// header and question are sent, with TC=1 (RFC 2181 §9).
 /// `upstream` must be a parsed answer whose question has the same length as the client's
 /// (same name, only letter case may differ), so its compression pointers stay valid.
 /// Returns the size written; 0 if not even the header and question fit.

@@ -46,7 +46,7 @@ function(hg_check_layers_in root)
   set(room_rank_query 2)
   set(room_rank_ops 3)
   set(kit checked.h text.h log.h cli_doc.h)
-  set(settings config.h config_keys.h config_cli.h routing_settings.h)
+  set(settings config.h config_keys.h config_cli.h config_writers.h routing_settings.h)
   set(settings_readers query ops)
   # The settings include rooms below the lowest reader only.
   set(settings_max_room_rank 1)

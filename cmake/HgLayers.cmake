@@ -17,8 +17,8 @@
 #    routing_settings.h); never server.h. The rest of the top (server, main) may include any
 #    room.
 #
-#    The settings sit between the rooms that read them and those below: config.{h,cc} and
-#    routing_settings.{h,cc} include the kit, each other and the rooms below query/ (net,
+#    The settings sit between the rooms that read them and those below: config.{h,cc}, the
+#    config_*.{h,cc} it is split into, and routing_settings.{h,cc} include the kit, each other and the rooms below query/ (net,
 #    upstream, tap, fleet), never query/, ops/ or server.h. So no room reaches itself
 #    through the settings record.
 #
@@ -46,7 +46,7 @@ function(hg_check_layers_in root)
   set(room_rank_query 2)
   set(room_rank_ops 3)
   set(kit checked.h text.h log.h cli_doc.h)
-  set(settings config.h routing_settings.h)
+  set(settings config.h config_keys.h config_cli.h config_writers.h routing_settings.h)
   set(settings_readers query ops)
   # The settings include rooms below the lowest reader only.
   set(settings_max_room_rank 1)
@@ -87,7 +87,7 @@ function(hg_check_layers_in root)
         endif()
         if(room STREQUAL "")
           # Rule 2b: the settings at the top of resolver/.
-          if(rel MATCHES "^resolver/(config|routing_settings)\\.(h|cc)$" AND target STREQUAL "resolver")
+          if(rel MATCHES "^resolver/(config|config_[a-z]+|routing_settings)\\.(h|cc)$" AND target STREQUAL "resolver")
             if(target_rest MATCHES "^([a-z_]+)/")
               set(to ${CMAKE_MATCH_1})
               if(NOT DEFINED room_rank_${to} OR room_rank_${to} GREATER settings_max_room_rank)

@@ -106,6 +106,12 @@ expect_fail(config_includes_query resolver/config.h "#include \"resolver/query/q
             "resolver/config.h: #include \"resolver/query/query_engine.h\" (the settings must not include resolver/query/")
 expect_fail(settings_cc_include_ops resolver/config.cc "#include \"resolver/ops/control.h\""
             "(the settings must not include resolver/ops/")
+# config.cc's parts (the key table, TOML, the command line) are the settings too.
+expect_fail(config_part_includes_query resolver/config_keys.cc
+            "#include \"resolver/query/query_engine.h\""
+            "resolver/config_keys.cc: #include \"resolver/query/query_engine.h\" (the settings must not include resolver/query/")
+expect_fail(config_part_includes_server resolver/config_toml.cc "#include \"resolver/server.h\""
+            "resolver/config_toml.cc: #include \"resolver/server.h\" (the settings must not include the top")
 expect_fail(routing_settings_includes_query resolver/routing_settings.h
             "#include \"resolver/query/query_engine.h\""
             "resolver/routing_settings.h: #include \"resolver/query/query_engine.h\" (the settings must not include")

@@ -28,9 +28,6 @@ TOP_DIRS = ("base", "wire", "cache", "dnssec", "dnstap", "resolver", "tools", "t
             "packaging", "scripts", "docs", "cmake", ".ci")
 README_MAX_LINES = 250
 FORBIDDEN = "../" + "shared"  # spelled in two parts so that this file does not name it either
-# Pages another branch of the same change adds (generated from the settings key table); a link
-# to them is accepted while they are not in the tree yet. Empty this once they are.
-PENDING = {"docs/configuration.md"}
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -81,8 +78,6 @@ def expand_braces(p: str):
 
 def repo_path_exists(src: str, token: str) -> bool:
     token = token.rstrip("/.,:;")
-    if token in PENDING:
-        return True
     # Placeholders in capitals (tests/fuzz/NAME_fuzz.cc) stand for any name.
     token = re.sub(r"[A-Z][A-Z_]+[A-Z]", "*", token)
     for p in expand_braces(token):
@@ -113,8 +108,6 @@ def main() -> int:
                 file_part, _, anchor = target.partition("#")
                 dest = os.path.normpath(os.path.join(os.path.dirname(full), file_part)) \
                     if file_part else full
-                if not os.path.exists(dest) and os.path.relpath(dest, src) in PENDING:
-                    continue
                 if not os.path.exists(dest):
                     problems.append(f"{page}:{n}: link to {target}: no such file")
                 elif anchor and dest.endswith(".md") and anchor not in anchors(dest):

@@ -42,7 +42,8 @@ check "$work/hourglassd.help" "$work/hourglassd.txt" hourglassd
 "$ctl" --help >"$work/ctl.help"
 check "$work/ctl.help" "$work/ctl.txt" hourglass-ctl
 "$rehearse" --help >"$work/rehearse.help"
-for cmd in $(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help"); do
+mapfile -t commands < <(awk '/^  [a-z]/ {print $1}' "$work/rehearse.help")
+for cmd in "${commands[@]}"; do
   grep -q "^ *$cmd" "$work/rehearse.txt" || fail "hourglass-rehearse: command $cmd not in the man page"
   "$rehearse" "$cmd" --help >"$work/rehearse-$cmd.help"
   check "$work/rehearse-$cmd.help" "$work/rehearse.txt" "hourglass-rehearse $cmd"

@@ -8,7 +8,7 @@ set -euo pipefail
 B=${1:-build-bench/tests/bench/hg_cache_bench}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for round in 1 2 3 4 5 6 7 8; do
+for _ in 1 2 3 4 5 6 7 8; do
   $B --benchmark_filter='LookupRender(OneLock)?Threads|ShareNothingThreads' --benchmark_min_time=0.3 --benchmark_format=json 2>/dev/null
 done > "$out"
 python3 - "$out" <<'PY'

@@ -1,3 +1,5 @@
+# shellcheck shell=bash disable=SC2034,SC2154
+# (Sourced, not run: src comes from the sourcing script, which reads the variables set here.)
 # Shared set-up of the namespace tests (system_resolver_ns_test.sh, links_vpn_ns_test.sh):
 # sourced after `src` is set. ns_prepare OK_LINE: when user namespaces are unavailable, says
 # SKIP and OK_LINE and exits 0; otherwise sets have_openresolv, makes $work (removed at exit),

@@ -57,7 +57,7 @@ check() {  # check KIND TOLERANCE_PCT
   local row
   row=$(awk -F'\t' -v k="$1" '$1 == k' "$tsv")
   [[ -n $row ]] || { echo "FAIL: no row for $1 in the result"; fail=1; return; }
-  IFS=$'\t' read -r kind old_q real proj lo hi err inside <<<"$row"
+  IFS=$'\t' read -r kind old_q real proj lo hi err _ <<<"$row"
   if awk -v e="$err" -v t="$2" 'BEGIN { exit !(e >= -t && e <= t) }' && [[ $old_q -gt 50 ]]; then
     echo "ok:   $kind projected $proj vs real $real ($err %, within ±$2 %)"
   else

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "resolver/checked.h"
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 #include "resolver/fleet/redis_config.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/routing_settings.h"

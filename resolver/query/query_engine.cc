@@ -1,6 +1,6 @@
 #include "resolver/query/query_engine.h"
 #include "base/bytes.h"
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 #include "resolver/log.h"
 
 #include <fmt/core.h>

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 
 namespace hg::rehearse {
 

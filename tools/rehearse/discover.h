@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/net/endpoint.h"
+#include "base/endpoint.h"
 #include "tools/rehearse/dns_client.h"
 #include "tools/rehearse/plan_model.h"
 #include "wire/name.h"

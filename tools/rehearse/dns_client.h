@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "resolver/net/endpoint.h"
+#include "base/endpoint.h"
 #include "resolver/net/event_loop.h"
 #include "resolver/upstream/upstream.h"
 #include "wire/name.h"

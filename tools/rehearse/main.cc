@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 
 #include "tools/rehearse/commands.h"
 

@@ -10,7 +10,7 @@
 
 #include "base/duration.h"
 #include "base/wall_clock.h"
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/discover.h"

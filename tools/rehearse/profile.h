@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/checked.h"
+#include "base/checked.h"
 
 namespace hg::rehearse {
 

@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/duration.h"
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/dns_client.h"

@@ -1,4 +1,4 @@
-#include "resolver/net/endpoint.h"
+#include "base/endpoint.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "resolver/text.h"
+#include "base/text.h"
 
 namespace hg::resolver {
 

@@ -1,4 +1,4 @@
-#include "resolver/upstream/resolv_conf.h"
+#include "base/resolv_conf.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/small_file.h"
-#include "resolver/text.h"
+#include "base/text.h"
 
 namespace hg::resolver {
 

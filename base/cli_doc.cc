@@ -1,5 +1,5 @@
 // cli_doc: see cli_doc.h.
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

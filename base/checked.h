@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-namespace hg::resolver {
+namespace hg::base {
 
 /// A value or a one-line error message; member names follow std::expected like wire::Result.
 template <class T>
@@ -31,4 +31,4 @@ class [[nodiscard]] Checked {
   std::variant<T, std::string> v_;
 };
 
-}  // namespace hg::resolver
+}  // namespace hg::base

@@ -10,7 +10,7 @@
 
 #include "base/text.h"
 
-namespace hg::resolver {
+namespace hg::base {
 
 using text::parse_digits;
 
@@ -271,4 +271,4 @@ std::string Cidr::to_string() const {
   return std::string(buf) + "/" + std::to_string(prefix_);
 }
 
-}  // namespace hg::resolver
+}  // namespace hg::base

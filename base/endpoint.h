@@ -15,7 +15,7 @@
 
 #include "base/checked.h"
 
-namespace hg::resolver {
+namespace hg::base {
 
 /// An IPv4 or IPv6 address with a port, stored as the sockaddr that bind(), sendto() and
 /// c-ares take. A default-constructed Endpoint is 0.0.0.0:0.
@@ -85,4 +85,4 @@ class Cidr {
   unsigned prefix_ = 0;
 };
 
-}  // namespace hg::resolver
+}  // namespace hg::base

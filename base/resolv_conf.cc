@@ -9,7 +9,7 @@
 #include "base/small_file.h"
 #include "base/text.h"
 
-namespace hg::resolver {
+namespace hg::base {
 
 using text::quote;
 using text::trim;
@@ -42,8 +42,8 @@ ResolvConf parse_resolv_conf(std::string_view text) {
   return rc;
 }
 
-Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes,
-                                  base::FileCheck check) {
+Checked<FileText> read_text_file(const std::string& path, std::size_t max_bytes,
+                                 base::FileCheck check) {
   using R = Checked<FileText>;
   using S = base::SmallFile::Status;
   base::SmallFile f = base::read_small_file(path, max_bytes, check);
@@ -75,7 +75,7 @@ void unquote_private_lines(std::vector<std::string>& messages) {
 
 Checked<ResolvConf> read_resolv_conf(const std::string& path, base::FileCheck check) {
   // resolv.conf is a few lines; 1 MiB is far more than any real one.
-  auto text = resolver::read_small_file(path, std::size_t{1} << 20, check);
+  auto text = read_text_file(path, std::size_t{1} << 20, check);
   if (!text) return Checked<ResolvConf>::failure(text.error());
   // A NUL byte: not a text file (a binary written over it, a truncated write padded with
   // zeros, or a file made to hide a line from `cat`). Refused whole rather than half read:
@@ -111,4 +111,4 @@ std::string no_nameserver_reason(const ResolvConf& rc, const std::string& path) 
   return out;
 }
 
-}  // namespace hg::resolver
+}  // namespace hg::base

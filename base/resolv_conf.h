@@ -6,11 +6,11 @@
 #include <string_view>
 #include <vector>
 
-#include "base/small_file.h"
 #include "base/checked.h"
 #include "base/endpoint.h"
+#include "base/small_file.h"
 
-namespace hg::resolver {
+namespace hg::base {
 
 /// The parsed `nameserver` lines of a resolv.conf-style file.
 struct ResolvConf {
@@ -38,8 +38,8 @@ struct FileText {
   std::string text;
   bool private_text = false;  ///< not readable by every user: never quote its lines
 };
-Checked<FileText> read_small_file(const std::string& path, std::size_t max_bytes,
-                                  base::FileCheck check = base::FileCheck::Trusted);
+Checked<FileText> read_text_file(const std::string& path, std::size_t max_bytes,
+                                 base::FileCheck check = base::FileCheck::Trusted);
 /// For a file with private_text: each "WHERE: what is wrong, quoting the line" message keeps
 /// WHERE (the line number) and loses the rest, so a root-only file's content never reaches
 /// a log that others may read.
@@ -50,4 +50,4 @@ void unquote_private_lines(std::vector<std::string>& messages);
 /// three, then how many more).
 std::string no_nameserver_reason(const ResolvConf& rc, const std::string& path);
 
-}  // namespace hg::resolver
+}  // namespace hg::base

@@ -9,7 +9,7 @@
 
 #include "base/decimal.h"
 
-namespace hg::resolver::text {
+namespace hg::base::text {
 
 /// `s` in double quotes, for error messages: "value".
 inline std::string quote(std::string_view s) {
@@ -52,4 +52,4 @@ inline std::optional<uint64_t> parse_digits(std::string_view s) {
   return base::parse_decimal<uint64_t>(s);
 }
 
-}  // namespace hg::resolver::text
+}  // namespace hg::base::text

@@ -3,3 +3,7 @@
 #pragma once
 
 #include "base/checked.h"
+
+namespace hg::resolver {
+using base::Checked;
+}  // namespace hg::resolver

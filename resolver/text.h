@@ -3,3 +3,7 @@
 #pragma once
 
 #include "base/text.h"
+
+namespace hg::resolver {
+namespace text = base::text;
+}  // namespace hg::resolver

@@ -3,3 +3,10 @@
 #pragma once
 
 #include "base/endpoint.h"
+#include "resolver/checked.h"
+
+namespace hg::resolver {
+using base::Cidr;
+using base::Endpoint;
+using base::parse_endpoint;
+}  // namespace hg::resolver

@@ -46,11 +46,11 @@ int print_cli_doc(const CLI::App& app) {
   return 0;
 }
 
-std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
+std::optional<std::vector<base::Endpoint>> resolvers_or_system(
     std::string_view cmd, const std::vector<std::string>& flags) {
-  std::vector<resolver::Endpoint> out;
+  std::vector<base::Endpoint> out;
   for (const auto& r : flags) {
-    auto ep = resolver::parse_endpoint(r, 53);
+    auto ep = base::parse_endpoint(r, 53);
     if (!ep) {
       usage_error(cmd, "--resolver", r,
                   "a numeric address with an optional port, e.g. 127.0.0.1:53");
@@ -59,7 +59,7 @@ std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
     out.push_back(*ep);
   }
   if (!out.empty()) return out;
-  auto rc = resolver::read_resolv_conf("/etc/resolv.conf", base::FileCheck::Any);
+  auto rc = base::read_resolv_conf("/etc/resolv.conf", base::FileCheck::Any);
   if (!rc || rc->nameservers.empty()) {
     std::fprintf(stderr,
                  "hourglass-rehearse %.*s: --resolver not given and /etc/resolv.conf names no "

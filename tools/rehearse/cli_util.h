@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/decimal.h"
-#include "resolver/config.h"
+#include "base/endpoint.h"
 #include "tools/rehearse/plan_model.h"
 #include "tools/rehearse/trace.h"
 
@@ -34,7 +34,7 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::stri
 int print_cli_doc(const CLI::App& app);
 /// The --resolver values, or the nameservers of /etc/resolv.conf; nullopt (after printing
 /// the one-line error) when one is bad or there is none.
-std::optional<std::vector<resolver::Endpoint>> resolvers_or_system(
+std::optional<std::vector<base::Endpoint>> resolvers_or_system(
     std::string_view cmd, const std::vector<std::string>& flags);
 /// Opens every one of `files` into `merger` (merged by time), as replay and project do; false
 /// after printing the error of the first that cannot be read.

@@ -9,7 +9,7 @@
 
 namespace hg::rehearse {
 
-using resolver::Endpoint;
+using base::Endpoint;
 using wire::Name;
 using wire::OwnedMessage;
 using wire::RCode;
@@ -212,10 +212,10 @@ std::vector<Endpoint> Discoverer::ns_servers(const Name& apex, std::string& erro
         for (const auto& rr : o.answer->answer) {
           std::optional<Endpoint> ep;
           if (const auto* v4 = std::get_if<wire::RdataA>(&rr.rdata); v4 && rr.type == RRType::A) {
-            ep = resolver::parse_endpoint(wire::rdata_to_text(rr.rdata), options_.auth_port);
+            ep = base::parse_endpoint(wire::rdata_to_text(rr.rdata), options_.auth_port);
           } else if (rr.type == RRType::AAAA) {
-            ep = resolver::parse_endpoint("[" + wire::rdata_to_text(rr.rdata) + "]",
-                                          options_.auth_port);
+            ep =
+                base::parse_endpoint("[" + wire::rdata_to_text(rr.rdata) + "]", options_.auth_port);
           }
           if (ep && seen.insert(ep->to_string()).second) out.push_back(*ep);
         }

@@ -27,10 +27,10 @@
 namespace hg::rehearse {
 
 struct DiscoverOptions {
-  std::vector<resolver::Endpoint> auth;       ///< ask these for every zone when given
-  std::vector<resolver::Endpoint> resolvers;  ///< find zones and NS through these otherwise
-  uint16_t auth_port = 53;                    ///< port of servers found through NS records
-  wire::RRType type = wire::RRType::A;        ///< the address type at the end of the chain
+  std::vector<base::Endpoint> auth;       ///< ask these for every zone when given
+  std::vector<base::Endpoint> resolvers;  ///< find zones and NS through these otherwise
+  uint16_t auth_port = 53;                ///< port of servers found through NS records
+  wire::RRType type = wire::RRType::A;    ///< the address type at the end of the chain
   int max_hops = 16;
 };
 
@@ -42,14 +42,14 @@ class Discoverer {
  private:
   struct Zone {
     ZoneFacts facts;
-    std::vector<resolver::Endpoint> servers;  // the authoritative ones
+    std::vector<base::Endpoint> servers;  // the authoritative ones
     std::vector<std::string> problems;
     bool usable = false;
   };
   const Zone& zone_for(const wire::Name& name, std::string& error);
   std::optional<wire::Name> find_apex(const wire::Name& name, std::string& error);
-  std::vector<resolver::Endpoint> ns_servers(const wire::Name& apex, std::string& error);
-  Zone load_zone(const wire::Name& apex, std::vector<resolver::Endpoint> candidates);
+  std::vector<base::Endpoint> ns_servers(const wire::Name& apex, std::string& error);
+  Zone load_zone(const wire::Name& apex, std::vector<base::Endpoint> candidates);
 
   DnsClient& client_;
   DiscoverOptions options_;

@@ -6,7 +6,7 @@
 
 namespace hg::rehearse {
 
-using resolver::Endpoint;
+using base::Endpoint;
 using resolver::UpstreamStatus;
 
 std::string DnsOutcome::describe_failure() const {

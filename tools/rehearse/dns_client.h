@@ -26,7 +26,7 @@
 namespace hg::rehearse {
 
 struct DnsOutcome {
-  resolver::Endpoint server;
+  base::Endpoint server;
   resolver::UpstreamStatus status = resolver::UpstreamStatus::Internal;
   std::optional<wire::OwnedMessage> answer;  ///< set when status is Ok and the answer parsed
 
@@ -49,16 +49,16 @@ class DnsClient {
 
   /// Asks every server in `servers` the same question at once (RD as given, EDNS with a
   /// 1232-byte payload, no DO) and returns one outcome per server, in the same order.
-  std::vector<DnsOutcome> ask(std::span<const resolver::Endpoint> servers, const wire::Name& name,
+  std::vector<DnsOutcome> ask(std::span<const base::Endpoint> servers, const wire::Name& name,
                               wire::RRType type, bool rd);
-  DnsOutcome ask_one(const resolver::Endpoint& server, const wire::Name& name, wire::RRType type,
+  DnsOutcome ask_one(const base::Endpoint& server, const wire::Name& name, wire::RRType type,
                      bool rd);
 
   /// Queries sent so far (for the report and for rate bounds in tests).
   uint64_t queries_sent() const noexcept { return sent_; }
 
  private:
-  resolver::Upstream* upstream_for(const resolver::Endpoint& server, std::string& error);
+  resolver::Upstream* upstream_for(const base::Endpoint& server, std::string& error);
 
   Options options_;
   std::unique_ptr<resolver::EventLoop> loop_;

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/cli_doc.h"
 #include "base/duration.h"
 #include "base/wall_clock.h"
-#include "base/cli_doc.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/discover.h"
@@ -131,7 +131,7 @@ int run_plan(int argc, char** argv) {
   dopt.type = *qtype;
   dopt.auth_port = static_cast<uint16_t>(auth_port);
   for (const auto& a : auth) {
-    auto ep = resolver::parse_endpoint(a, 53);
+    auto ep = base::parse_endpoint(a, 53);
     if (!ep) return bad("--auth", a, "a numeric address with an optional port, e.g. 192.0.2.1:53");
     dopt.auth.push_back(*ep);
   }

@@ -13,7 +13,7 @@ namespace hg::rehearse {
 
 namespace {
 
-using resolver::Checked;
+using base::Checked;
 
 constexpr const char* kKinds = "fixed, floor, cap, stale or until";
 

@@ -58,9 +58,9 @@ inline constexpr uint32_t kMaxLayerSeconds = 315'360'000;
 
 /// Parses a profile from TOML text. `origin` names it in errors, which are one line:
 /// "FILE: line 3, column 7: ..." or "FILE: layer 2 (\"JVM\"): seconds: ...".
-resolver::Checked<Profile> parse_profile(std::string_view text, std::string_view origin);
+base::Checked<Profile> parse_profile(std::string_view text, std::string_view origin);
 /// Reads and parses a file.
-resolver::Checked<Profile> read_profile(const std::string& path);
+base::Checked<Profile> read_profile(const std::string& path);
 /// The shipped default (tools/rehearse/default-profile.toml, compiled in).
 std::string_view default_profile_text() noexcept;
 Profile default_profile();

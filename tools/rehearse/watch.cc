@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "base/duration.h"
 #include "base/cli_doc.h"
+#include "base/duration.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
 #include "tools/rehearse/dns_client.h"

@@ -7,32 +7,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/json.h"
+
 namespace hg::clidoc {
+
+namespace json = base::json;
 
 bool requested() {
   const char* v = std::getenv("HG_CLI_DOC");
   return v != nullptr && std::strcmp(v, "1") == 0;
-}
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(u));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
 }
 
 namespace {
@@ -41,7 +24,7 @@ std::string string_list(const std::vector<std::string>& items) {
   std::string out = "[";
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i != 0) out += ", ";
-    out += json_string(items[i]);
+    out += json::quote(items[i]);
   }
   return out + "]";
 }
@@ -50,11 +33,11 @@ std::string string_list(const std::vector<std::string>& items) {
 
 std::string to_json(const CLI::App& app, const Extra& extra) {
   std::string out = "{\n";
-  out += "  \"program\": " + json_string(app.get_name()) + ",\n";
+  out += "  \"program\": " + json::quote(app.get_name()) + ",\n";
   out += "  \"section\": " + std::to_string(extra.section) + ",\n";
-  out += "  \"synopsis\": " + json_string(extra.synopsis) + ",\n";
-  out += "  \"description\": " + json_string(app.get_description()) + ",\n";
-  out += "  \"footer\": " + json_string(app.get_footer()) + ",\n";
+  out += "  \"synopsis\": " + json::quote(extra.synopsis) + ",\n";
+  out += "  \"description\": " + json::quote(app.get_description()) + ",\n";
+  out += "  \"footer\": " + json::quote(app.get_footer()) + ",\n";
   out += "  \"options\": [";
   bool first = true;
   std::vector<std::string> positionals;
@@ -79,9 +62,9 @@ std::string to_json(const CLI::App& app, const Extra& extra) {
         std::find(extra.toml_keys.begin(), extra.toml_keys.end(), key) != extra.toml_keys.end();
     out += first ? "\n" : ",\n";
     first = false;
-    out += "    {\"names\": " + string_list(names) + ", \"type\": " + json_string(type) +
-           ", \"help\": " + json_string(o->get_description()) +
-           ", \"default\": " + json_string(o->get_default_str()) +
+    out += "    {\"names\": " + string_list(names) + ", \"type\": " + json::quote(type) +
+           ", \"help\": " + json::quote(o->get_description()) +
+           ", \"default\": " + json::quote(o->get_default_str()) +
            ", \"flag\": " + (is_flag ? "true" : "false") +
            ", \"toml\": " + (toml ? "true" : "false") +
            ", \"repeatable\": " + (o->get_expected_max() > 1 ? "true" : "false") + "}";
@@ -92,12 +75,12 @@ std::string to_json(const CLI::App& app, const Extra& extra) {
   for (std::size_t i = 0; i < extra.commands.size(); ++i) {
     const Command& c = extra.commands[i];
     out += i == 0 ? "\n" : ",\n";
-    out += "    {\"name\": " + json_string(c.name) + ", \"args\": " + json_string(c.args) +
-           ", \"summary\": " + json_string(c.summary) + "}";
+    out += "    {\"name\": " + json::quote(c.name) + ", \"args\": " + json::quote(c.args) +
+           ", \"summary\": " + json::quote(c.summary) + "}";
   }
   out += "\n  ],\n";
-  out += "  \"manual\": " + json_string(extra.manual) + ",\n";
-  out += "  \"toml_manual\": " + json_string(extra.toml_manual) + "\n";
+  out += "  \"manual\": " + json::quote(extra.manual) + ",\n";
+  out += "  \"toml_manual\": " + json::quote(extra.toml_manual) + "\n";
   out += "}\n";
   return out;
 }

@@ -48,7 +48,4 @@ bool requested();
 /// positionals, and `extra`.
 std::string to_json(const CLI::App& app, const Extra& extra);
 
-/// `text` as a JSON string literal (quotes included); control bytes as \u00XX.
-std::string json_string(std::string_view text);
-
 }  // namespace hg::clidoc

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "tools/rehearse/markup.h"
 
 namespace hg::rehearse {
@@ -32,37 +33,6 @@ std::string pad(std::string s, std::size_t n) {
 }
 
 }  // namespace
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plans) {
   std::string o;
@@ -149,7 +119,7 @@ std::string render_text(const ReportHeader& h, const std::vector<NamePlan>& plan
 
 std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plans) {
   auto t = [](const std::optional<SysSeconds>& v) {
-    return v ? json_string(format_utc(*v)) : std::string("null");
+    return v ? base::json::quote(format_utc(*v)) : std::string("null");
   };
   auto u = [](const std::optional<uint32_t>& v) {
     return v ? std::to_string(*v) : std::string("null");
@@ -158,15 +128,16 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
   std::string o = "{\n";
   o +=
       fmt::format("  \"cutover\": {},\n  \"target_ttl\": {},\n  \"now\": {},\n  \"profile\": {},\n",
-                  t(in.cutover), in.target_ttl, t(in.now), json_string(h.profile_origin));
+                  t(in.cutover), in.target_ttl, t(in.now), base::json::quote(h.profile_origin));
   o += fmt::format("  \"moving\": {},\n  \"transfer_margin_flag\": {},\n",
-                   json_string(in.moving.empty() ? "address" : in.moving), u(in.transfer_margin));
+                   base::json::quote(in.moving.empty() ? "address" : in.moving),
+                   u(in.transfer_margin));
   o += "  \"names\": [";
   for (std::size_t n = 0; n < plans.size(); ++n) {
     const NamePlan& p = plans[n];
     o += n == 0 ? "\n" : ",\n";
     o += "    {\n";
-    o += fmt::format("      \"name\": {},\n      \"planned\": {},\n", json_string(p.name),
+    o += fmt::format("      \"name\": {},\n      \"planned\": {},\n", base::json::quote(p.name),
                      p.planned ? "true" : "false");
     o += fmt::format("      \"lower_by\": {},\n", t(p.lower_by));
     o += fmt::format("      \"limiting_ttl\": {},\n",
@@ -174,7 +145,7 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
     if (p.planned && p.limiting_hop >= 0) {
       const Hop& lim = p.hops[static_cast<std::size_t>(p.limiting_hop)];
       o += fmt::format("      \"limiting_hop\": {{\"owner\": {}, \"type\": {}}},\n",
-                       json_string(lim.owner), json_string(lim.type));
+                       base::json::quote(lim.owner), base::json::quote(lim.type));
     } else {
       o += "      \"limiting_hop\": null,\n";
     }
@@ -184,7 +155,7 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
         "{},\n",
         p.planned ? std::to_string(p.lowered_ttl) : "null",
         p.planned ? std::to_string(p.transfer_margin) : "null",
-        p.planned ? json_string(p.margin_source) : "null");
+        p.planned ? base::json::quote(p.margin_source) : "null");
     o += fmt::format(
         "      \"missing\": {},\n      \"negative_ttl\": {},\n      \"new_name_by\": {},\n",
         p.missing ? "true" : "false", u(p.negative_ttl), t(p.new_name_by));
@@ -195,17 +166,18 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       o += fmt::format(
           "        {{\"owner\": {}, \"type\": {}, \"ttl\": {}, \"data\": {}, \"zone\": {}, "
           "\"at_or_below_target\": {}, \"moves\": {}, \"disagreement\": {}, \"servers\": [",
-          json_string(hop.owner), json_string(hop.type), hop.ttl, json_string(hop.data),
-          json_string(hop.zone), hop.ttl <= in.target_ttl ? "true" : "false",
+          base::json::quote(hop.owner), base::json::quote(hop.type), hop.ttl,
+          base::json::quote(hop.data), base::json::quote(hop.zone),
+          hop.ttl <= in.target_ttl ? "true" : "false",
           std::find(p.moving_hops.begin(), p.moving_hops.end(), static_cast<int>(i)) !=
                   p.moving_hops.end()
               ? "true"
               : "false",
-          hop.disagreement.empty() ? "null" : json_string(hop.disagreement));
+          hop.disagreement.empty() ? "null" : base::json::quote(hop.disagreement));
       for (std::size_t s = 0; s < hop.servers.size(); ++s) {
         o += fmt::format("{}{{\"server\": {}, \"ttl\": {}, \"data\": {}}}", s == 0 ? "" : ", ",
-                         json_string(hop.servers[s].server), hop.servers[s].ttl,
-                         json_string(hop.servers[s].data));
+                         base::json::quote(hop.servers[s].server), hop.servers[s].ttl,
+                         base::json::quote(hop.servers[s].data));
       }
       o += "]}";
     }
@@ -215,12 +187,12 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       const ZoneFacts& z = p.zones[i];
       std::string servers;
       for (const auto& s : z.servers)
-        servers += (servers.empty() ? "" : ", ") + json_string(s);
+        servers += (servers.empty() ? "" : ", ") + base::json::quote(s);
       o += i == 0 ? "\n" : ",\n";
       o += fmt::format(
           "        {{\"apex\": {}, \"servers\": [{}], \"soa_ttl\": {}, \"soa_minimum\": {}, "
           "\"negative_ttl\": {}, \"soa_refresh\": {}, \"ns_ttl\": {}}}",
-          json_string(z.apex), servers, u(z.soa_ttl), u(z.soa_minimum), u(z.negative_ttl()),
+          base::json::quote(z.apex), servers, u(z.soa_ttl), u(z.soa_minimum), u(z.negative_ttl()),
           u(z.soa_refresh), u(z.ns_ttl));
     }
     o += p.zones.empty() ? "],\n" : "\n      ],\n";
@@ -229,7 +201,7 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       const TimelineLine& l = p.lines[i];
       o += i == 0 ? "\n" : ",\n";
       o += fmt::format("        {{\"label\": {}, \"time\": {}, \"explanation\": {}}}",
-                       json_string(l.label), t(l.when), json_string(l.explanation));
+                       base::json::quote(l.label), t(l.when), base::json::quote(l.explanation));
     }
     o += p.lines.empty() ? "],\n" : "\n      ],\n";
     o += "      \"layers\": [";
@@ -239,14 +211,14 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
       o += fmt::format(
           "        {{\"name\": {}, \"kind\": {}, \"gone_by\": {}, \"explanation\": {}, "
           "\"source\": {}, \"note\": {}}}",
-          json_string(l.name), json_string(to_string(l.kind)), t(l.gone_by),
-          json_string(l.explanation), json_string(l.source),
-          l.note.empty() ? "null" : json_string(l.note));
+          base::json::quote(l.name), base::json::quote(to_string(l.kind)), t(l.gone_by),
+          base::json::quote(l.explanation), base::json::quote(l.source),
+          l.note.empty() ? "null" : base::json::quote(l.note));
     }
     o += p.layers.empty() ? "],\n" : "\n      ],\n";
     o += "      \"problems\": [";
     for (std::size_t i = 0; i < p.problems.size(); ++i)
-      o += (i == 0 ? "" : ", ") + json_string(p.problems[i]);
+      o += (i == 0 ? "" : ", ") + base::json::quote(p.problems[i]);
     o += "]\n    }";
   }
   o += plans.empty() ? "]\n}\n" : "\n  ]\n}\n";

@@ -21,7 +21,4 @@ std::string render_json(const ReportHeader& h, const std::vector<NamePlan>& plan
 /// the cut-over and logarithmic after it, so minutes and days both stay readable.
 std::string render_svg(const ReportHeader& h, const std::vector<NamePlan>& plans);
 
-/// JSON string literal with quotes and escapes (RFC 8259).
-std::string json_string(std::string_view s);
-
 }  // namespace hg::rehearse

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/json.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
-#include "tools/rehearse/plan_report.h"  // json_string
-#include "tools/rehearse/report.h"       // iso_utc, human_duration
+#include "tools/rehearse/report.h"  // iso_utc, human_duration
 #include "wire/message.h"
 #include "wire/rdata.h"
 
@@ -222,15 +222,16 @@ std::string format_project_json(const ProjectResult& r, const ProjectInput& in,
       "  \"trace\": {{\"start\": {}, \"end\": {}, \"duration_s\": {}, \"queries\": {}, "
       "\"responses\": {}, \"auth_messages\": {}, \"other_messages\": {}, \"undecodable\": {}, "
       "\"resolvers\": {}}},\n",
-      json_string(iso_utc(in.first_ns)), json_string(iso_utc(in.last_ns)), num(r.span_s),
-      in.queries, in.responses, in.auth_messages, in.other_messages, in.undecodable, r.resolvers);
+      base::json::quote(iso_utc(in.first_ns)), base::json::quote(iso_utc(in.last_ns)),
+      num(r.span_s), in.queries, in.responses, in.auth_messages, in.other_messages, in.undecodable,
+      r.resolvers);
   o += fmt::format("  \"observed\": {}, \"model_at_current_ttl\": {},\n", r.observed,
                    num(r.model_now));
   o += "  \"classes\": {";
   for (std::size_t i = 0; i < r.classes.size(); ++i) {
     o += fmt::format(
         "{}{}: {{\"series\": {}, \"fetches\": {}, \"share\": {}}}", i ? ", " : "",
-        json_string(to_string(static_cast<FetchClass>(i))), r.classes[i].series,
+        base::json::quote(to_string(static_cast<FetchClass>(i))), r.classes[i].series,
         r.classes[i].fetches,
         num(r.observed ? static_cast<double>(r.classes[i].fetches) / static_cast<double>(r.observed)
                        : 0));
@@ -254,8 +255,8 @@ std::string format_project_json(const ProjectResult& r, const ProjectInput& in,
     o += fmt::format(
         "{}\n    {{\"question\": {}, \"ttl\": {}, \"ttl_from\": {}, \"resolvers\": {}, "
         "\"observed\": {}, \"model_at_current_ttl\": {}, \"at\": [",
-        i ? "," : "", json_string(n.question), n.ttl, json_string(n.ttl_from), n.resolvers,
-        n.fetches, num(n.model_now));
+        i ? "," : "", base::json::quote(n.question), n.ttl, base::json::quote(n.ttl_from),
+        n.resolvers, n.fetches, num(n.model_now));
     for (std::size_t c = 0; c < n.at.size(); ++c)
       o += fmt::format("{}{{\"ttl\": {}, \"queries\": {}, \"lo\": {}, \"hi\": {}}}", c ? ", " : "",
                        r.candidates[c], num(n.at[c].mid), num(n.at[c].lo), num(n.at[c].hi));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "base/json.h"
 #include "base/unix_time.h"
 #include "wire/types.h"
 
@@ -13,23 +14,6 @@ namespace hg::rehearse {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u >= 0x7f) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
 
 std::string json_number(double v) {
   return fmt::format("{:.6g}", v);
@@ -72,10 +56,11 @@ std::string window_json(const std::optional<WindowFigures>& w) {
       "\"upstream_after\": {}, \"mean_upstream_qps_before\": {}, \"mean_upstream_qps_after\": "
       "{}, \"peak_upstream_qps_before\": {}, \"peak_upstream_qps_after\": {}, "
       "\"load_multiplier\": {}}}",
-      json_string(iso_utc(w->from_ns)), json_string(iso_utc(w->to_ns)), json_number(w->seconds()),
-      w->upstream_before, w->upstream_after, json_number(w->mean_qps_before),
-      json_number(w->mean_qps_after), json_number(w->peak_qps_before),
-      json_number(w->peak_qps_after), json_opt(multiplier(w->upstream_before, w->upstream_after)));
+      base::json::quote(iso_utc(w->from_ns)), base::json::quote(iso_utc(w->to_ns)),
+      json_number(w->seconds()), w->upstream_before, w->upstream_after,
+      json_number(w->mean_qps_before), json_number(w->mean_qps_after),
+      json_number(w->peak_qps_before), json_number(w->peak_qps_after),
+      json_opt(multiplier(w->upstream_before, w->upstream_after)));
 }
 
 }  // namespace
@@ -337,37 +322,37 @@ std::string format_json(const ReportInput& in) {
   std::string o = "{\n";
   o += "  \"trace\": {\"files\": [";
   for (std::size_t i = 0; i < in.files.size(); ++i)
-    o += (i ? ", " : "") + json_string(in.files[i]);
+    o += (i ? ", " : "") + base::json::quote(in.files[i]);
   o += fmt::format(
       "], \"describe\": {}, \"start\": {}, \"end\": {}, \"duration_s\": {}, \"skipped\": {}, "
       "\"undecodable\": {}, \"distinct_questions\": {}, \"warm_entries\": {}, "
       "\"unanswered_misses\": {}}},\n",
-      json_string(in.describe), json_string(iso_utc(r.first_ns)), json_string(iso_utc(r.last_ns)),
-      json_number(r.duration_s()), in.skipped, r.undecodable, r.distinct_questions, r.warm_entries,
-      r.unanswered_misses);
+      base::json::quote(in.describe), base::json::quote(iso_utc(r.first_ns)),
+      base::json::quote(iso_utc(r.last_ns)), json_number(r.duration_s()), in.skipped, r.undecodable,
+      r.distinct_questions, r.warm_entries, r.unanswered_misses);
   o += "  \"settings\": {\"schedule\": [";
   for (std::size_t i = 0; i < c.schedule.size(); ++i) {
     const auto& rule = c.schedule[i];
     o += fmt::format("{}{{\"zone\": {}, \"ttl\": {}, \"from\": {}}}", i ? ", " : "",
-                     json_string(rule.zone.to_text()), rule.ttl,
+                     base::json::quote(rule.zone.to_text()), rule.ttl,
                      rule.when == ScheduleRule::When::Always
                          ? std::string("null")
-                         : json_string(iso_utc(rule.when == ScheduleRule::When::FromStart
-                                                   ? base::add_ns(r.first_ns, rule.at_ns)
-                                                   : rule.at_ns)));
+                         : base::json::quote(iso_utc(rule.when == ScheduleRule::When::FromStart
+                                                         ? base::add_ns(r.first_ns, rule.at_ns)
+                                                         : rule.at_ns)));
   }
   o += "], \"ttl_caps\": [";
   for (std::size_t i = 0; i < c.ttl_caps.size(); ++i)
     o += fmt::format("{}{{\"zone\": {}, \"ttl\": {}}}", i ? ", " : "",
-                     json_string(c.ttl_caps[i].first.to_text()), c.ttl_caps[i].second);
+                     base::json::quote(c.ttl_caps[i].first.to_text()), c.ttl_caps[i].second);
   o += fmt::format(
       "], \"cache_size\": {}, \"prefetch\": {}, \"upstream_rtt_ms\": {}, \"rtt_source\": {}, "
       "\"bucket_s\": {}}},\n",
       c.cache_bytes, c.prefetch ? "true" : "false",
       json_number(static_cast<double>(r.upstream_rtt_ns) / 1e6),
-      json_string(c.upstream_rtt_ns ? "flag"
-                  : r.rtt_measured  ? "forwarder_median"
-                                    : "default"),
+      base::json::quote(c.upstream_rtt_ns ? "flag"
+                        : r.rtt_measured  ? "forwarder_median"
+                                          : "default"),
       json_number(static_cast<double>(r.bucket_ns) / 1e9));
   o += fmt::format(
       "  \"total\": {{\"queries\": {}, \"upstream_before\": {}, \"upstream_after\": {}, "
@@ -402,12 +387,12 @@ std::string format_json(const ReportInput& in) {
   {
     const auto warns = schedule_warnings(r, c);
     for (std::size_t i = 0; i < warns.size(); ++i)
-      o += (i ? ", " : "") + json_string(warns[i]);
+      o += (i ? ", " : "") + base::json::quote(warns[i]);
   }
   o += "],\n";
   o += fmt::format("  \"switch_times\": [");
   for (std::size_t i = 0; i < r.switch_ns.size(); ++i)
-    o += (i ? ", " : "") + json_string(iso_utc(r.switch_ns[i]));
+    o += (i ? ", " : "") + base::json::quote(iso_utc(r.switch_ns[i]));
   o += "],\n  \"buckets\": {\"before\": [";
   for (std::size_t i = 0; i < r.buckets_before.size(); ++i)
     o += fmt::format("{}{}", i ? "," : "", r.buckets_before[i]);
@@ -424,8 +409,8 @@ std::string format_json(const ReportInput& in) {
         "\"mean_upstream_qps_before\": {}, \"mean_upstream_qps_after\": {}, "
         "\"peak_upstream_qps_before\": {}, \"peak_upstream_qps_after\": {}, "
         "\"load_multiplier\": {}, \"recorded_upstream\": {}}}",
-        i ? "," : "", json_string(x.name.to_text()), json_string(wire::to_string(x.qtype)),
-        x.queries, x.before.upstream, x.after.upstream,
+        i ? "," : "", base::json::quote(x.name.to_text()),
+        base::json::quote(wire::to_string(x.qtype)), x.queries, x.before.upstream, x.after.upstream,
         json_number(hit_ratio(x.queries, x.before.upstream)),
         json_number(hit_ratio(x.queries, x.after.upstream)),
         json_number(mean_qps(x.before.upstream, r)), json_number(mean_qps(x.after.upstream, r)),

@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/duration.h"
+#include "base/json.h"
 #include "base/wall_clock.h"
 #include "tools/rehearse/cli_util.h"
 #include "tools/rehearse/commands.h"
@@ -116,13 +117,13 @@ std::optional<SysSeconds> earliest_lower_by(const std::vector<NamePlan>& plans) 
 std::string render_json(const std::vector<Candidate>& cands, const PlanInput& base,
                         const std::vector<std::string>& traces, const std::string& profile) {
   std::string o = "{\n";
-  o +=
-      fmt::format("  \"cutover\": {},\n  \"now\": {},\n  \"moving\": {},\n  \"profile\": {},\n",
-                  json_string(format_utc(base.cutover)), json_string(format_utc(base.now)),
-                  json_string(base.moving.empty() ? "address" : base.moving), json_string(profile));
+  o += fmt::format(
+      "  \"cutover\": {},\n  \"now\": {},\n  \"moving\": {},\n  \"profile\": {},\n",
+      base::json::quote(format_utc(base.cutover)), base::json::quote(format_utc(base.now)),
+      base::json::quote(base.moving.empty() ? "address" : base.moving), base::json::quote(profile));
   o += "  \"traces\": [";
   for (std::size_t i = 0; i < traces.size(); ++i)
-    o += (i ? ", " : "") + json_string(traces[i]);
+    o += (i ? ", " : "") + base::json::quote(traces[i]);
   o += "],\n  \"candidates\": [";
   for (std::size_t c = 0; c < cands.size(); ++c) {
     const Candidate& k = cands[c];
@@ -132,18 +133,19 @@ std::string render_json(const std::vector<Candidate>& cands, const PlanInput& ba
       o += fmt::format(
           "{}\n      {{\"name\": {}, \"planned\": {}, \"lower_by\": {}, \"gone_by_ttl\": {}, "
           "\"limiting_ttl\": {}, \"transfer_margin\": {}, \"layers\": [",
-          n ? "," : "", json_string(p.name), p.planned ? "true" : "false",
-          p.lower_by ? json_string(format_utc(*p.lower_by)) : "null",
-          p.gone_by_ttl ? json_string(format_utc(*p.gone_by_ttl)) : "null",
+          n ? "," : "", base::json::quote(p.name), p.planned ? "true" : "false",
+          p.lower_by ? base::json::quote(format_utc(*p.lower_by)) : "null",
+          p.gone_by_ttl ? base::json::quote(format_utc(*p.gone_by_ttl)) : "null",
           p.planned ? std::to_string(p.limiting_ttl) : "null",
           p.planned ? std::to_string(p.transfer_margin) : "null");
       for (std::size_t l = 0; l < p.layers.size(); ++l)
         o += fmt::format(
-            "{}{{\"name\": {}, \"gone_by\": {}}}", l ? ", " : "", json_string(p.layers[l].name),
-            p.layers[l].gone_by ? json_string(format_utc(*p.layers[l].gone_by)) : "null");
+            "{}{{\"name\": {}, \"gone_by\": {}}}", l ? ", " : "",
+            base::json::quote(p.layers[l].name),
+            p.layers[l].gone_by ? base::json::quote(format_utc(*p.layers[l].gone_by)) : "null");
       o += "], \"problems\": [";
       for (std::size_t i = 0; i < p.problems.size(); ++i)
-        o += (i ? ", " : "") + json_string(p.problems[i]);
+        o += (i ? ", " : "") + base::json::quote(p.problems[i]);
       o += "]}";
     }
     const Cost& ct = k.cost;
@@ -153,12 +155,13 @@ std::string render_json(const std::vector<Candidate>& cands, const PlanInput& ba
         "\"queries_after\": {}, \"queries_after_lo\": {}, \"queries_after_hi\": {}, "
         "\"mean_qps_before\": {}, \"mean_qps_after\": {}, \"peak_qps_before\": {}, "
         "\"peak_qps_after\": {}, \"multiplier\": {}, \"added_per_day\": {}, \"top\": [",
-        json_string(ct.source), num(ct.span_s), ct.before, num(ct.after), num(ct.after_lo),
+        base::json::quote(ct.source), num(ct.span_s), ct.before, num(ct.after), num(ct.after_lo),
         num(ct.after_hi), num(ct.mean_before), num(ct.mean_after), num(ct.peak_before),
         num(ct.peak_after), m ? num(*m) : "null", num(ct.added_per_day()));
     for (std::size_t i = 0; i < ct.top.size(); ++i)
       o += fmt::format("{}{{\"name\": {}, \"before\": {}, \"after\": {}}}", i ? ", " : "",
-                       json_string(ct.top[i].name), num(ct.top[i].before), num(ct.top[i].after));
+                       base::json::quote(ct.top[i].name), num(ct.top[i].before),
+                       num(ct.top[i].after));
     o += "]}}";
   }
   o += "\n  ]\n}\n";
@@ -359,7 +362,7 @@ int run_report(int argc, char** argv) {
   }
   DiscoverOptions dopt;
   for (const auto& a : auth) {
-    auto ep = resolver::parse_endpoint(a, 53);
+    auto ep = base::parse_endpoint(a, 53);
     if (!ep) return bad("--auth", a, "a numeric address with an optional port");
     dopt.auth.push_back(*ep);
   }

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "base/json.h"
-#include "tools/rehearse/plan_model.h"
-#include "tools/rehearse/plan_report.h"
+#include "tools/rehearse/plan/model.h"
+#include "tools/rehearse/plan/render.h"
 
 namespace hg::rehearse {
 namespace {

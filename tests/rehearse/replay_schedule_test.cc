@@ -4,7 +4,7 @@
 #include <string>
 
 #include "tests/rehearse/replay_test_util.h"
-#include "tools/rehearse/replay_schedule.h"
+#include "tools/rehearse/replay/schedule.h"
 
 namespace hg::rehearse::testing {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "base/cli_doc.h"
 
-#include "tools/rehearse/commands.h"
+#include "tools/rehearse/common/commands.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The --schedule grammar (replay_schedule.h): every accepted form, and what is refused.
+// The --schedule grammar (schedule.h): every accepted form, and what is refused.
 #include <gtest/gtest.h>
 
 #include <string>

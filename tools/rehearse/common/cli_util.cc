@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "base/cli_doc.h"
+#include "base/resolv_conf.h"
 
 namespace hg::rehearse {
 
@@ -69,20 +70,6 @@ std::optional<std::vector<base::Endpoint>> resolvers_or_system(
   }
   return rc->nameservers;
 }
-bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
-                 TraceMerger& merger) {
-  for (const auto& f : files) {
-    TraceError err;
-    auto reader = open_trace(f, topts, err);
-    if (!reader) {
-      std::fprintf(stderr, "%s\n", err.to_string().c_str());
-      return false;
-    }
-    merger.add(std::move(reader));
-  }
-  return true;
-}
-
 bool write_file(const std::string& path, const std::string& text) {
   if (path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

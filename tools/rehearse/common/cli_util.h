@@ -1,6 +1,6 @@
 // Small helpers the subcommands share: whole numbers (durations go through base/duration.h),
-// one-line usage errors (exit 2), the resolver list (flags or /etc/resolv.conf), opening the
-// trace files, writing an output file.
+// one-line usage errors (exit 2), the resolver list (flags or /etc/resolv.conf), writing an
+// output file. (Opening the trace files is trace/trace.h's open_traces.)
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,6 @@
 
 #include "base/decimal.h"
 #include "base/endpoint.h"
-#include "tools/rehearse/plan/model.h"
-#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse {
 
@@ -36,10 +34,6 @@ int print_cli_doc(const CLI::App& app);
 /// the one-line error) when one is bad or there is none.
 std::optional<std::vector<base::Endpoint>> resolvers_or_system(
     std::string_view cmd, const std::vector<std::string>& flags);
-/// Opens every one of `files` into `merger` (merged by time), as replay and project do; false
-/// after printing the error of the first that cannot be read.
-bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
-                 TraceMerger& merger);
 /// Writes `text` to the file `path`, or to stdout when it is "-"; false on any error (errno
 /// says which).
 bool write_file(const std::string& path, const std::string& text);

@@ -1,7 +1,7 @@
 // hourglass-rehearse project: the zone owner's projection. Reads an authoritative server's
 // queries (dnstap AUTH_QUERY, or a pcap of port 53), treats every querying resolver as its
 // own cache, estimates the demand behind it from the gaps between its fetches and projects
-// the authoritative load at candidate TTLs. The model is project_model.h; docs/rehearsal.md.
+// the authoritative load at candidate TTLs. The model is model.h; docs/rehearsal.md.
 #include "tools/rehearse/project/project.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // hourglass-rehearse project: an authoritative server's queries → per resolver × question
-// fetch series → fits (project_model.h) → the projected load at candidate TTLs, per question
+// fetch series → fits (model.h) → the projected load at candidate TTLs, per question
 // and in total, with a 95 % band. ProjectInput collects; project() computes; the two format
 // functions print what run_project writes. docs/rehearsal.md, "project".
 #pragma once

@@ -1,4 +1,4 @@
-// EventClassifier: see replay_classifier.h and docs/rehearsal.md.
+// EventClassifier: see classifier.h and docs/rehearsal.md.
 #include "tools/rehearse/replay/classifier.h"
 
 #include <functional>

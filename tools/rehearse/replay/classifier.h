@@ -1,6 +1,6 @@
 // EventClassifier: the replay's first stage. It gives each trace event's question an index
 // and finds where a response's TTLs are, so that the second stage (ReplayEngine::apply,
-// replay_engine.h) reads no DNS message twice; replay_pipeline.h runs the two on two threads.
+// engine.h) reads no DNS message twice; pipeline.h runs the two on two threads.
 #pragma once
 
 #include <cstdint>

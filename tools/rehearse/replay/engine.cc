@@ -1,4 +1,4 @@
-// ReplayEngine: see replay_engine.h and docs/rehearsal.md.
+// ReplayEngine: see engine.h and docs/rehearsal.md.
 #include "tools/rehearse/replay/engine.h"
 
 #include <algorithm>

@@ -16,9 +16,9 @@
 // --ttl-cap caps set. Prefetch follows the daemon's rule (cache::prefetch_due with the cache's
 // window, one claim per entry) with a seeded generator, so a replay is reproducible.
 //
-// The first stage, which reads the DNS messages, is EventClassifier (replay_classifier.h);
-// replay_pipelined (replay_pipeline.h) runs the two stages on two threads; the --schedule rules
-// and their grammar are in replay_schedule.h.
+// The first stage, which reads the DNS messages, is EventClassifier (classifier.h);
+// replay_pipelined (pipeline.h) runs the two stages on two threads; the --schedule rules
+// and their grammar are in schedule.h.
 //
 // Memory: one state per distinct question (with the responses seen in the last
 // `lookahead` of trace time and the recovered TTL of each RRset), plus the two caches and

@@ -1,4 +1,4 @@
-// replay_pipelined: see replay_pipeline.h.
+// replay_pipelined: see pipeline.h.
 #include "tools/rehearse/replay/pipeline.h"
 
 #include <condition_variable>

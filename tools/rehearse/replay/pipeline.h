@@ -1,5 +1,5 @@
 // replay_pipelined: a trace through a ReplayEngine on two threads, the classifier
-// (replay_classifier.h) on a reading thread and the engine's apply on the caller's.
+// (classifier.h) on a reading thread and the engine's apply on the caller's.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,6 @@
 // hourglass-rehearse replay: recorded traffic through the cache at today's and at planned
-// TTLs. The engine is replay_engine.h (its first stage replay_classifier.h, the two threads
-// replay_pipeline.h, the --schedule grammar replay_schedule.h); the output report.h and plot.h;
+// TTLs. The engine is engine.h (its first stage classifier.h, the two threads
+// pipeline.h, the --schedule grammar schedule.h); the output summary.h and plot.h;
 // docs/rehearsal.md.
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The --schedule grammar: see replay_schedule.h and docs/rehearsal.md.
+// The --schedule grammar: see schedule.h and docs/rehearsal.md.
 #include "tools/rehearse/replay/schedule.h"
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // The --schedule grammar of `hourglass-rehearse replay` (and its --ttl-cap, --from, --to,
 // --bucket values): a ScheduleRule ZONE=TTL[@TIME] and the durations in it. The replay
-// (replay_engine.h) applies the rules; docs/rehearsal.md describes them.
+// (engine.h) applies the rules; docs/rehearsal.md describes them.
 #pragma once
 
 #include <cstdint>

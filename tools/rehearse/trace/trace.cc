@@ -186,4 +186,18 @@ uint64_t question_hash(std::span<const uint8_t> msg, uint64_t seed) {
   return finish(name_h);
 }
 
+bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
+                 TraceMerger& merger) {
+  for (const auto& f : files) {
+    TraceError err;
+    auto reader = open_trace(f, topts, err);
+    if (!reader) {
+      std::fprintf(stderr, "%s\n", err.to_string().c_str());
+      return false;
+    }
+    merger.add(std::move(reader));
+  }
+  return true;
+}
+
 }  // namespace hg::rehearse

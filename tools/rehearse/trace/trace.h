@@ -102,4 +102,9 @@ std::unique_ptr<TraceReader> open_trace_memory(std::span<const uint8_t> bytes,
                                                const std::string& name, const TraceOptions& options,
                                                TraceError& error);
 
+/// Opens every one of `files` into `merger` (merged by time), as replay and project do; false
+/// after printing the error of the first that cannot be read.
+bool open_traces(const std::vector<std::string>& files, const TraceOptions& topts,
+                 TraceMerger& merger);
+
 }  // namespace hg::rehearse

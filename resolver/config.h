@@ -26,8 +26,8 @@
 #include <variant>
 #include <vector>
 
+#include "base/cli_doc.h"
 #include "resolver/checked.h"
-#include "resolver/cli_doc.h"
 #include "resolver/fleet/redis_config.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/routing_settings.h"

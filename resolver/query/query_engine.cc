@@ -1,6 +1,6 @@
 #include "resolver/query/query_engine.h"
 #include "base/bytes.h"
-#include "resolver/cli_doc.h"
+#include "base/json.h"
 #include "resolver/log.h"
 
 #include <fmt/core.h>
@@ -45,7 +45,7 @@ std::string json_log_head(const sockaddr* client) {
     if (auto ep = Endpoint::from_sockaddr(client, sizeof(sockaddr_storage))) from = ep->to_string();
   }
   return fmt::format("\"time\":\"{}\",\"client\":{}",
-                     rfc3339_utc_ms(std::chrono::system_clock::now()), clidoc::json_string(from));
+                     rfc3339_utc_ms(std::chrono::system_clock::now()), base::json::quote(from));
 }
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;
@@ -232,7 +232,7 @@ QueryEngine::Outcome QueryEngine::handle(std::span<const uint8_t> packet, const 
       if (shared_.config.log_queries) {
         if (shared_.config.log_queries_json) {
           log::print(log::Level::Info, "{{{},\"rejected\":{}}}", json_log_head(peer),
-                     clidoc::json_string(to_string(adm.why)));
+                     base::json::quote(to_string(adm.why)));
         } else {
           log::print(log::Level::Info, "query rejected: {}", to_string(adm.why));
         }
@@ -711,9 +711,9 @@ void QueryEngine::log_query(const wire::Name& qname, wire::RRType qtype, RCode r
     // JSON-escaped, so a hostile name cannot break the line or the JSON.
     log::print(log::Level::Info,
                "{{{},\"name\":{},\"type\":{},\"rcode\":{},\"answer\":{},\"ms\":{:.1f}}}",
-               json_log_head(client), clidoc::json_string(qname.to_text()),
-               clidoc::json_string(wire::to_string(qtype)),
-               clidoc::json_string(wire::to_string(rcode)), clidoc::json_string(what), ms);
+               json_log_head(client), base::json::quote(qname.to_text()),
+               base::json::quote(wire::to_string(qtype)), base::json::quote(wire::to_string(rcode)),
+               base::json::quote(what), ms);
     return;
   }
   log::print(log::Level::Info, "query {} {} {} {} {:.1f}ms", qname.to_text(),

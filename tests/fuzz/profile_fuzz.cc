@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tools/rehearse/plan_model.h"
-#include "tools/rehearse/profile.h"
+#include "tools/rehearse/plan/model.h"
+#include "tools/rehearse/plan/profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hg::rehearse;

@@ -12,8 +12,8 @@
 #include <span>
 
 #include "tests/fuzz/fuzz_check.h"
-#include "tools/rehearse/project.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/project/project.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace {
 

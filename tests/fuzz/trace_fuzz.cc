@@ -16,7 +16,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_check.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace {
 

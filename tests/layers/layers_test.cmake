@@ -30,6 +30,20 @@ function(write_clean_tree dir)
   file(WRITE ${dir}/resolver/config.cc "#include \"resolver/config.h\"\n#include \"resolver/fleet/fleet_cache.h\"\n")
   file(WRITE ${dir}/resolver/server.cc "#include \"resolver/ops/control.h\"\n#include \"resolver/config.h\"\n")
   file(WRITE ${dir}/tools/ctl.cc "#include \"resolver/ops/control.h\"\n")
+  # Third-party and socket headers, each in its place.
+  file(WRITE ${dir}/resolver/net/bound_socket.cc "#include <sys/socket.h>\n#include <netinet/in.h>\n#include <arpa/inet.h>\n")
+  file(WRITE ${dir}/resolver/fleet/redis_conn.cc "#include <hiredis/hiredis.h>\n")
+  file(WRITE ${dir}/resolver/upstream/dot.cc "#include <openssl/ssl.h>\n#include <sys/socket.h>\n")
+  file(WRITE ${dir}/base/endpoint.h "#include <netinet/in.h>\n")
+  # hourglass-rehearse's rooms: common <- trace <- replay, plan <- project <- report.
+  file(WRITE ${dir}/tools/rehearse/common/cli_util.h "#include \"base/endpoint.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/trace/trace.h "#include \"tools/rehearse/common/cli_util.h\"\n#include \"wire/name.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/replay/engine.h "#include \"tools/rehearse/trace/trace.h\"\n#include \"cache/cache.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/plan/dns_client.h "#include \"tools/rehearse/common/cli_util.h\"\n#include \"resolver/upstream/upstream.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/plan/watch.cc "#include \"tools/rehearse/plan/dns_client.h\"\n#include <arpa/inet.h>\n")
+  file(WRITE ${dir}/tools/rehearse/project/project.h "#include \"tools/rehearse/replay/engine.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/report/ticket.cc "#include \"tools/rehearse/project/project.h\"\n#include \"tools/rehearse/plan/dns_client.h\"\n")
+  file(WRITE ${dir}/tools/rehearse/main.cc "#include \"tools/rehearse/report/ticket.h\"\n#include \"tools/rehearse/common/cli_util.h\"\n")
 endfunction()
 
 # Runs the check on `dir`; `expect` is PASS or the text the failure message must contain.
@@ -129,6 +143,42 @@ expect_fail(ares_in_query resolver/query/query_engine.cc "#include <ares.h>"
 expect_fail(ares_dns_in_server resolver/server.cc "#  include <ares_dns.h>"
             "resolver/server.cc: # include <ares_dns.h> (only resolver/upstream/*.cc")
 expect_fail(ares_in_tools tools/ctl.cc "#include <ares.h>" "tools/ctl.cc: #include <ares.h>")
+# hourglass-rehearse: no resolver/ (but plan's DnsClient), and its rooms in order.
+expect_fail(rehearse_replay_includes_resolver tools/rehearse/replay/engine.h
+            "#include \"resolver/net/endpoint.h\""
+            "tools/rehearse/replay/engine.h: #include \"resolver/net/endpoint.h\" (tools/rehearse/ must not include resolver/")
+expect_fail(rehearse_top_includes_resolver tools/rehearse/main.cc "#include \"resolver/config.h\""
+            "tools/rehearse/main.cc: #include \"resolver/config.h\" (tools/rehearse/ must not include resolver/")
+expect_fail(rehearse_plan_watch_includes_resolver tools/rehearse/plan/watch.cc
+            "#include \"resolver/upstream/upstream.h\""
+            "tools/rehearse/plan/watch.cc: #include \"resolver/upstream/upstream.h\" (tools/rehearse/ must not include resolver/")
+expect_fail(rehearse_trace_includes_replay tools/rehearse/trace/trace.h
+            "#include \"tools/rehearse/replay/engine.h\""
+            "(tools/rehearse/trace/ must not include tools/rehearse/replay/")
+expect_fail(rehearse_common_includes_trace tools/rehearse/common/cli_util.h
+            "#include \"tools/rehearse/trace/trace.h\""
+            "(tools/rehearse/common/ must not include tools/rehearse/trace/")
+expect_fail(rehearse_replay_includes_plan tools/rehearse/replay/engine.h
+            "#include \"tools/rehearse/plan/dns_client.h\""
+            "(tools/rehearse/replay/ must not include tools/rehearse/plan/")
+expect_fail(rehearse_project_includes_report tools/rehearse/project/project.h
+            "#include \"tools/rehearse/report/ticket.h\""
+            "(tools/rehearse/project/ must not include tools/rehearse/report/")
+expect_fail(rehearse_unknown_room tools/rehearse/misc/helper.h "#include \"base/bytes.h\""
+            "tools/rehearse/misc/ is not a room of hourglass-rehearse")
+# Third-party and socket headers.
+expect_fail(hiredis_in_query resolver/query/query_engine.h "#include <hiredis/hiredis.h>"
+            "resolver/query/query_engine.h: #include <hiredis/hiredis.h> (only resolver/fleet/ includes hiredis)")
+expect_fail(openssl_in_cache cache/cache.h "#include <openssl/evp.h>"
+            "cache/cache.h: #include <openssl/evp.h> (only")
+expect_fail(openssl_in_fleet_cache resolver/fleet/fleet_cache.h "#include <openssl/hmac.h>"
+            "resolver/fleet/fleet_cache.h: #include <openssl/hmac.h> (only")
+expect_fail(socket_in_query resolver/query/query_engine.h "#include <sys/socket.h>"
+            "resolver/query/query_engine.h: #include <sys/socket.h> (socket headers only in resolver/net/")
+expect_fail(netinet_in_replay tools/rehearse/replay/engine.h "#include <netinet/in.h>"
+            "tools/rehearse/replay/engine.h: #include <netinet/in.h> (socket headers only")
+expect_fail(arpa_in_wire wire/name.h "#include <arpa/inet.h>"
+            "wire/name.h: #include <arpa/inet.h> (socket headers only")
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} layering case(s) went wrong")

@@ -1,8 +1,9 @@
 // The linger timeline's arithmetic, with made-up chains and a fixed "now" (no network).
 #include <gtest/gtest.h>
 
-#include "tools/rehearse/plan_model.h"
-#include "tools/rehearse/plan_report.h"
+#include "base/json.h"
+#include "tools/rehearse/plan/model.h"
+#include "tools/rehearse/plan/render.h"
 
 namespace hg::rehearse {
 namespace {
@@ -298,7 +299,7 @@ TEST(PlanReport, JsonHasTheAgreedFields) {
 }
 
 TEST(PlanReport, JsonStringsAreEscaped) {
-  EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(base::json::quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
 }
 
 TEST(PlanReport, SvgMarksTheCutoverAndHasOneBarPerLayer) {

@@ -1,7 +1,7 @@
 // The profile parser: the shipped default, good files, and one-line errors for bad ones.
 #include <gtest/gtest.h>
 
-#include "tools/rehearse/profile.h"
+#include "tools/rehearse/plan/profile.h"
 
 namespace hg::rehearse {
 namespace {

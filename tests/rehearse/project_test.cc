@@ -9,7 +9,7 @@
 #include <random>
 
 #include "tests/rehearse/replay_test_util.h"
-#include "tools/rehearse/project.h"
+#include "tools/rehearse/project/project.h"
 
 namespace hg::rehearse::testing {
 namespace {

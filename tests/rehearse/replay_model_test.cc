@@ -10,7 +10,7 @@
 #include <random>
 
 #include "tests/rehearse/replay_test_util.h"
-#include "tools/rehearse/report.h"
+#include "tools/rehearse/replay/summary.h"
 
 namespace hg::rehearse::testing {
 namespace {

@@ -1,10 +1,10 @@
-// The --schedule grammar (replay_schedule.h): every accepted form, and what is refused.
+// The --schedule grammar (schedule.h): every accepted form, and what is refused.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tests/rehearse/replay_test_util.h"
-#include "tools/rehearse/replay_schedule.h"
+#include "tools/rehearse/replay/schedule.h"
 
 namespace hg::rehearse::testing {
 namespace {

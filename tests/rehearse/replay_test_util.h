@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "tests/cache/cache_test_util.h"
-#include "tools/rehearse/replay_engine.h"
-#include "tools/rehearse/replay_pipeline.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/replay/engine.h"
+#include "tools/rehearse/replay/pipeline.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse::testing {
 

@@ -7,9 +7,9 @@
 #include <map>
 
 #include "tests/rehearse/trace_test_util.h"
-#include "tools/rehearse/commands.h"
-#include "tools/rehearse/synth.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/common/commands.h"
+#include "tools/rehearse/trace/synth.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse {
 namespace {

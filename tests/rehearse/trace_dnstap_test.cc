@@ -4,8 +4,8 @@
 
 #include "dnstap/codec.h"
 #include "tests/rehearse/trace_test_util.h"
-#include "tools/rehearse/frame_writer.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/trace/frame_writer.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse {
 namespace {

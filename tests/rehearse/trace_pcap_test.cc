@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "tests/rehearse/trace_test_util.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse {
 namespace {

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "tests/rehearse/trace_test_util.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse {
 namespace {

@@ -16,7 +16,7 @@
 #include "base/bytes.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wire/packet_builder.h"
-#include "tools/rehearse/trace.h"
+#include "tools/rehearse/trace/trace.h"
 
 namespace hg::rehearse::test {
 

@@ -1,7 +1,7 @@
 // watch's classification of answers and its per-resolver state changes (no network, no clock).
 #include <gtest/gtest.h>
 
-#include "tools/rehearse/watch_model.h"
+#include "tools/rehearse/plan/watch_model.h"
 #include "wire/rdata.h"
 
 namespace hg::rehearse {

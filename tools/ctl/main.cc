@@ -35,7 +35,7 @@
 #include <string_view>
 #include <vector>
 
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 #include "tools/ctl/client.h"
 #include "tools/ctl/system_resolver.h"
 #include "tools/ctl/top.h"

@@ -12,9 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-#include "resolver/cli_doc.h"
+#include "base/cli_doc.h"
 
-#include "tools/rehearse/commands.h"
+#include "tools/rehearse/common/commands.h"
 
 namespace {
 

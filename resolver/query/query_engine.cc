@@ -1,5 +1,6 @@
 #include "resolver/query/query_engine.h"
 #include "base/bytes.h"
+#include "base/wall_clock.h"
 #include "resolver/cli_doc.h"
 #include "resolver/log.h"
 
@@ -44,8 +45,8 @@ std::string json_log_head(const sockaddr* client) {
   if (client != nullptr) {
     if (auto ep = Endpoint::from_sockaddr(client, sizeof(sockaddr_storage))) from = ep->to_string();
   }
-  return fmt::format("\"time\":\"{}\",\"client\":{}",
-                     rfc3339_utc_ms(std::chrono::system_clock::now()), clidoc::json_string(from));
+  return fmt::format("\"time\":\"{}\",\"client\":{}", rfc3339_utc_ms(base::wall_now()),
+                     clidoc::json_string(from));
 }
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;

@@ -1,6 +1,7 @@
 // Big-endian (network order) integers in bytes: the one copy of these helpers for every
-// folder. Files, frames and packets all carry their multi-byte fields this way: the cache
-// file, the fleet's Redis values, Frame Streams lengths, pcap headers, DNS messages.
+// folder (tools/lint/homes fails on a hand-written (p[0] << 8) | p[1] elsewhere). Files, frames and
+// packets all carry their multi-byte fields this way: the cache file, the fleet's Redis values,
+// Frame Streams lengths, pcap headers, DNS messages.
 //
 // load_* and store_* work on bytes the caller has already checked are in bounds (an untrusted
 // buffer is read through a bounds-checked cursor, wire::WireReader, instead); append_* grow a
@@ -21,6 +22,10 @@ constexpr uint32_t load_u32(const uint8_t* p) noexcept {
 }
 constexpr uint64_t load_u64(const uint8_t* p) noexcept {
   return (uint64_t{load_u32(p)} << 32) | load_u32(p + 4);
+}
+/// Little-endian, for the one format that is (protobuf's fixed32, in dnstap frames).
+constexpr uint32_t load_u32_le(const uint8_t* p) noexcept {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
 
 constexpr void store_u16(uint8_t* p, uint16_t v) noexcept {

@@ -1,8 +1,10 @@
 // Two small non-cryptographic hash pieces, each defined once: FNV-1a (64-bit) over bytes, and
 // the 64-bit finaliser of MurmurHash3 (fmix64), which spreads every input bit over the whole
-// word. Used by the cache's S3-FIFO ghost table (fmix64 before slicing an owner's hash) and by
-// hourglass-rehearse (question and RRset identities). Not for anything an attacker may aim
-// at: the daemon's cache keys use their own seeded hash (cache/key.h).
+// word. FNV-1a hashes names and addresses for tables whose size is bounded (wire::Name::hash,
+// the hosts table, the routing table's TLD filter, the upstream's name check, connections per
+// source, hourglass-rehearse's identities); fmix64 goes before the S3-FIFO ghost table slices
+// an owner's hash. Not for an unbounded table an attacker may aim at: the cache keys use their
+// own seeded hash (cache/key.h). tools/lint/homes fails on FNV's constants anywhere else.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// The wall clock: the one place that reads CLOCK_REALTIME (through std::chrono::system_clock).
+// The wall clock: the one place that reads CLOCK_REALTIME (through std::chrono::system_clock);
+// tools/lint/homes fails on system_clock::now() elsewhere in the product (tests may read it).
 //
 // Wall time jumps (NTP steps, an operator's date -s), so it only stamps what leaves the
 // process and must mean a moment to others: the cache file's save time, a fleet value's insert

@@ -43,6 +43,14 @@ struct CacheKey {
   }
 };
 
+/// The hash function object of a table keyed by CacheKey (the in-flight table, the fleet's
+/// keys): the key's own seeded hash, so every such table is as flood-proof as the cache.
+struct CacheKeyHash {
+  std::size_t operator()(const CacheKey& k) const noexcept {
+    return static_cast<std::size_t>(k.hash);
+  }
+};
+
 /// SipHash-1-3 of `bytes` under the process's random key (drawn once, at first use).
 uint64_t seeded_hash(std::span<const uint8_t> bytes) noexcept;
 

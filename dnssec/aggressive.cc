@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 
+#include "base/bytes.h"
 #include "wire/header.h"
 #include "wire/writer.h"
 
@@ -44,8 +45,7 @@ std::optional<uint32_t> soa_minimum(std::span<const uint8_t> rdata) {
   const auto rname = name_end(rdata, *mname);
   if (!rname || rdata.size() - *rname != 20) return std::nullopt;
   const std::size_t at = rdata.size() - 4;
-  return (uint32_t{rdata[at]} << 24) | (uint32_t{rdata[at + 1]} << 16) |
-         (uint32_t{rdata[at + 2]} << 8) | rdata[at + 3];
+  return base::load_u32(&rdata[at]);
 }
 
 // The owner name of the NSEC3 record for `hash` in `zone` (RFC 5155 §3): its base32hex, then

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/bytes.h"
 #include "dnssec/crypto.h"
 #include "dnssec/denial.h"
 #include "dnssec/rrsets.h"
@@ -384,8 +385,7 @@ void AnswerValidation::expose_denial(const DenialRecords& d, const ZoneKeys& z, 
   if (!soa) return;
   const auto& soa_rdata = soa->set.rdatas[0];
   const std::size_t at = soa_rdata.size() - 4;
-  const uint32_t minimum = (uint32_t{soa_rdata[at]} << 24) | (uint32_t{soa_rdata[at + 1]} << 16) |
-                           (uint32_t{soa_rdata[at + 2]} << 8) | soa_rdata[at + 3];
+  const uint32_t minimum = base::load_u32(&soa_rdata[at]);
   ProvenDenial p;
   p.zone = z.zone.lowercased();
   p.qname = denial_name_;

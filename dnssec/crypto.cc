@@ -9,6 +9,8 @@
 #include <array>
 #include <memory>
 
+#include "base/bytes.h"
+
 namespace hg::dnssec {
 
 namespace {
@@ -61,7 +63,7 @@ Pkey rsa_key(std::span<const uint8_t> k) {
   std::size_t at = 1;
   if (elen == 0) {
     if (k.size() < 3) return nullptr;
-    elen = (std::size_t{k[1]} << 8) | k[2];
+    elen = base::load_u16(&k[1]);
     at = 3;
   }
   if (elen == 0 || elen > kMaxRsaExponent || k.size() < at + elen) return nullptr;
@@ -188,7 +190,7 @@ DsMatch ds_matches(const wire::Name& owner, std::span<const uint8_t> dnskey_rdat
                    std::span<const uint8_t> ds_rdata) {
   // DS RDATA: key tag (2), algorithm (1), digest type (1), digest (RFC 4034 §5.1).
   if (ds_rdata.size() < 4 || dnskey_rdata.size() < 4) return DsMatch::Malformed;
-  const uint16_t tag = static_cast<uint16_t>((ds_rdata[0] << 8) | ds_rdata[1]);
+  const uint16_t tag = base::load_u16(&ds_rdata[0]);
   if (tag != key_tag(dnskey_rdata) || ds_rdata[2] != dnskey_rdata[3]) return DsMatch::Mismatch;
   if (!digest_supported(ds_rdata[3])) return DsMatch::UnsupportedDigest;
   const auto digest = ds_digest(owner, dnskey_rdata, ds_rdata[3]);

@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "base/bytes.h"
 #include "dnssec/signed_data.h"
 
 namespace hg::dnssec {
@@ -43,7 +44,7 @@ std::vector<SectionRrset> section_rrsets(const wire::Message& m, wire::Section s
   for (const auto& rr : records) {
     if (static_cast<uint16_t>(rr.type) != kTypeRrsig || rr.rdlength < 2) continue;
     const auto rdata = m.packet().subspan(rr.rdata_offset, rr.rdlength);
-    const auto covered = static_cast<uint16_t>((rdata[0] << 8) | rdata[1]);
+    const auto covered = base::load_u16(&rdata[0]);
     SectionRrset* r = find(m.owner(rr), covered, rr.klass);
     if (r != nullptr) r->set.rrsigs.emplace_back(rdata.begin(), rdata.end());
   }

@@ -16,15 +16,6 @@ namespace {
 
 constexpr std::size_t kRrsigFixed = 18;  // type covered .. key tag (RFC 4034 §3.1)
 
-void put16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-void put32(std::vector<uint8_t>& out, uint32_t v) {
-  put16(out, static_cast<uint16_t>(v >> 16));
-  put16(out, static_cast<uint16_t>(v));
-}
-
 // Types of RFC 4034 §6.2's list (less NSEC, RFC 6840 §5.1) whose RDATA names wire/rdata.h
 // does not decode: their canonical form cannot be made here.
 bool names_not_decoded(uint16_t type) noexcept {
@@ -163,21 +154,21 @@ std::optional<std::vector<uint8_t>> signed_data(const Rrsig& sig, const wire::Na
   for (const auto& r : rdatas)
     size += name.size() + 10 + r.size();
   out.reserve(size);
-  put16(out, sig.type_covered);
+  base::append_u16(out, sig.type_covered);
   out.push_back(sig.algorithm);
   out.push_back(sig.labels);
-  put32(out, sig.original_ttl);
-  put32(out, sig.expiration);
-  put32(out, sig.inception);
-  put16(out, sig.key_tag);
+  base::append_u32(out, sig.original_ttl);
+  base::append_u32(out, sig.expiration);
+  base::append_u32(out, sig.inception);
+  base::append_u16(out, sig.key_tag);
   out.insert(out.end(), signer.wire().begin(), signer.wire().end());
   for (const auto& r : rdatas) {
     if (r.size() > 0xffff) return std::nullopt;
     out.insert(out.end(), name.wire().begin(), name.wire().end());
-    put16(out, type);
-    put16(out, klass);
-    put32(out, sig.original_ttl);
-    put16(out, static_cast<uint16_t>(r.size()));
+    base::append_u16(out, type);
+    base::append_u16(out, klass);
+    base::append_u32(out, sig.original_ttl);
+    base::append_u16(out, static_cast<uint16_t>(r.size()));
     out.insert(out.end(), r.begin(), r.end());
   }
   return out;

@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "base/bytes.h"
+
 namespace hg::dnstap {
 
 std::string_view to_string(MessageType t) noexcept {
@@ -408,8 +410,7 @@ inline bool read_field(const uint8_t*& p, const uint8_t* end, Field& f) noexcept
     }
     case kFixed32:
       if (rem < 4) return false;
-      f.value =
-          uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+      f.value = base::load_u32_le(p);
       p += 4;
       return true;
     default:  // 3, 4 (groups), 6, 7

@@ -183,7 +183,7 @@ Checked<std::vector<TtlCap>> read_shadow_ttls(const std::string& config_file,
 
 /// The text --help prints.
 std::string config_help();
-/// The command line and the config-file keys as JSON (resolver/cli_doc.h), from the same
+/// The command line and the config-file keys as JSON (base/cli_doc.h), from the same
 /// table as --help, for the generated man pages and completion; `extra` gives the prose.
 std::string config_doc_json(clidoc::Extra extra);
 

@@ -1,6 +1,7 @@
 // The command line, --help and the documentation JSON, from the settings table (config_cli.h).
 #include "resolver/config_cli.h"
 
+#include "base/json.h"
 #include "resolver/config.h"
 
 #ifndef HG_VERSION
@@ -79,7 +80,7 @@ std::string config_help() {
 
 std::string config_doc_json(clidoc::Extra extra) {
   using namespace settings;
-  using clidoc::json_string;
+  const auto json_string = [](std::string_view s) { return base::json::quote(s); };
   Cli cli;
   for (const Key& k : keys())
     extra.toml_keys.emplace_back(k.name);

@@ -1,6 +1,6 @@
 // The command line of hourglassd, made from the settings table (config_keys.h): the CLI11
 // app that parses the flags and prints --help, and the JSON the man pages, the completion
-// and docs/configuration.md are generated from (resolver/cli_doc.h, packaging/gen-docs).
+// and docs/configuration.md are generated from (base/cli_doc.h, packaging/gen-docs).
 // CLI11 only splits the command line into text values; the table's setters convert them,
 // so its wording never reaches the user. Internal to the config files.
 #pragma once

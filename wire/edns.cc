@@ -49,7 +49,7 @@ Status validate_edns_options(std::span<const uint8_t> rdata, std::size_t base_of
   std::size_t i = 0;
   while (i < rdata.size()) {
     if (rdata.size() - i < 4) return Error{ParseError::BadOpt, base_offset + i};
-    std::size_t len = static_cast<std::size_t>((rdata[i + 2] << 8) | rdata[i + 3]);
+    std::size_t len = static_cast<std::size_t>(base::load_u16(&rdata[i + 2]));
     if (rdata.size() - i - 4 < len) return Error{ParseError::BadOpt, base_offset + i};
     i += 4 + len;
   }
@@ -58,7 +58,7 @@ Status validate_edns_options(std::span<const uint8_t> rdata, std::size_t base_of
 
 Result<ExtendedError> parse_extended_error(std::span<const uint8_t> data) noexcept {
   if (data.size() < 2) return Error{ParseError::BadOpt, 0};
-  auto code = static_cast<uint16_t>((data[0] << 8) | data[1]);
+  auto code = base::load_u16(&data[0]);
   // RFC 8914 §2: EXTRA-TEXT is UTF-8 and "SHOULD NOT" be NUL-terminated; tolerate one.
   auto text = data.subspan(2);
   if (!text.empty() && text.back() == 0) text = text.first(text.size() - 1);

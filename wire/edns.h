@@ -13,6 +13,7 @@
 #include <span>
 #include <string_view>
 
+#include "base/bytes.h"
 #include "wire/result.h"
 #include "wire/writer.h"
 
@@ -71,8 +72,8 @@ struct Edns {
   void for_each_option(F&& f) const {
     std::size_t i = 0;
     while (i + 4 <= options_wire.size()) {
-      auto code = static_cast<uint16_t>((options_wire[i] << 8) | options_wire[i + 1]);
-      auto len = static_cast<std::size_t>((options_wire[i + 2] << 8) | options_wire[i + 3]);
+      auto code = base::load_u16(&options_wire[i]);
+      auto len = static_cast<std::size_t>(base::load_u16(&options_wire[i + 2]));
       f(EdnsOption{code, options_wire.subspan(i + 4, len)});
       i += 4 + len;
     }

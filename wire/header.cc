@@ -26,4 +26,21 @@ void Header::write_unchecked(uint8_t* p) const noexcept {
   base::store_u16(p + 10, arcount);
 }
 
+std::size_t question_end(std::span<const uint8_t> msg) noexcept {
+  if (msg.size() < kHeaderSize || base::load_u16(&msg[4]) < 1) return 0;
+  std::size_t at = kHeaderSize;
+  std::size_t name_len = 0;
+  while (true) {
+    if (at >= msg.size()) return 0;
+    const uint8_t len = msg[at];
+    if (len == 0) break;
+    if (len > 63) return 0;  // compressed or reserved
+    name_len += 1 + len;
+    if (name_len > 254) return 0;
+    at += 1 + len;
+  }
+  at += 1;
+  return at + 4 <= msg.size() ? at + 4 : 0;
+}
+
 }  // namespace hg::wire

@@ -7,7 +7,9 @@
 //   +--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+--+
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "wire/reader.h"
 #include "wire/result.h"
@@ -28,6 +30,10 @@ inline constexpr uint16_t AD = 0x0020;
 inline constexpr uint16_t CD = 0x0010;
 }  // namespace flag
 
+/// The opcode's four bits in the flags word, and their shift: the one copy of this mask.
+inline constexpr uint16_t kOpcodeMask = 0x7800;
+inline constexpr unsigned kOpcodeShift = 11;
+
 struct Header {
   uint16_t id = 0;
   uint16_t flags = 0;
@@ -47,9 +53,12 @@ struct Header {
   bool ra() const noexcept { return has(flag::RA); }
   bool ad() const noexcept { return has(flag::AD); }
   bool cd() const noexcept { return has(flag::CD); }
-  Opcode opcode() const noexcept { return static_cast<Opcode>((flags >> 11) & 0xF); }
+  Opcode opcode() const noexcept {
+    return static_cast<Opcode>((flags & kOpcodeMask) >> kOpcodeShift);
+  }
   void set_opcode(Opcode o) noexcept {
-    flags = static_cast<uint16_t>((flags & ~0x7800) | ((static_cast<unsigned>(o) & 0xF) << 11));
+    flags = static_cast<uint16_t>((flags & ~kOpcodeMask) |
+                                  ((static_cast<unsigned>(o) << kOpcodeShift) & kOpcodeMask));
   }
   /// The low 4 bits of the RCODE; the full code also needs the OPT record's high bits.
   uint8_t rcode_low() const noexcept { return static_cast<uint8_t>(flags & 0xF); }
@@ -73,9 +82,16 @@ struct Header {
 /// responder).
 constexpr uint16_t answer_flags(uint16_t query_flags, bool dnssec_ok,
                                 uint16_t data_flags) noexcept {
-  uint16_t f = flag::QR | flag::RA | (query_flags & (flag::RD | flag::CD | 0x7800));
+  uint16_t f = flag::QR | flag::RA | (query_flags & (flag::RD | flag::CD | kOpcodeMask));
   if ((data_flags & flag::AD) && (dnssec_ok || (query_flags & flag::AD))) f |= flag::AD;
   return static_cast<uint16_t>(f | (data_flags & 0xF));
 }
+
+/// Offset just past QTYPE/QCLASS of the first question of the raw message `msg`, whose name
+/// must be uncompressed (as in a query a client or this resolver wrote), at most 255 bytes;
+/// 0 when the message is too short, has no question, or the name is compressed or malformed.
+/// For looks at raw bytes that must not parse the whole message (the upstream's datagram
+/// checks, hourglass-rehearse's classifier); everything else parses with Message.
+std::size_t question_end(std::span<const uint8_t> msg) noexcept;
 
 }  // namespace hg::wire

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/hash.h"
+
 namespace hg::wire {
 
 namespace {
@@ -164,11 +166,9 @@ Name Name::parent(int n) const noexcept {
 }
 
 std::size_t Name::hash() const noexcept {
-  uint64_t h = 14695981039346656037ull;
-  for (std::size_t i = 0; i < len_; ++i) {
-    h ^= ascii_lower(buf_[i]);
-    h *= 1099511628211ull;
-  }
+  uint64_t h = base::kFnv1aBasis;
+  for (std::size_t i = 0; i < len_; ++i)
+    h = base::fnv1a_step(h, ascii_lower(buf_[i]));
   return static_cast<std::size_t>(h);
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/bytes.h"
+
 namespace hg::wire {
 
 namespace {
@@ -206,7 +208,7 @@ bool write_rdata_with_length(WireWriter& w, RRType type, const Rdata& rdata) {
 std::string ipv6_to_text(const std::array<uint8_t, 16>& a) {
   uint16_t words[8];
   for (std::size_t i = 0; i < 8; ++i)
-    words[i] = static_cast<uint16_t>((a[2 * i] << 8) | a[2 * i + 1]);
+    words[i] = base::load_u16(&a[2 * i]);
   // RFC 5952 §4.2: compress the longest run of two or more zero groups, the first on a tie.
   int best = -1, best_len = 0;
   for (int i = 0; i < 8;) {

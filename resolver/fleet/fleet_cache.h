@@ -173,12 +173,7 @@ class FleetCache {
   fleet::ReplayGuard replay_;
   uint64_t sent_seq_ = 0;  ///< of our fleet messages
   bool logged_forgery_ = false;
-  struct KeyHash {
-    std::size_t operator()(const cache::CacheKey& k) const noexcept {
-      return static_cast<std::size_t>(k.hash);
-    }
-  };
-  std::unordered_map<cache::CacheKey, KeyState, KeyHash> keys_;
+  std::unordered_map<cache::CacheKey, KeyState, cache::CacheKeyHash> keys_;
   std::unordered_map<std::string, cache::CacheKey> by_channel_;
   std::string pending_publish_;  ///< a fleet message to send when its flush is done
   bool breaker_counted_open_ = false;

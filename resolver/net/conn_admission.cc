@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/hash.h"
+
 namespace hg::resolver {
 
 SourceKey source_key(const sockaddr* sa) noexcept {
@@ -36,12 +38,7 @@ SourceKey source_key(const sockaddr* sa) noexcept {
 std::size_t SourceKeyHash::operator()(const SourceKey& k) const noexcept {
   // FNV-1a: the keys are chosen by clients, but the table is bounded by the connection
   // limit, so a collision costs a few comparisons among at most that many entries.
-  uint64_t h = 1469598103934665603ull;
-  for (const uint8_t b : k.bytes) {
-    h ^= b;
-    h *= 1099511628211ull;
-  }
-  return static_cast<std::size_t>(h);
+  return static_cast<std::size_t>(base::fnv1a(k.bytes));
 }
 
 unsigned SourceCounts::count(const SourceKey& k) const noexcept {

@@ -1,5 +1,6 @@
 #include "resolver/net/tcp_listener.h"
 
+#include "base/bytes.h"
 #include "resolver/net/bound_socket.h"
 
 #include <fcntl.h>
@@ -262,7 +263,7 @@ void TcpConnection::dispatch_buffered() {
   // bytes queued for a client that does not read are what bounds a pipelined burst.
   while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding &&
          out_.size() - out_sent_ < s.max_queued_bytes) {
-    const std::size_t len = static_cast<std::size_t>((in_[pos] << 8) | in_[pos + 1]);
+    const std::size_t len = static_cast<std::size_t>(base::load_u16(&in_[pos]));
     if (in_.size() - pos - 2 < len) break;
     ++outstanding_;
     auto self = shared_from_this();

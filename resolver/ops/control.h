@@ -11,28 +11,21 @@
 // answered by the single line "error: ..." naming what was wrong. Lines starting with ';'
 // are comments (dump's per-entry headers, the counts at the end), as in dig output.
 //
-//   help                      the commands
+// The commands, their arguments and one line of help each are the table in
+// resolver/ops/control_commands.h (`help` prints it). Replies worth knowing the shape of:
+//
 //   stats                     "key value" lines: cache.*, server.* counters, inflight.*
-//   top-names [N]             the busiest names and those causing the most upstream queries,
-//                             estimated (resolver/query/top_names.h; hourglass-ctl top)
-//   dump [NAME]               every cached answer (or those for NAME): a "; " header line
-//                             (name, class, type, DO/CD, rcode, fresh or stale, time left)
-//                             then its records in dig form with the TTLs left at this instant
-//   flush                     removes every entry                       → "flushed N"
-//   flush NAME                every type and flag variant of NAME       → "flushed N"
-//   flush-zone ZONE           ZONE and everything below it              → "flushed N"
-//   ttl-cap ZONE SECONDS      caps TTLs at or below ZONE, cached ones included → "ok: ..."
-//   ttl-cap-clear ZONE        removes that cap                          → "ok: ..."
-//   ttl-caps                  "ZONE SECONDS" per cap in force
-//   shadow [list|set|clear]   shadow-ttl zones (resolver/ops/shadow_control.h)
-//   drain NAME [--old RDATA]... [--flush-old]   the drain view (resolver/ops/shadow_control.h)
+//   dump [NAME]               per cached answer a "; " header line (name, class, type, DO/CD,
+//                             rcode, fresh or stale, time left), then its records in dig form
+//                             with the TTLs left at this instant
+//   flush, flush-zone         → "flushed N"
+//   ttl-cap, ttl-cap-clear    → "ok: ..."; ttl-caps: "ZONE SECONDS" per cap in force
+//   shadow, drain             resolver/ops/shadow_control.h
 //   route NAME                which rule answers NAME (resolver/query/local_names.h)
-//   link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]
-//   link IFACE --revert       a runtime link's servers and domains (resolver/query/links.h)
-//                             → "ok: link IFACE dns=... domains=... default-route=..."
-//   links                     one such line per link (no lines when there are none)
-//   save                      writes the cache to --cache-file now (resolver/ops/warm_restart.h)
-//                             → "saved N answers to PATH (B bytes)"
+//   link IFACE ...            → "ok: link IFACE dns=... domains=... default-route=..."; links:
+//                             one such line per link (resolver/query/links.h)
+//   save                      → "saved N answers to PATH (B bytes)"
+//                             (resolver/ops/warm_restart.h)
 //
 // Served on one worker's event loop (worker 0) through StreamServer: non-blocking, at most
 // 16 connections, idle ones closed after 30 s. A dump is rendered in chunks as the client

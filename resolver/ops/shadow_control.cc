@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "base/duration.h"
+#include "base/wall_clock.h"
 #include "cache/shadow.h"
 #include "wire/message.h"
 #include "wire/owned.h"
@@ -35,8 +36,8 @@ std::optional<wire::Name> parse_name(std::string_view text, std::string& why) {
 
 /// The wall-clock time of monotonic instant `t`, ISO 8601 UTC to the second.
 std::string wall_time(MonoTime t, MonoTime now) {
-  const auto wall = std::chrono::system_clock::now() +
-                    std::chrono::duration_cast<std::chrono::system_clock::duration>(t - now);
+  const auto wall =
+      base::wall_now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - now);
   const std::time_t tt = std::chrono::system_clock::to_time_t(wall);
   std::tm tm{};
   gmtime_r(&tt, &tm);

@@ -43,8 +43,8 @@ namespace {
 std::size_t write_bare(std::span<uint8_t> out, const wire::Header& req, RCode rcode) {
   wire::Header h;
   h.id = req.id;
-  h.flags = static_cast<uint16_t>(wire::flag::QR | wire::flag::RA | (req.flags & 0x7800) |
-                                  (req.flags & wire::flag::RD));
+  h.flags = static_cast<uint16_t>(wire::flag::QR | wire::flag::RA |
+                                  (req.flags & wire::kOpcodeMask) | (req.flags & wire::flag::RD));
   h.set_rcode_low(static_cast<uint8_t>(static_cast<unsigned>(rcode) & 0xF));
   h.write_unchecked(out.data());
   return wire::kHeaderSize;

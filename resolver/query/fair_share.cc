@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/bytes.h"
 #include "cache/key.h"
 
 namespace hg::resolver {
@@ -18,8 +19,7 @@ constexpr uint64_t kIpv6Block = 3;     // an IPv6 /56
 constexpr uint64_t kIpv6Loopback = 4;  // ::1
 
 uint64_t ipv4_source(const uint8_t* a) {
-  const uint64_t addr =
-      (uint64_t{a[0]} << 24) | (uint64_t{a[1]} << 16) | (uint64_t{a[2]} << 8) | a[3];
+  const uint64_t addr = base::load_u32(a);
   if (a[0] == 127) return (kIpv4Loopback << 56) | addr;
   return (kIpv4Block << 56) | (addr >> 8);
 }

@@ -7,19 +7,15 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "base/hash.h"
 #include "resolver/upstream/resolv_conf.h"
 
 namespace hg::resolver {
 
 namespace {
 
-constexpr uint64_t kFnvBasis = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
-
 uint64_t fnv(std::span<const uint8_t> b) noexcept {
-  uint64_t h = kFnvBasis;
-  for (const uint8_t c : b)
-    h = (h ^ c) * kFnvPrime;
+  const uint64_t h = base::fnv1a(b);
   return h ^ (h >> 29);  // the low bits pick the slot: fold the high ones in
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/hash.h"
 #include "resolver/query/responder.h"
 #include "wire/edns.h"
 #include "wire/header.h"
@@ -27,8 +28,6 @@ std::string lowered_wire(const wire::Name& n) {
   return out;
 }
 
-constexpr uint64_t kFnvBasis = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 // Never 0 (the empty slot).
 constexpr uint64_t finish_hash(uint64_t h) noexcept {
   return h == 0 ? 1 : h;
@@ -242,9 +241,9 @@ void Routing::add_tld(std::string_view lowered) {
   const int n = label_offsets(std::span<const uint8_t>(p, lowered.size()), offs);
   if (n == 0) return;
   const std::size_t o = offs[static_cast<std::size_t>(n - 1)];
-  uint64_t h = kFnvBasis;
+  uint64_t h = base::kFnv1aBasis;
   for (std::size_t i = o; i + 1 < lowered.size(); ++i)
-    h = (h ^ static_cast<uint8_t>(lowered[i])) * kFnvPrime;
+    h = base::fnv1a_step(h, static_cast<uint8_t>(lowered[i]));
   h = finish_hash(h);
   if (tld_maybe(h)) return;
   if ((tld_count_ + 1) * 4 > tld_hashes_.size()) {  // at most a quarter full
@@ -440,9 +439,9 @@ Routing::Match Routing::route(const wire::Name& qname, RRType qtype) const noexc
   }
   if (len <= 1) return {};  // the root
   const bool address = qtype == RRType::A || qtype == RRType::AAAA || qtype == RRType::ANY;
-  uint64_t h = kFnvBasis;
+  uint64_t h = base::kFnv1aBasis;
   for (std::size_t i = last; i + 1 < len; ++i)
-    h = (h ^ wire::ascii_lower(w[i])) * kFnvPrime;
+    h = base::fnv1a_step(h, wire::ascii_lower(w[i]));
   if (!tld_maybe(finish_hash(h))) [[likely]] {
     if (single && address && !single_label_forward_) return {RouteKind::SingleLabel, 0, nullptr};
     return {};

@@ -1,6 +1,7 @@
 #include "resolver/query/query_engine.h"
 #include "base/bytes.h"
 #include "base/json.h"
+#include "base/wall_clock.h"
 #include "resolver/log.h"
 
 #include <fmt/core.h>
@@ -44,8 +45,8 @@ std::string json_log_head(const sockaddr* client) {
   if (client != nullptr) {
     if (auto ep = Endpoint::from_sockaddr(client, sizeof(sockaddr_storage))) from = ep->to_string();
   }
-  return fmt::format("\"time\":\"{}\",\"client\":{}",
-                     rfc3339_utc_ms(std::chrono::system_clock::now()), base::json::quote(from));
+  return fmt::format("\"time\":\"{}\",\"client\":{}", rfc3339_utc_ms(base::wall_now()),
+                     base::json::quote(from));
 }
 
 constexpr std::size_t kMaxUdpAnswer = UdpListener::kMaxAnswer;

@@ -76,12 +76,7 @@ struct Waiter {
   ClientQuery client() const noexcept;
 };
 
-struct CacheKeyHash {
-  std::size_t operator()(const cache::CacheKey& k) const noexcept {
-    return static_cast<std::size_t>(k.hash);
-  }
-};
-using Inflight = InflightTable<cache::CacheKey, CacheKeyHash, Waiter>;
+using Inflight = InflightTable<cache::CacheKey, cache::CacheKeyHash, Waiter>;
 
 /// Counters for logs, the control socket and metrics. Relaxed atomics: totals, not ordering.
 // Every worker adds to these on every query (queries_*, hits on the hit path): per-thread

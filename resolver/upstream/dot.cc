@@ -21,6 +21,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/bytes.h"
 #include "base/small_file.h"
 #include "resolver/log.h"
 #include "resolver/upstream/upstream_board.h"
@@ -40,15 +41,6 @@ constexpr uint8_t kMaxConnectionsPerQuery = 2;
 bool host_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '.' || c == ':' || c == '_';
-}
-
-uint16_t get16(const uint8_t* p) {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-
-void put16(uint8_t* p, std::size_t v) {
-  p[0] = static_cast<uint8_t>((v >> 8) & 0xff);
-  p[1] = static_cast<uint8_t>(v & 0xff);
 }
 
 std::string ssl_errors() {
@@ -177,7 +169,7 @@ std::optional<std::span<uint8_t>> StreamReader::next() {
   if (broken_) return std::nullopt;
   const std::size_t avail = buf_.size() - start_;
   if (avail < 2) return std::nullopt;
-  const std::size_t len = get16(buf_.data() + start_);
+  const std::size_t len = base::load_u16(buf_.data() + start_);
   if (len < kHeader) {
     broken_ = true;
     return std::nullopt;
@@ -197,15 +189,15 @@ void StreamReader::reset() noexcept {
 std::size_t pad_query(std::span<uint8_t> buf, std::size_t len, std::size_t block) {
   constexpr std::size_t kOpt = 11;
   if (block == 0 || len < kHeader + kOpt || len > buf.size()) return len;
-  if (get16(buf.data() + 10) == 0) return len;  // ARCOUNT: no OPT record
+  if (base::load_u16(buf.data() + 10) == 0) return len;  // ARCOUNT: no OPT record
   const uint8_t* opt = buf.data() + len - kOpt;
-  if (opt[0] != 0 || get16(opt + 1) != 41 || get16(opt + 9) != 0) return len;
+  if (opt[0] != 0 || base::load_u16(opt + 1) != 41 || base::load_u16(opt + 9) != 0) return len;
   const std::size_t pad = (block - (len + 4) % block) % block;
   const std::size_t out = len + 4 + pad;
   if (out > buf.size() || out > 65535) return len;
-  put16(buf.data() + len - 2, 4 + pad);  // RDLENGTH
-  put16(buf.data() + len, 12);           // OPTION-CODE Padding
-  put16(buf.data() + len + 2, pad);
+  base::store_u16(buf.data() + len - 2, static_cast<uint16_t>(4 + pad));  // RDLENGTH
+  base::store_u16(buf.data() + len, static_cast<uint16_t>(12));           // OPTION-CODE Padding
+  base::store_u16(buf.data() + len + 2, static_cast<uint16_t>(pad));
   std::fill(buf.begin() + static_cast<std::ptrdiff_t>(len + 4),
             buf.begin() + static_cast<std::ptrdiff_t>(out), 0);
   return out;
@@ -217,7 +209,7 @@ bool Pending::add(uint16_t id, std::span<const uint8_t> message, MonoTime deadli
   if (!fresh) return false;
   Entry& e = it->second;
   e.framed.resize(message.size() + 2);
-  put16(e.framed.data(), message.size());
+  base::store_u16(e.framed.data(), static_cast<uint16_t>(message.size()));
   std::copy(message.begin(), message.end(), e.framed.begin() + 2);
   e.deadline = deadline;
   e.seq = ++seq_;
@@ -607,7 +599,7 @@ void DotChannel::flush() {
   bool want_write = false;
   while (wstart_ < wbuf_.size()) {
     if (wstart_ >= msg_end_)  // the next framed message: one SSL_write, its own record(s)
-      msg_end_ = std::min(wbuf_.size(), wstart_ + 2 + get16(wbuf_.data() + wstart_));
+      msg_end_ = std::min(wbuf_.size(), wstart_ + 2 + base::load_u16(wbuf_.data() + wstart_));
     const std::size_t len = retry_len_ != 0 ? retry_len_ : msg_end_ - wstart_;
     ERR_clear_error();
     const int n = SSL_write(ssl, wbuf_.data() + wstart_, static_cast<int>(len));
@@ -667,7 +659,7 @@ void DotChannel::read_all() {
     reader_.feed(std::span<const uint8_t>(rbuf_.data(), static_cast<std::size_t>(n)));
     last_read_ = loop_.now();
     while (auto m = reader_.next()) {
-      const uint16_t id = get16(m->data());
+      const uint16_t id = base::load_u16(m->data());
       if (!pending_.take(id)) {
         bump(stats_->dropped_wrong_id);  // late (its deadline passed) or never asked
         continue;

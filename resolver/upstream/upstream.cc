@@ -8,9 +8,11 @@
 // ares_destroy() is not allowed.
 #include "resolver/upstream/upstream.h"
 
+#include "base/bytes.h"
 #include "resolver/upstream/ares_memory.h"
 #include "resolver/upstream/cares_compat.h"
 #include "resolver/upstream/upstream_parts.h"
+#include "wire/header.h"
 
 #include <ares.h>
 #include <arpa/inet.h>
@@ -125,10 +127,6 @@ constexpr std::size_t kMaxServers = 64;
 
 Millis ceil_ms(Micros us) {
   return std::chrono::ceil<Millis>(us);
-}
-
-uint16_t get16(const uint8_t* p) {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
 }
 
 }  // namespace
@@ -426,7 +424,7 @@ std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback 
     report_later(std::move(done), UpstreamStatus::BadQuery, {});
     return std::nullopt;
   }
-  const std::size_t qend = upstream_wire::question_end(query);
+  const std::size_t qend = wire::question_end(query);
   if (qend == 0) {
     report_later(std::move(done), UpstreamStatus::BadQuery, {});
     return std::nullopt;
@@ -441,9 +439,9 @@ std::optional<uint16_t> Upstream::send(std::span<const uint8_t> query, Callback 
   q->len = static_cast<uint16_t>(query.size());
   q->qend = static_cast<uint16_t>(qend);
   // Exactly one bare OPT record right after the question: the one thing we may remove.
-  q->has_opt = get16(query.data() + 10) == 1 && get16(query.data() + 6) == 0 &&
-               get16(query.data() + 8) == 0 && query.size() == qend + kOptSize &&
-               query[qend] == 0 && get16(query.data() + qend + 1) == 41;
+  q->has_opt = base::load_u16(query.data() + 10) == 1 && base::load_u16(query.data() + 6) == 0 &&
+               base::load_u16(query.data() + 8) == 0 && query.size() == qend + kOptSize &&
+               query[qend] == 0 && base::load_u16(query.data() + qend + 1) == 41;
   q->give_up = loop_.now() + options_.lifetime;
   q->next = live_;
   if (live_ != nullptr) live_->prev = q;
@@ -888,7 +886,8 @@ void Upstream::handle_result(Attempt& a, int status, std::span<uint8_t> answer) 
       bool rejected = false;
       if (rc == uw::kFormErr || rc == uw::kNotImp || rc == uw::kServFail) {
         rejected = !uw::find_opt(answer).present;
-      } else if (rc == 0 && get16(answer.data() + 6) == 0 && get16(answer.data() + 8) == 0) {
+      } else if (rc == 0 && base::load_u16(answer.data() + 6) == 0 &&
+                 base::load_u16(answer.data() + 8) == 0) {
         const auto opt = uw::find_opt(answer);
         rejected = opt.present && opt.ext_rcode == 1;
       }
@@ -1040,7 +1039,8 @@ bool Upstream::accept_datagram(Attempt& a, std::span<uint8_t> d) {
   const auto question = std::span<const uint8_t>(q.base.data() + kHeaderSize, q.qend - kHeaderSize);
   const auto match = a.use_0x20 ? uw::match_question_cased(d, question, a.case_bits)
                                 : uw::match_question(d, question);
-  if (match == uw::QuestionMatch::Other || get16(d.data() + 4) != 1) {  // one question, ours
+  if (match == uw::QuestionMatch::Other ||
+      base::load_u16(d.data() + 4) != 1) {  // one question, ours
     bump(s.stats->dropped_wrong_question);
     return false;
   }

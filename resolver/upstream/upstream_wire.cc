@@ -3,17 +3,16 @@
 #include <bit>
 #include <cstring>
 
+#include "base/bytes.h"
+#include "base/hash.h"
 #include "wire/ascii_words.h"
+#include "wire/name.h"
 
 namespace hg::resolver::upstream_wire {
 
 namespace ascii_words = wire::ascii_words;
 
 namespace {
-
-uint16_t get16(std::span<const uint8_t> b, std::size_t at) noexcept {
-  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
-}
 
 bool is_letter(uint8_t c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -87,23 +86,6 @@ constexpr bool kLittleEndian = std::endian::native == std::endian::little;
 
 }  // namespace
 
-std::size_t question_end(std::span<const uint8_t> msg) noexcept {
-  if (msg.size() < kHeaderSize || get16(msg, 4) < 1) return 0;
-  std::size_t at = kHeaderSize;
-  std::size_t name_len = 0;
-  while (true) {
-    if (at >= msg.size()) return 0;
-    const uint8_t len = msg[at];
-    if (len == 0) break;
-    if (len > 63) return 0;  // compressed or reserved: not one of our queries
-    name_len += 1 + len;
-    if (name_len > 254) return 0;
-    at += 1 + len;
-  }
-  at += 1;
-  return at + 4 <= msg.size() ? at + 4 : 0;
-}
-
 void apply_case(std::span<uint8_t> name, const CaseBits& bits) noexcept {
   if (kLittleEndian && plain_name(name)) {
     std::size_t i = 0;
@@ -144,11 +126,9 @@ QuestionMatch match_question(std::span<const uint8_t> reply,
 }
 
 uint64_t name_hash(std::span<const uint8_t> question) noexcept {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint8_t b : question) {
-    const uint8_t lower = b >= 'A' && b <= 'Z' ? static_cast<uint8_t>(b | 0x20) : b;
-    h = (h ^ lower) * 0x100000001b3ull;
-  }
+  uint64_t h = base::kFnv1aBasis;
+  for (uint8_t b : question)
+    h = base::fnv1a_step(h, wire::ascii_lower(b));
   return h;
 }
 
@@ -205,7 +185,8 @@ QuestionMatch match_question_cased(std::span<const uint8_t> reply,
 OptInfo find_opt(std::span<const uint8_t> msg) noexcept {
   OptInfo info;
   if (msg.size() < kHeaderSize) return OptInfo{};
-  const unsigned qd = get16(msg, 4), an = get16(msg, 6), ns = get16(msg, 8), ar = get16(msg, 10);
+  const unsigned qd = base::load_u16(&msg[4]), an = base::load_u16(&msg[6]),
+                 ns = base::load_u16(&msg[8]), ar = base::load_u16(&msg[10]);
   std::size_t at = kHeaderSize;
   for (unsigned i = 0; i < qd; ++i) {
     at = skip_name(msg, at);
@@ -216,9 +197,9 @@ OptInfo find_opt(std::span<const uint8_t> msg) noexcept {
   for (unsigned i = 0; i < records; ++i) {
     at = skip_name(msg, at);
     if (at == 0 || at + 10 > msg.size()) return OptInfo{};
-    const uint16_t type = get16(msg, at);
-    const uint32_t ttl = (uint32_t{get16(msg, at + 4)} << 16) | get16(msg, at + 6);
-    const std::size_t rdlen = get16(msg, at + 8);
+    const uint16_t type = base::load_u16(&msg[at]);
+    const uint32_t ttl = base::load_u32(&msg[at + 4]);
+    const std::size_t rdlen = base::load_u16(&msg[at + 8]);
     at += 10;
     if (at + rdlen > msg.size()) return OptInfo{};
     if (type == 41 && i >= an + ns && !info.present) {

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <span>
 
+#include "base/bytes.h"
+
 namespace hg::resolver::upstream_wire {
 
 constexpr std::size_t kHeaderSize = 12;
@@ -16,10 +18,6 @@ constexpr uint8_t kFormErr = 1, kServFail = 2, kNotImp = 4, kRefused = 5;
 
 /// One bit per byte of a query name (255 bytes at most): 1 = upper case for a letter.
 using CaseBits = std::array<uint64_t, 4>;
-
-/// Offset just past QTYPE/QCLASS of the first question, whose name must be uncompressed
-/// (as in our own queries); 0 if the message is too short or malformed.
-std::size_t question_end(std::span<const uint8_t> msg) noexcept;
 
 /// Writes the letter case given by `bits` into the uncompressed name that starts `name`
 /// (label lengths are skipped; only ASCII letters change). Stops at the root label or at
@@ -61,7 +59,7 @@ inline bool truncated(std::span<const uint8_t> msg) noexcept {
   return msg.size() >= 3 && (msg[2] & 0x02) != 0;
 }
 inline uint16_t id(std::span<const uint8_t> msg) noexcept {
-  return msg.size() >= 2 ? static_cast<uint16_t>((msg[0] << 8) | msg[1]) : 0;
+  return msg.size() >= 2 ? base::load_u16(&msg[0]) : 0;
 }
 
 }  // namespace hg::resolver::upstream_wire

@@ -4,6 +4,7 @@
 // other forms a zone file line may take; every malformed line refused with its line number;
 // the size bounds; and the closest-anchor lookup a validator starts from.
 #include "dnssec/trust_anchor.h"
+#include "base/bytes.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -35,7 +36,7 @@ Bytes from_hex(const std::string& hex) {
 
 // The first 16-bit field: a DS's key tag, a DNSKEY's flags.
 uint16_t first16(const Bytes& rdata) {
-  return static_cast<uint16_t>((rdata[0] << 8) | rdata[1]);
+  return base::load_u16(&rdata[0]);
 }
 
 // The root's KSK-2017 (tag 20326) and KSK-2024 (tag 38696) and their SHA-256 DS, as

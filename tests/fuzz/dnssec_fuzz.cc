@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/bytes.h"
 #include "dnssec/answer.h"
 #include "dnssec/rrset_check.h"
 #include "dnssec/rrsets.h"
@@ -78,7 +79,7 @@ void fuzz_message(std::span<const uint8_t> in, std::span<const uint8_t> keys_fro
   for (const auto& r : all) {
     check(r.set.type != 46, "no RRSIG RRset");
     for (const auto& raw : r.set.rrsigs) {
-      check(raw.size() >= 2 && ((raw[0] << 8) | raw[1]) == r.set.type, "RRSIG covers the type");
+      check(raw.size() >= 2 && (base::load_u16(&raw[0])) == r.set.type, "RRSIG covers the type");
       if (const auto sig = dnssec::parse_rrsig(raw); sig && now == 1'700'000'000)
         now = int64_t{sig->inception} + 1;
     }
@@ -125,7 +126,7 @@ void fuzz_rrsig(std::span<const uint8_t> in) {
 std::vector<std::span<const uint8_t>> split(std::span<const uint8_t> in) {
   std::vector<std::span<const uint8_t>> out;
   while (in.size() >= 2 && out.size() < 64) {
-    const std::size_t n = std::min(static_cast<std::size_t>((in[0] << 8) | in[1]), in.size() - 2);
+    const std::size_t n = std::min(static_cast<std::size_t>(base::load_u16(&in[0])), in.size() - 2);
     out.push_back(in.subspan(2, n));
     in = in.subspan(2 + n);
   }
@@ -191,7 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     case 2: {
       if (rest.size() < 2) break;
       const std::size_t n =
-          std::min(static_cast<std::size_t>((rest[0] << 8) | rest[1]), rest.size() - 2);
+          std::min(static_cast<std::size_t>(base::load_u16(&rest[0])), rest.size() - 2);
       fuzz_message(rest.subspan(2 + n), rest.subspan(2, n));
       break;
     }

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "base/bytes.h"
 #include "resolver/upstream/dot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   if (r.broken()) {
     const std::size_t at = again.size();
-    if (at + 2 > stream.size() || ((stream[at] << 8) | stream[at + 1]) >= 12) std::abort();
+    if (at + 2 > stream.size() || (hg::base::load_u16(&stream[at])) >= 12) std::abort();
   } else if (stream.size() - again.size() != r.buffered()) {
     std::abort();
   }
@@ -46,8 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::size_t out = dot::pad_query(q, len);
   if (out != len) {
     if (out % 128 != 0 || out < len + 4 || out >= len + 4 + 128) std::abort();
-    if (((q[len] << 8) | q[len + 1]) != 12) std::abort();
-    if (static_cast<std::size_t>((q[len + 2] << 8) | q[len + 3]) != out - len - 4) std::abort();
+    if ((hg::base::load_u16(&q[len])) != 12) std::abort();
+    if (static_cast<std::size_t>(hg::base::load_u16(&q[len + 2])) != out - len - 4) std::abort();
   }
   return 0;
 }

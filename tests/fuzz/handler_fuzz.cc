@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "base/bytes.h"
 #include "resolver/query/query_engine.h"
 #include "wire/header.h"
 #include "wire/message.h"
@@ -117,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size < 4) return 0;
   const uint8_t mode = data[0];
   const uint8_t advance = data[1];
-  std::size_t split = static_cast<std::size_t>((data[2] << 8) | data[3]);
+  std::size_t split = static_cast<std::size_t>(base::load_u16(&data[2]));
   std::span<const uint8_t> rest(data + 4, size - 4);
   if (split > rest.size()) split = rest.size();
   const auto packet = rest.first(split);
@@ -130,7 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   route.sink = &h->sink;
 
   // The client's ID and payload size, for checking the answers.
-  h->expected_id = packet.size() >= 2 ? static_cast<uint16_t>((packet[0] << 8) | packet[1]) : 0;
+  h->expected_id = packet.size() >= 2 ? base::load_u16(&packet[0]) : 0;
   h->expected_limit = tcp ? 65535 : 512;
   {
     wire::Message m;

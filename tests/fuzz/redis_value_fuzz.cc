@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bytes.h"
 #include "cache/key.h"
 #include "resolver/fleet/fleet_auth.h"
 #include "resolver/fleet/redis_value.h"
@@ -78,8 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (in.size() >= 20 && in.size() >= 20u + in[19]) {
         auto name = wire::Name::from_wire(in.subspan(20, in[19]));
         if (name) {
-          const auto type = static_cast<wire::RRType>((in[14] << 8) | in[15]);
-          const auto klass = static_cast<uint16_t>((in[16] << 8) | in[17]);
+          const auto type = static_cast<wire::RRType>(base::load_u16(&in[14]));
+          const auto klass = base::load_u16(&in[16]);
           check_value(
               in, cache::CacheKey::make(*name, type, klass, (in[18] & 1) != 0, (in[18] & 2) != 0));
         }

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bytes.h"
 #include "dnssec/crypto.h"
 #include "dnssec/trust_anchor.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -78,7 +79,7 @@ void check_anchors(const dnssec::TrustAnchors& t) {
     }
     for (const auto& key : z.dnskey) {
       check(key.size() > 4 && key.size() <= 65535, "DNSKEY RDATA size");
-      const auto flags = static_cast<uint16_t>((key[0] << 8) | key[1]);
+      const auto flags = base::load_u16(&key[0]);
       check((flags & dnssec::kDnskeyZoneFlag) != 0, "DNSKEY has the Zone Key flag");
       check((flags & dnssec::kDnskeyRevokeFlag) == 0, "DNSKEY not revoked");
       check(key[2] == 3 && key[3] != 0, "DNSKEY protocol 3, algorithm not 0");

@@ -25,6 +25,7 @@
 
 #include "resolver/upstream/upstream_wire.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "wire/header.h"
 
 namespace {
 
@@ -57,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto opt = uw::find_opt(msg);
   check(!opt.present || opt.valid, "OPT found in a message that could not be walked");
 
-  const std::size_t qend = uw::question_end(msg);
+  const std::size_t qend = hg::wire::question_end(msg);
   check(qend == 0 || (qend > uw::kHeaderSize && qend <= size), "question_end out of range");
   if (qend == 0) return 0;
   const auto question = msg.subspan(uw::kHeaderSize, qend - uw::kHeaderSize);

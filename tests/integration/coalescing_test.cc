@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/bytes.h"
 #include "tests/integration/commands.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/eventually.h"
@@ -75,7 +76,7 @@ void expect_one_upstream_query(const std::vector<std::string>& extra_args, int n
     ASSERT_TRUE(bytes) << "a client got no answer";
     auto a = parse_answer(*bytes);
     ASSERT_TRUE(a);
-    EXPECT_EQ(a->id(), (c.query[0] << 8) | c.query[1]);
+    EXPECT_EQ(a->id(), base::load_u16(&c.query[0]));
     EXPECT_EQ(Answer::question_bytes(a->bytes), Answer::question_bytes(c.query))
         << "the client's own question (letter case) must be echoed";
     EXPECT_EQ(a->rcode(), RCode::NoError);

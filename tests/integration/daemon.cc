@@ -20,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/bytes.h"
 #include "tests/support/command.h"
 #include "tests/support/ports.h"
 #include "wire/edns.h"
@@ -106,7 +107,7 @@ std::optional<uint16_t> Answer::ede() const {
   if (!msg.edns) return std::nullopt;
   for (const auto& o : msg.edns->options) {
     if (o.code == wire::edns_option::ExtendedError && o.data.size() >= 2)
-      return static_cast<uint16_t>((o.data[0] << 8) | o.data[1]);
+      return base::load_u16(&o.data[0]);
   }
   return std::nullopt;
 }
@@ -183,7 +184,7 @@ std::optional<Answer> tcp_query(uint16_t port, const Bytes& query, Millis timeou
   uint8_t len[2];
   if (send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(framed.size()) &&
       read_full(fd, len, 2, deadline)) {
-    Bytes buf(static_cast<std::size_t>((len[0] << 8) | len[1]));
+    Bytes buf(static_cast<std::size_t>(base::load_u16(&len[0])));
     if (read_full(fd, buf.data(), buf.size(), deadline)) result = parse_answer(std::move(buf));
   }
   close(fd);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 
+#include "base/bytes.h"
 #include "tests/integration/daemon.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/ports.h"
@@ -42,7 +43,7 @@ std::optional<Answer> read_framed(int fd, Millis timeout) {
     if (n <= 0) return std::nullopt;
     buf.insert(buf.end(), tmp, tmp + n);
     if (!have_len && buf.size() == 2) {
-      want = 2 + static_cast<std::size_t>((buf[0] << 8) | buf[1]);
+      want = 2 + static_cast<std::size_t>(base::load_u16(&buf[0]));
       have_len = true;
     }
   }

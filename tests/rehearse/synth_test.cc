@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/bytes.h"
 #include "tests/rehearse/trace_test_util.h"
 #include "tools/rehearse/common/commands.h"
 #include "tools/rehearse/trace/synth.h"
@@ -29,7 +30,7 @@ std::string qname(std::span<const uint8_t> m) {
 }
 uint32_t answer_ttl(std::span<const uint8_t> m) {
   const std::size_t p = m.size() - 10;  // TTL, RDLENGTH, 4 bytes RDATA
-  return (uint32_t{m[p]} << 24) | (uint32_t{m[p + 1]} << 16) | (uint32_t{m[p + 2]} << 8) | m[p + 3];
+  return base::load_u32(&m[p]);
 }
 
 TEST(Synth, SameSeedSameFileOtherSeedOtherFile) {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "base/bytes.h"
 #include "tests/support/child.h"
 #include "tests/support/ports.h"
 #include "tests/support/requires.h"
@@ -105,7 +106,7 @@ TEST(TracePrograms, KnotdDnstapFileIsAuthoritativeView) {
     ASSERT_GE(m.size(), 12u);
     // The question's type: after the name "\3www\7example\0" at offset 12.
     if (m.size() >= 12 + 13 + 2 && m[12] == 3 && m[13] == 'w') {
-      const int qtype = (m[25] << 8) | m[26];
+      const int qtype = base::load_u16(&m[25]);
       if (qtype == 1) (e.role == Role::Query ? www_a_q : www_a_r)++;
       if (qtype == 28 && e.tcp) ++aaaa_tcp;
     }

@@ -27,8 +27,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/bytes.h"
 #include "resolver/upstream/upstream.h"
 #include "tests/support/ports.h"
+#include "wire/header.h"
 
 namespace hg::resolver {
 namespace {
@@ -44,17 +46,9 @@ Bytes make_query(const std::string& label, uint16_t id = 0) {
   return q;
 }
 
-// Where the question of a query ends (one uncompressed name, type, class).
-std::size_t question_end(const Bytes& q) {
-  std::size_t at = 12;
-  while (at < q.size() && q[at] != 0)
-    at += 1u + q[at];
-  return at + 5;
-}
-
 // An answer to `query`: its header and question, QR and RA set, one A record 192.0.2.`last`.
 Bytes answer_to(const Bytes& query, uint8_t last) {
-  Bytes a(query.begin(), query.begin() + static_cast<long>(question_end(query)));
+  Bytes a(query.begin(), query.begin() + static_cast<long>(wire::question_end(query)));
   a[2] |= 0x80;
   a[3] = 0x80;
   a[6] = 0, a[7] = 1, a[8] = 0, a[9] = 0, a[10] = 0, a[11] = 0;
@@ -171,8 +165,8 @@ class TlsServer {
           reads_.push_back(static_cast<std::size_t>(n));
         }
         buf.insert(buf.end(), chunk, chunk + n);
-        while (buf.size() >= 2 && buf.size() >= 2u + ((buf[0] << 8) | buf[1])) {
-          const std::size_t len = static_cast<std::size_t>((buf[0] << 8) | buf[1]);
+        while (buf.size() >= 2 && buf.size() >= 2u + (base::load_u16(&buf[0]))) {
+          const std::size_t len = static_cast<std::size_t>(base::load_u16(&buf[0]));
           Bytes q(buf.begin() + 2, buf.begin() + 2 + static_cast<long>(len));
           buf.erase(buf.begin(), buf.begin() + 2 + static_cast<long>(len));
           {
@@ -286,16 +280,16 @@ TEST_F(DotUpstream, AnswersInReverseOrderReachTheirOwnQueries) {
     ASSERT_TRUE(o[i].done) << i;
     EXPECT_EQ(o[i].status, UpstreamStatus::Ok) << i;
     ASSERT_GE(o[i].answer.size(), 16u);
-    EXPECT_EQ((o[i].answer[0] << 8) | o[i].answer[1], ids[i]);
+    EXPECT_EQ(base::load_u16(&o[i].answer[0]), ids[i]);
     EXPECT_EQ(o[i].answer.back(), i) << "query " << i << " got another query's answer";
   }
   EXPECT_EQ(server.connections(), 1);
   // Every query was padded to a multiple of 128 octets with the Padding option (code 12).
   for (const Bytes& q : server.queries()) {
     EXPECT_EQ(q.size() % 128, 0u);
-    const std::size_t opt = question_end(q);
+    const std::size_t opt = wire::question_end(q);
     ASSERT_GE(q.size(), opt + 15);
-    EXPECT_EQ((q[opt + 11] << 8) | q[opt + 12], 12);
+    EXPECT_EQ(base::load_u16(&q[opt + 11]), 12);
   }
 }
 

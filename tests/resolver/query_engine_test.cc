@@ -5,6 +5,7 @@
 #include <deque>
 #include <string>
 
+#include "base/bytes.h"
 #include "resolver/query/query_engine.h"
 #include "tests/resolver/engine_harness.h"
 #include "tests/wire/answer_cases.h"
@@ -104,7 +105,7 @@ class QueryEngineTest : public EngineHarness {
   static Bytes a_answer(const Bytes& q, std::string_view name, uint32_t ttl, int count = 1,
                         uint16_t flags = 0x8180) {
     PacketBuilder b;
-    b.id(static_cast<uint16_t>((q[0] << 8) | q[1])).flags(flags).question(name, 1);
+    b.id(base::load_u16(&q[0])).flags(flags).question(name, 1);
     for (int i = 0; i < count; ++i)
       b.rr(0, name, 1, ttl, a_rdata(static_cast<uint8_t>(i + 1)));
     return b.build();
@@ -301,7 +302,7 @@ TEST_F(QueryEngineTest, StaleNxdomainCarriesEde19) {
   ask(query("gone.example"));
   upstream_answers([](const Bytes& q) {
     return PacketBuilder()
-        .id(static_cast<uint16_t>((q[0] << 8) | q[1]))
+        .id(base::load_u16(&q[0]))
         .flags(0x8183)
         .question("gone.example", 1)
         .rr(1, "example", 6, 60, soa_rdata(30))
@@ -331,7 +332,7 @@ TEST_F(QueryEngineTest, NegativeAnswerExpiresAtTheSoaMinimumWhenLower) {
   ask(query("nodata.example"));
   upstream_answers([](const Bytes& q) {
     return PacketBuilder()
-        .id(static_cast<uint16_t>((q[0] << 8) | q[1]))
+        .id(base::load_u16(&q[0]))
         .flags(0x8180)
         .question("nodata.example", 1)
         .rr(1, "example", 6, 300, soa_rdata(2))
@@ -375,7 +376,7 @@ TEST_F(QueryEngineTest, PassedThroughAnswerDropsOptionalAuthorityWithoutTc) {
   ask(query("ns.example", 1, 1, /*edns=*/false));
   upstream_answers([](const Bytes& q) {
     PacketBuilder b;
-    b.id(static_cast<uint16_t>((q[0] << 8) | q[1])).flags(0x8180).question("ns.example", 1);
+    b.id(base::load_u16(&q[0])).flags(0x8180).question("ns.example", 1);
     b.rr(0, "ns.example", 1, 0, a_rdata(1));
     for (int i = 0; i < 20; ++i)
       b.rr(1, "example", 2, 0,

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "base/bytes.h"
 #include "cache/shadow.h"
 #include "resolver/config.h"
 #include "resolver/ops/control.h"
@@ -74,7 +75,7 @@ class RehearsalEngineTest : public EngineHarness {
     ASSERT_FALSE(sent_.empty());
     Sent s = take_sent();
     PacketBuilder b;
-    b.id(static_cast<uint16_t>((s.query[0] << 8) | s.query[1])).flags(0x8180).question(name, 1);
+    b.id(base::load_u16(&s.query[0])).flags(0x8180).question(name, 1);
     b.rr(0, name, 1, ttl, addr(192, 0, 2, 1));
     const Bytes r = b.build();
     s.done(UpstreamStatus::Ok, r);

@@ -1,6 +1,7 @@
 // outbox::send_later: answers produced during a loop iteration (after upstream queries)
 // leave together at the iteration's end; outside of an iteration they leave at once.
 #include "resolver/net/udp_listener.h"
+#include "base/bytes.h"
 #include "resolver/net/outbox.h"
 
 #include <gtest/gtest.h>
@@ -178,7 +179,7 @@ struct Listeners {
                                    if (q.size() < 2)
                                      ++too_short[i];
                                    else
-                                     got[i].push_back(static_cast<uint16_t>((q[0] << 8) | q[1]));
+                                     got[i].push_back(base::load_u16(&q[0]));
                                    std::memcpy(out.data(), q.data(), q.size());
                                    return q.size();
                                  });

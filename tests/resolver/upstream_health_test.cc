@@ -1,6 +1,7 @@
 // RTT estimator and server selection: pure logic, driven with explicit times (no clock).
 #include "resolver/upstream/upstream_health.h"
 #include "resolver/upstream/upstream_wire.h"
+#include "wire/header.h"
 
 #include <gtest/gtest.h>
 
@@ -253,6 +254,9 @@ TEST(ChooseServer, ExcludedServersAreNeverChosen) {
 
 namespace hg::resolver::upstream_wire {
 namespace {
+
+// The question-end walk is wire/header.h's, shared with hourglass-rehearse's classifier.
+using wire::question_end;
 
 // "ab.c" A IN, then `extra` appended; counts in the header as given.
 std::vector<uint8_t> message(uint16_t ancount, uint16_t arcount,

@@ -2,6 +2,7 @@
 // over loopback. Timeouts are
 // shortened through UpstreamOptions so the failure cases take ~100-200 ms each.
 #include "resolver/upstream/upstream.h"
+#include "base/bytes.h"
 
 #include <gtest/gtest.h>
 
@@ -58,7 +59,7 @@ std::vector<uint8_t> make_query(std::string_view name, uint16_t qtype, uint16_t 
 }
 
 uint16_t u16(const std::vector<uint8_t>& b, std::size_t at) {
-  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
+  return base::load_u16(&b[at]);
 }
 
 struct Outcome {

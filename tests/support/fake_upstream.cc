@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "base/bytes.h"
+#include "base/hash.h"
 
 namespace hg::test {
 namespace {
@@ -254,11 +255,9 @@ void FakeUpstream::set_loss(double p, uint64_t seed) {
 
 bool FakeUpstream::loses(double p, uint64_t seed, std::string_view qname, std::size_t n) {
   // FNV-1a over the name, then a splitmix64 finaliser over (seed, name, n).
-  uint64_t h = 1469598103934665603ull;
-  for (char ch : normalise(qname)) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 1099511628211ull;
-  }
+  uint64_t h = base::kFnv1aBasis;
+  for (char ch : normalise(qname))
+    h = base::fnv1a_step(h, static_cast<uint8_t>(ch));
   uint64_t z = seed ^ h ^ (static_cast<uint64_t>(n) * 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;

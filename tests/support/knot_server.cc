@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/bytes.h"
 #include "tests/support/command.h"
 #include "tests/support/ports.h"
 #include "tests/wire/packet_builder.h"
@@ -131,7 +132,7 @@ std::optional<std::vector<uint8_t>> dns_query(uint16_t port, const std::string& 
           break;
         }
         if (buf.size() >= 2 &&
-            buf.size() >= 2u + static_cast<std::size_t>((buf[0] << 8) | buf[1])) {
+            buf.size() >= 2u + static_cast<std::size_t>(base::load_u16(&buf[0]))) {
           out = Bytes(buf.begin() + 2, buf.end());
           break;
         }

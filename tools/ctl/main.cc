@@ -1,16 +1,12 @@
 // hourglass-ctl: sends one command to a running hourglassd over its control socket and prints
 // the reply (the protocol is described in resolver/ops/control.h).
 //
-//   hourglass-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]
-//   hourglass-ctl stats | upstreams | route NAME | dump [NAME] | flush [NAME] | flush-zone ZONE
-//   hourglass-ctl ttl-cap ZONE SECONDS | ttl-cap-clear ZONE | ttl-caps | save | help
-//   hourglass-ctl link IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no]
-//   hourglass-ctl link IFACE --revert | links           (resolver/query/links.h)
-//   hourglass-ctl shadow [list | set ZONE SECONDS | clear ZONE]
-//   hourglass-ctl drain NAME [--old RDATA]... [--flush-old]
-//   hourglass-ctl top [--once] [--interval SECONDS]     (tools/ctl/top.h: a live view)
-//   hourglass-ctl use-as-system-resolver [--undo]        (tools/ctl/system_resolver.h)
-//   (--fleet with flush, flush-zone, ttl-cap, ttl-cap-clear: every instance and Redis too)
+//   hourglass-ctl [--socket PATH] [--timeout SECONDS] [--fleet] COMMAND [ARGS...]
+//
+// COMMAND is one of hourglassd's control commands (the table in
+// resolver/ops/control_commands.h; --help lists them), sent as it stands, or one of two that
+// run here: top (tools/ctl/top.h, a live view) and use-as-system-resolver
+// (tools/ctl/system_resolver.h).
 //
 // The socket is --socket, else $HOURGLASS_CONTROL, else /run/hourglass/control; hourglassd
 // only creates one when started with --control PATH.
@@ -36,41 +32,16 @@
 #include <vector>
 
 #include "base/cli_doc.h"
+#include "resolver/ops/control_commands.h"
 #include "tools/ctl/client.h"
 #include "tools/ctl/system_resolver.h"
 #include "tools/ctl/top.h"
 
 namespace {
 
-// The commands, for --help, the man page and the completion (hg::clidoc). All but the last
-// two are sent to hourglassd (resolver/ops/control.h); top and use-as-system-resolver run here.
-const std::vector<hg::clidoc::Command>& commands() {
+// The commands hourglass-ctl runs itself (tools/ctl/top.h, tools/ctl/system_resolver.h).
+const std::vector<hg::clidoc::Command>& local_commands() {
   static const std::vector<hg::clidoc::Command> c = {
-      {"stats", "", "cache and server counters, queries in flight"},
-      {"upstreams", "", "per upstream server: RTT, RTO, EDNS and 0x20 state, counters"},
-      {"dump", "[NAME]", "cached answers (all, or NAME's) with the TTLs left now"},
-      {"flush", "[NAME]", "remove every cached answer, or every one for NAME"},
-      {"flush-zone", "ZONE", "remove cached answers for ZONE and every name below it"},
-      {"ttl-cap", "ZONE SECONDS", "cap TTLs at or below ZONE, cached answers included"},
-      {"ttl-cap-clear", "ZONE", "remove ZONE's cap"},
-      {"ttl-caps", "", "the caps in force"},
-      {"shadow", "[list | set ZONE SECONDS | clear ZONE]",
-       "shadow-ttl zones: real vs projected upstream queries"},
-      {"drain", "NAME [--old RDATA]... [--flush-old]",
-       "cached answers leading to NAME, and when the old ones are gone"},
-      {"top-names", "[N]", "the busiest names and those causing the most upstream queries"},
-      {"dnssec", "",
-       "validation: mode, trust anchors, whether each upstream delivers DNSSEC records, verdicts"},
-      {"save", "", "write the cache to the --cache-file now"},
-      {"route", "NAME",
-       "which rule answers NAME: local zone, hosts file, forward zone, link, upstreams"},
-      {"link", "IFACE [--dns ADDR]... [--domain ZONE]... [--default-route yes|no] | IFACE --revert",
-       "set a network link's DNS servers and domains at run time, replacing what it had "
-       "(~ZONE: routing only; . or ~.: default route); --revert drops them"},
-      {"links", "",
-       "the links in force: IFACE dns=ADDR,...|- domains=ZONE,~ZONE,...|- "
-       "default-route=yes|no"},
-      {"help", "", "the commands hourglassd knows"},
       {"top", "[--once] [--interval SECONDS] [--names N]",
        "live view: queries/s, hit ratio, misses, stale, SERVFAIL, upstreams, busiest names"},
       {"use-as-system-resolver",
@@ -79,6 +50,19 @@ const std::vector<hg::clidoc::Command>& commands() {
        "point /etc/resolv.conf at hourglassd (127.0.0.1), keeping its search domains and options, "
        "through openresolv or NetworkManager when they own it; --undo puts everything back"},
   };
+  return c;
+}
+
+// The commands, for --help, the man page and the completion (hg::clidoc): hourglassd's own
+// (resolver/ops/control_commands.h, sent to it as they are), then the two that run here.
+const std::vector<hg::clidoc::Command>& commands() {
+  static const std::vector<hg::clidoc::Command> c = [] {
+    std::vector<hg::clidoc::Command> out;
+    for (const auto& d : hg::resolver::kControlCommands)
+      out.push_back({std::string(d.name), std::string(d.args), std::string(d.help)});
+    out.insert(out.end(), local_commands().begin(), local_commands().end());
+    return out;
+  }();
   return c;
 }
 
@@ -174,9 +158,12 @@ int run(int argc, char** argv) {
   double timeout_s = 10;
   std::vector<std::string> words;
   bool fleet = false;
-  app.add_flag("--fleet", fleet,
-               "flush, flush-zone, ttl-cap, ttl-cap-clear: also in Redis and on every instance "
-               "of the fleet (hourglassd --redis)");
+  std::string fleet_commands;  // the commands of the table that take --fleet
+  for (const auto& d : hg::resolver::kControlCommands)
+    if (d.fleet) fleet_commands += (fleet_commands.empty() ? "" : ", ") + std::string(d.name);
+  app.add_flag(
+      "--fleet", fleet,
+      fleet_commands + ": also in Redis and on every instance of the fleet (hourglassd --redis)");
   app.add_option("-s,--socket", path, "hourglassd's control socket ($HOURGLASS_CONTROL)")
       ->type_name("PATH")
       ->capture_default_str();

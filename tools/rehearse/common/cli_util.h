@@ -27,7 +27,7 @@ int usage_error(std::string_view cmd, std::string_view flag, std::string_view va
 /// HG_CLI_DOC=1 (the JSON, 0), --help (the help, 0), or a parse error, printed as
 /// "hourglass-rehearse CMD: WHAT (--help lists the flags)" (2).
 std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, std::string_view cmd);
-/// Prints the subcommand's command line as JSON (resolver/cli_doc.h, for the man page and
+/// Prints the subcommand's command line as JSON (base/cli_doc.h, for the man page and
 /// completion) and returns 0; run when HG_CLI_DOC=1.
 int print_cli_doc(const CLI::App& app);
 /// The --resolver values, or the nameservers of /etc/resolv.conf; nullopt (after printing

@@ -35,8 +35,7 @@ std::string addr_text(uint8_t family, const std::array<uint8_t, 16>& a, int pref
   if (family == 6) {
     std::string s;
     for (int i = 0; i < 16; i += 2)
-      s += fmt::format("{}{:x}", i ? ":" : "",
-                       (a[static_cast<std::size_t>(i)] << 8) | a[static_cast<std::size_t>(i) + 1]);
+      s += fmt::format("{}{:x}", i ? ":" : "", base::load_u16(&a[static_cast<std::size_t>(i)]));
     return prefix < 128 ? fmt::format("{}/{}", s, prefix) : s;
   }
   const std::string s = fmt::format("{}.{}.{}.{}", a[0], a[1], a[2], a[3]);

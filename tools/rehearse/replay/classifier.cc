@@ -4,7 +4,9 @@
 #include <functional>
 #include <string_view>
 
+#include "base/bytes.h"
 #include "base/hash.h"
+#include "wire/header.h"
 
 namespace hg::rehearse {
 namespace {
@@ -14,22 +16,6 @@ constexpr std::size_t kMaxKnownQueries = std::size_t{1} << 21;
 constexpr std::size_t kMaxKnownQueryBytes = 512;
 // The bytes of the known client queries together, at most.
 constexpr std::size_t kMaxKnownQueryArena = std::size_t{64} << 20;
-
-// The end of the question of `m` when its first name is uncompressed, else 0.
-std::size_t question_end(std::span<const uint8_t> m) {
-  if (m.size() < 12 || (m[4] == 0 && m[5] == 0)) return 0;
-  std::size_t p = 12;
-  while (p < m.size() && p < 12 + 256) {
-    const uint8_t len = m[p];
-    if (len == 0) {
-      p += 5;
-      return p <= m.size() ? p : 0;
-    }
-    if ((len & 0xC0) != 0) return 0;
-    p += std::size_t{len} + 1;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -111,7 +97,7 @@ void EventClassifier::remember_query(std::span<const uint8_t> message, uint32_t 
 
 const EventClassifier::Layout* EventClassifier::known_response(std::span<const uint8_t> message,
                                                                uint64_t& slot) const {
-  const std::size_t qend = question_end(message);
+  const std::size_t qend = wire::question_end(message);
   if (qend == 0) {
     slot = 0;
     return nullptr;
@@ -146,7 +132,7 @@ void EventClassifier::classify(const TraceEvent& ev, EventBatch& out) {
   if (ev.role == Role::Response) layout = known_response(ev.message, slot);
   if (layout != nullptr) {
     c.q = layout->q;
-    c.id = static_cast<uint16_t>((ev.message[0] << 8) | ev.message[1]);
+    c.id = base::load_u16(&ev.message[0]);
     c.content =
         (uint64_t{static_cast<uint32_t>(layout - layouts_.data())} + 1) << 32 | layout->version;
   } else {

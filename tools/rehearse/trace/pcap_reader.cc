@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes.h"
+#include "base/hash.h"
 #include "base/unix_time.h"
 #include "tools/rehearse/trace/readers.h"
 
@@ -64,17 +65,9 @@ struct StreamKey {
 
 struct StreamKeyHash {
   std::size_t operator()(const StreamKey& k) const noexcept {
-    uint64_t h = 1469598103934665603ULL ^ k.family;
-    auto mix = [&h](const uint8_t* p, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-      }
-    };
-    mix(k.src.data(), 16);
-    mix(k.dst.data(), 16);
+    uint64_t h = base::fnv1a(k.dst, base::fnv1a(k.src, base::kFnv1aBasis ^ k.family));
     h ^= (uint64_t{k.sport} << 16) | k.dport;
-    h *= 1099511628211ULL;
+    h *= base::kFnv1aPrime;
     return static_cast<std::size_t>(h ^ (h >> 29));
   }
 };
@@ -430,7 +423,7 @@ bool PcapReader::fill(TraceEvent& ev, const Endpoints& ep, uint16_t sport, uint1
   ev.message = msg;
   // Remember the query's time under (client, port, ID, question) so that its response can
   // carry query_time_ns; a direct-mapped table, so a collision only loses that one match.
-  uint64_t seed = (uint64_t{ev.client_port} << 16) | (uint64_t{msg[0]} << 8) | msg[1];
+  uint64_t seed = (uint64_t{ev.client_port} << 16) | base::load_u16(&msg[0]);
   seed ^= static_cast<uint64_t>(tcp) << 40;
   for (std::size_t i = 0; i < 16; i += 8) {
     uint64_t w;

@@ -218,7 +218,7 @@ class Writer {
     std::memcpy(ip + 16, query ? kRecorder : caddr, 4);
     uint32_t sum = 0;
     for (int i = 0; i < 20; i += 2)
-      sum += static_cast<uint32_t>((ip[i] << 8) | ip[i + 1]);
+      sum += static_cast<uint32_t>(base::load_u16(&ip[i]));
     while (sum >> 16)
       sum = (sum & 0xffff) + (sum >> 16);
     ip[10] = static_cast<uint8_t>(~sum >> 8), ip[11] = static_cast<uint8_t>(~sum);

@@ -158,7 +158,7 @@ uint64_t question_hash(std::span<const uint8_t> msg, uint64_t seed) {
   uint64_t h = base::kFnv1aBasis ^ seed;
   auto mix = [&h](uint8_t b) { h = base::fnv1a_step(h, b); };
   auto finish = [](uint64_t x) { return base::fmix64(x); };
-  if (msg.size() < 12 || ((msg[4] << 8) | msg[5]) == 0) return finish(h);
+  if (msg.size() < 12 || (base::load_u16(&msg[4])) == 0) return finish(h);
   std::size_t pos = 12;
   uint64_t name_h = h;
   for (int labels = 0; labels < 128; ++labels) {

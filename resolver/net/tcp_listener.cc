@@ -232,22 +232,21 @@ void TcpConnection::read_some() {
   const auto& s = owner_.settings_;
   for (int rounds = 0; rounds < 16 && !closed() && !peer_closed_; ++rounds) {
     if (outstanding_ >= s.max_outstanding || out_.size() - out_sent_ >= s.max_queued_bytes) break;
-    // A message is at most 2 + 65535 bytes; more buffered than that means we are only
-    // waiting for the outstanding limit to clear.
-    if (in_.size() > 2 + 65535) break;
-    const std::size_t old = in_.size();
-    in_.resize(old + kReadChunk);
-    ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, MSG_DONTWAIT);
+    // Full means a whole message is buffered (the framer's cap is one message of the largest
+    // size): we are only waiting for the outstanding limit to clear.
+    const bool was_empty = in_.empty();
+    const std::span<uint8_t> area = in_.write_area(kReadChunk);
+    if (area.empty()) break;
+    ssize_t n = ::recv(fd_, area.data(), area.size(), MSG_DONTWAIT);
     if (n <= 0) {
-      in_.resize(old);
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         peer_closed_ = true;
       }
       break;
     }
-    in_.resize(old + static_cast<std::size_t>(n));
+    in_.commit(static_cast<std::size_t>(n));
     last_activity_ = owner_.loop_.now();
-    if (old == 0) partial_since_ = last_activity_;
+    if (was_empty) partial_since_ = last_activity_;
     dispatch_buffered();
   }
   finish_or_update();
@@ -257,20 +256,19 @@ void TcpConnection::dispatch_buffered() {
   if (dispatching_) return;  // an immediate answer inside the handler re-enters via flush()
   dispatching_ = true;
   const auto& s = owner_.settings_;
-  std::size_t pos = 0;
+  bool took = false;
   // Cache hits are answered inside the handler, so outstanding_ does not grow for them: the
   // bytes queued for a client that does not read are what bounds a pipelined burst.
-  while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding &&
+  while (!closed() && outstanding_ < s.max_outstanding &&
          out_.size() - out_sent_ < s.max_queued_bytes) {
-    const std::size_t len = static_cast<std::size_t>((in_[pos] << 8) | in_[pos + 1]);
-    if (in_.size() - pos - 2 < len) break;
+    const auto query = in_.next();
+    if (!query) break;
+    took = true;
     ++outstanding_;
     auto self = shared_from_this();
-    owner_.handler_({in_.data() + pos + 2, len}, self);
-    pos += 2 + len;
+    owner_.handler_(*query, self);
   }
-  in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(pos));
-  if (pos > 0 && !in_.empty()) partial_since_ = owner_.loop_.now();  // the next message began
+  if (took && !in_.empty()) partial_since_ = owner_.loop_.now();  // the next message began
   dispatching_ = false;
 }
 
@@ -308,12 +306,8 @@ void TcpConnection::answer(std::span<const uint8_t> message) {
 void TcpConnection::answer_on_loop(std::span<const uint8_t> message) {
   if (outstanding_ > 0) --outstanding_;
   if (closed()) return;
-  if (message.size() > 65535) message = message.first(0);
-  if (!message.empty()) {
-    out_.push_back(static_cast<uint8_t>(message.size() >> 8));
-    out_.push_back(static_cast<uint8_t>(message.size()));
-    out_.insert(out_.end(), message.begin(), message.end());
-  }
+  // An answer too long for its length prefix is dropped (StreamFramer::append_framed).
+  if (!message.empty()) StreamFramer::append_framed(out_, message);
   last_activity_ = owner_.loop_.now();
   flush();
 }

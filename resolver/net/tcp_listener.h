@@ -1,8 +1,7 @@
 // TcpListener: DNS over TCP (RFC 7766, RFC 1035 §4.2.2) on the event loop.
 //
-// Framing: every message is preceded by its length as a 2-byte big-endian integer.
-//
-//   | len (2) | message (len bytes) | len (2) | message | ...
+// Framing: every message is preceded by its length as a 2-byte big-endian integer
+// (StreamFramer, stream_framer.h, shared with DNS over TLS).
 //
 // A connection may carry many queries; each is handed to the handler as soon as it is
 // complete, and answers are written as they become ready, in any order (RFC 7766 §6.2.1.1
@@ -30,6 +29,7 @@
 #include "resolver/net/conn_admission.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
+#include "resolver/net/stream_framer.h"
 
 namespace hg::resolver {
 
@@ -72,7 +72,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   SourceKey source_{};
   uint64_t serial_ = 0;   ///< accept order: breaks ties between equally old idle connections
   bool counted_ = false;  ///< registered in the listener's source counts
-  std::vector<uint8_t> in_;
+  StreamFramer in_;       ///< at most one whole message (2 + 65535 bytes) buffered
   std::vector<uint8_t> out_;
   std::size_t out_sent_ = 0;
   unsigned outstanding_ = 0;

@@ -179,11 +179,8 @@ Bytes message(uint16_t id, std::size_t len) {
 
 Bytes framed(const std::vector<Bytes>& ms) {
   Bytes out;
-  for (const Bytes& m : ms) {
-    out.push_back(static_cast<uint8_t>(m.size() >> 8));
-    out.push_back(static_cast<uint8_t>(m.size()));
-    out.insert(out.end(), m.begin(), m.end());
-  }
+  for (const Bytes& m : ms)
+    StreamFramer::append_framed(out, m);
   return out;
 }
 

@@ -233,8 +233,12 @@ class DotUpstream : public ::testing::Test {
       o.answer.assign(a.begin(), a.end());
     };
   }
+  // Runs the loop until `pred` holds, for at most 10 s of real time. A bound in turns of the
+  // loop (it was 200) ran out early on a loaded machine under ASan: a turn returns at once
+  // when anything is ready, so the server thread's view of a close could come too late.
   void run_until(const std::function<bool()>& pred) {
-    for (int i = 0; i < 200 && !pred(); ++i)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (!pred() && std::chrono::steady_clock::now() < deadline)
       loop_.run_once(Millis{20});
   }
   const UpstreamServerStats* stats() const {

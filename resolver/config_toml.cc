@@ -1,7 +1,7 @@
 // The config file: reading it (toml++) into the key table's setters, the SIGHUP re-reads of
-// the keys that reload, and to_toml(), the file --check-config prints. A TOML value arrives as
-// text (an integer as its decimal text) and goes through the same setter as the flag, so the
-// file and the command line give the same error lines.
+// the keys that reload, and to_toml(), a Config written back as a TOML file. A TOML value
+// arrives as text (an integer as its decimal text) and goes through the same setter as the
+// flag, so the file and the command line give the same error lines.
 #include <toml++/toml.h>
 
 #include <algorithm>

@@ -72,18 +72,6 @@ std::shared_ptr<const DotSettings> dot_settings(const Config& c, std::span<const
   d->trust_ad = c.trust_ad;
   return d;
 }
-
-// Sends a query upstream for `engine`: through dnstap_forward() when dnstap is on (it records
-// the forwarder's query and answer), else straight to `up`. The one sender of both the
-// default upstreams and each forward zone's.
-void send_upstream(QueryEngine& engine, Upstream& up, std::span<const uint8_t> q,
-                   Upstream::Callback done) {
-  if (engine.dnstap() != nullptr) [[unlikely]] {
-    dnstap_forward(engine, up, q, std::move(done));
-    return;
-  }
-  up.send(q, std::move(done));
-}
 }  // namespace
 
 // The fleet (--redis): one FleetCache per worker on its own loop; worker 0's also applies
@@ -211,7 +199,11 @@ Checked<std::unique_ptr<Server>> Server::create(Config config) {
     wk->engine = std::make_unique<QueryEngine>(
         shared, wk->loop,
         [worker](std::span<const uint8_t> q, Upstream::Callback done) {
-          send_upstream(*worker->engine, *worker->upstream, q, std::move(done));
+          if (worker->engine->dnstap() != nullptr) [[unlikely]] {
+            dnstap_forward(*worker->engine, *worker->upstream, q, std::move(done));
+            return;
+          }
+          worker->upstream->send(q, std::move(done));
         },
         wk->index);
     if (config.redis.enabled()) start_fleet(shared, *wk, i == 0);
@@ -763,7 +755,12 @@ void Server::install_routing(Worker& w, const std::shared_ptr<const Routing>& r)
                          [done = std::move(done)] { done(UpstreamStatus::Internal, {}); });
       return;
     }
-    send_upstream(*wp->engine, *wp->forward[set].up, q, std::move(done));
+    Upstream& up = *wp->forward[set].up;
+    if (wp->engine->dnstap() != nullptr) [[unlikely]] {
+      dnstap_forward(*wp->engine, up, q, std::move(done));
+      return;
+    }
+    up.send(q, std::move(done));
   });
 }
 

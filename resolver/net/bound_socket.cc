@@ -12,14 +12,13 @@ namespace hg::resolver {
 
 namespace {
 
-std::string bind_failure(const std::string& what, int err, std::string_view flag) {
-  const std::string hint =
-      err == EACCES ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
-      : err == EADDRINUSE
-          ? " (another program, or another hourglassd, already uses it: pick another " +
-                std::string(flag) + ")"
-      : err == EADDRNOTAVAIL ? " (no interface of this machine has that address)"
-                             : "";
+std::string bind_failure(const std::string& what, int err) {
+  const char* hint = err == EACCES ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+                     : err == EADDRINUSE
+                         ? " (another program, or another hourglassd, already uses it: pick "
+                           "another --listen)"
+                     : err == EADDRNOTAVAIL ? " (no interface of this machine has that address)"
+                                            : "";
   return "cannot listen on " + what + ": " + std::strerror(err) + hint;
 }
 
@@ -37,12 +36,12 @@ int probe_bind(int type, const Endpoint& addr) {
 }  // namespace
 
 Checked<BoundSocket> open_bound_socket(int type, const Endpoint& addr, bool reuse_port,
-                                       bool first_of_port, std::string_view flag) {
+                                       bool first_of_port) {
   const bool tcp = type == SOCK_STREAM;
   const std::string what = std::string(tcp ? "TCP " : "UDP ") + addr.to_string();
   if (reuse_port && first_of_port && addr.port() != 0) {
     if (const int err = probe_bind(type, addr); err == EADDRINUSE)
-      return Checked<BoundSocket>::failure(bind_failure(what, err, flag));
+      return Checked<BoundSocket>::failure(bind_failure(what, err));
   }
   int fd = ::socket(addr.family(), type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -61,7 +60,7 @@ Checked<BoundSocket> open_bound_socket(int type, const Endpoint& addr, bool reus
       (tcp && ::listen(fd, 128) != 0)) {
     const int err = errno;
     ::close(fd);
-    return Checked<BoundSocket>::failure(bind_failure(what, err, flag));
+    return Checked<BoundSocket>::failure(bind_failure(what, err));
   }
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

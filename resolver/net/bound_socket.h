@@ -1,9 +1,7 @@
-// open_bound_socket: the socket set-up every listener shares (UDP, TCP, the metrics endpoint)
-// — create, set options, bind, read back the bound address — with start-up errors that say
-// how to fix them.
+// open_bound_socket: the socket set-up both listeners share — create, set options, bind,
+// read back the bound address — with start-up errors that say how to fix them.
 #pragma once
 
-#include <string_view>
 #include <utility>
 
 #include "resolver/net/endpoint.h"
@@ -22,9 +20,7 @@ struct BoundSocket {
 /// `first_of_port`: the first of our sockets on a fixed port. With SO_REUSEPORT another
 /// program's socket that also set it could share the port without an error; so the port is
 /// first bound once without it, to fail with EADDRINUSE as a plain socket would.
-/// `flag`: the option that named the address, for the fix an error suggests.
 Checked<BoundSocket> open_bound_socket(int type, const Endpoint& addr, bool reuse_port,
-                                       bool first_of_port = false,
-                                       std::string_view flag = "--listen");
+                                       bool first_of_port = false);
 
 }  // namespace hg::resolver

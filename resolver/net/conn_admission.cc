@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <utility>
 
 #include "base/hash.h"
 
@@ -72,133 +70,6 @@ void close_with_reset(int fd) noexcept {
   linger lg{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   ::close(fd);
-}
-
-Acceptor::Acceptor(EventLoop& loop, AcceptorSettings settings, AcceptorHost& host)
-    : loop_(loop), settings_(std::move(settings)), host_(host) {}
-
-Acceptor::~Acceptor() {
-  stop();
-  if (resume_timer_) loop_.cancel_timer(resume_timer_);
-  if (fd_ >= 0) ::close(fd_);
-  if (settings_.counters != nullptr)
-    settings_.counters->open.fetch_sub(static_cast<int64_t>(slots_.size()),
-                                       std::memory_order_relaxed);
-}
-
-bool Acceptor::start(int listen_fd) {
-  if (!loop_.add_fd(listen_fd, Interest::Read, [this](FdEvents) { on_accept(); })) return false;
-  fd_ = listen_fd;
-  accepting_ = true;
-  return true;
-}
-
-void Acceptor::stop() {
-  if (accepting_) loop_.remove_fd(fd_);
-  accepting_ = false;
-  stopped_ = true;
-}
-
-void Acceptor::release(int fd) noexcept {
-  const auto it = slots_.find(fd);
-  if (it == slots_.end()) return;
-  sources_.remove(it->second.source);
-  slots_.erase(it);
-  if (settings_.counters != nullptr)
-    settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Acceptor::on_accept() {
-  for (int i = 0; i < settings_.accepts_per_wakeup && accepting_; ++i) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    const int fd =
-        ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      if (err == EMFILE || err == ENFILE) {
-        // accept() fails so whether or not a connection waits: only one that does counts.
-        if (!connection_pending(fd_)) return;
-        count(&ConnCounters::fd_limit);
-        // Out of descriptors: one held by an idle connection is better spent on the new one
-        // (which may be the only client that wants an answer).
-        if (settings_.evict_idle && make_room(nullptr)) continue;
-      }
-      // Out of descriptors the connection stays in the backlog, and the level-triggered
-      // listener would wake the loop at once, forever: stop accepting for a moment instead.
-      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) pause_accepting();
-      return;
-    }
-    admit(fd, reinterpret_cast<const sockaddr*>(&ss), len);
-  }
-}
-
-void Acceptor::pause_accepting() {
-  if (!accepting_) return;
-  loop_.remove_fd(fd_);
-  accepting_ = false;
-  resume_timer_ = loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
-}
-
-void Acceptor::resume_accepting() {
-  resume_timer_ = {};
-  if (accepting_ || stopped_) return;
-  accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
-}
-
-void Acceptor::admit(int fd, const sockaddr* sa, socklen_t len) {
-  if (!peer_allowed(settings_.allow, sa)) {
-    // Nothing read, no slot held. (A DNS REFUSED is for UDP, query/admission.h.)
-    close_with_reset(fd);
-    count(&ConnCounters::not_allowed);
-    return;
-  }
-  const SourceKey key = source_key(sa);
-  if (settings_.max_per_source > 0 && sources_.count(key) >= settings_.max_per_source) {
-    count(&ConnCounters::per_source_limit);
-    if (!settings_.evict_idle || !make_room(&key)) {
-      close_with_reset(fd);
-      count(&ConnCounters::no_room);
-      return;
-    }
-  }
-  if (slots_.size() >= settings_.max_connections &&
-      (!settings_.evict_idle || !make_room(nullptr))) {
-    close_with_reset(fd);  // full of busy connections: refuse at once rather than queue
-    count(&ConnCounters::no_room);
-    return;
-  }
-  slots_.emplace(fd, Slot{key, next_serial_});
-  sources_.add(key);
-  if (settings_.counters != nullptr)
-    settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
-  // The host may read at once (a request that came with the handshake is handled now,
-  // before the next accept of this wakeup could close the connection to make room), and
-  // may even close it again: the slot is held from here on.
-  if (!host_.open_connection(fd, sa, len, next_serial_++)) release(fd);
-}
-
-bool Acceptor::make_room(const SourceKey* only) {
-  // A linear scan of at most max_connections, only when a limit is reached.
-  int victim = -1;
-  MonoTime victim_since{};
-  uint64_t victim_serial = 0;
-  for (const auto& [fd, slot] : slots_) {
-    if (only != nullptr && !(slot.source == *only)) continue;
-    const std::optional<MonoTime> since = host_.idle_since(fd);
-    if (!since) continue;
-    if (victim < 0 || *since < victim_since ||
-        (*since == victim_since && slot.serial < victim_serial)) {
-      victim = fd;
-      victim_since = *since;
-      victim_serial = slot.serial;
-    }
-  }
-  if (victim < 0) return false;
-  host_.evict(victim);
-  release(victim);  // in case the host did not
-  count(&ConnCounters::evicted_idle);
-  return true;
 }
 
 FdLimit raise_fd_limit(uint64_t wanted) noexcept {

@@ -1,8 +1,7 @@
 // Connection admission for the stream listeners (DNS over TCP in tcp_listener.h, the metrics
-// endpoint and the control socket through stream_server.h): who may connect at all, how many
-// connections one source may hold, and what happens when there is no room — so that one
-// host, allowed or not, cannot keep a listener to itself (docs/architecture.md §5,
-// "Connection admission"). Acceptor is the one accept loop both listeners run on.
+// endpoint through stream_server.h): who may connect at all, how many connections one source
+// may hold, and what happens when there is no room — so that one host, allowed or not,
+// cannot keep a listener to itself (docs/architecture.md §5, "Connection admission").
 //
 // At accept, in this order:
 //   1. a peer outside the listener's allow list is closed at once with a reset (nothing read,
@@ -32,14 +31,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "resolver/net/endpoint.h"
-#include "resolver/net/event_loop.h"
 
 namespace hg::resolver {
 
@@ -90,91 +86,6 @@ bool connection_pending(int fd) noexcept;
 /// Closes `fd` with a reset (SO_LINGER 0): for a connection refused at accept, so it leaves
 /// no TIME_WAIT behind and the client learns at once.
 void close_with_reset(int fd) noexcept;
-
-/// What an Acceptor needs of the listener it accepts for: the listener owns its connections
-/// (their buffers, timers and protocol); the Acceptor owns who gets one.
-class AcceptorHost {
- public:
-  /// Takes over `fd`, an admitted connection from `peer` (already counted as open). False
-  /// when it could not (it has closed `fd`); the Acceptor then forgets it. `serial` is the
-  /// accept order, unique for the Acceptor's life.
-  virtual bool open_connection(int fd, const sockaddr* peer, socklen_t len, uint64_t serial) = 0;
-  /// When `fd`'s connection last did anything, if it is idle (nothing of ours pending on it:
-  /// it may be closed to make room); nullopt when it is busy.
-  virtual std::optional<MonoTime> idle_since(int fd) const = 0;
-  /// Closes `fd`'s connection to make room; as on every close, the listener calls
-  /// Acceptor::release(fd).
-  virtual void evict(int fd) = 0;
-
- protected:
-  ~AcceptorHost() = default;
-};
-
-struct AcceptorSettings {
-  unsigned max_connections = 256;
-  /// Connections one source may hold; 0: no limit.
-  unsigned max_per_source = 0;
-  /// Make room by closing the oldest idle connection (steps 2–4 above); false: refuse the
-  /// new connection (and, out of descriptors, only pause).
-  bool evict_idle = true;
-  /// Peers that may connect; empty: everyone.
-  std::vector<Cidr> allow{};
-  /// Where admission is counted; may be null.
-  ConnCounters* counters = nullptr;
-  /// accept() calls per wakeup of the listening socket, so a flood of connections shares
-  /// the loop with the work it already has.
-  int accepts_per_wakeup = 16;
-};
-
-/// The accept loop of a stream listener: accepts on a listening socket, admits or refuses
-/// each connection (the order above), hands the admitted ones to its host and keeps the
-/// table of who holds a slot. One per listener, on the listener's EventLoop thread.
-class Acceptor {
- public:
-  Acceptor(EventLoop& loop, AcceptorSettings settings, AcceptorHost& host);
-  /// Stops accepting and closes the listening socket (if start() took it). Slots still held
-  /// are uncounted; the host closes its connections itself.
-  ~Acceptor();
-  Acceptor(const Acceptor&) = delete;
-  Acceptor& operator=(const Acceptor&) = delete;
-
-  /// Accepts from `listen_fd` (a non-blocking listening socket) from now on, and takes it
-  /// over. False, errno set and the socket still the caller's, if the loop refuses it.
-  bool start(int listen_fd);
-  /// Never accepts again (shutdown); the connections stay until their host closes them.
-  void stop();
-  /// A connection the host holds has closed: its slot is free. Unknown fds are ignored.
-  void release(int fd) noexcept;
-  /// Connections holding a slot.
-  std::size_t connections() const noexcept { return slots_.size(); }
-
- private:
-  struct Slot {
-    SourceKey source{};
-    uint64_t serial = 0;  ///< accept order: breaks ties between equally old idle connections
-  };
-  void on_accept();
-  void admit(int fd, const sockaddr* sa, socklen_t len);
-  /// Closes the oldest idle connection (of `only`'s source when given): false if none is.
-  bool make_room(const SourceKey* only);
-  void pause_accepting();
-  void resume_accepting();
-  using Counter = std::atomic<uint64_t> ConnCounters::*;
-  void count(Counter which) noexcept {
-    if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
-  }
-
-  EventLoop& loop_;
-  AcceptorSettings settings_;
-  AcceptorHost& host_;
-  int fd_ = -1;  ///< the listening socket, once start() took it
-  bool accepting_ = false;
-  bool stopped_ = false;    ///< stop() was called: never accept again
-  TimerId resume_timer_{};  ///< accepting paused for lack of descriptors
-  std::unordered_map<int, Slot> slots_;
-  SourceCounts sources_;
-  uint64_t next_serial_ = 1;
-};
 
 /// The process's descriptor limit (RLIMIT_NOFILE) before and after raise_fd_limit().
 struct FdLimit {

@@ -9,70 +9,135 @@
 namespace hg::resolver {
 
 namespace {
-
 constexpr std::size_t kReadChunk = 4096;
+constexpr int kAcceptsPerWakeup = 16;
 constexpr int kReadsPerWakeup = 16;
-
-AcceptorSettings admission(const StreamServerSettings& s) {
-  return AcceptorSettings{.max_connections = s.max_connections,
-                          .max_per_source = s.max_per_source,
-                          .evict_idle = s.evict_idle,
-                          .allow = s.allow,
-                          .counters = s.counters,
-                          .accepts_per_wakeup = 16};
-}
-
 }  // namespace
 
 std::unique_ptr<StreamServer> StreamServer::start(EventLoop& loop, int listen_fd,
                                                   StreamServerSettings settings, Handler handler) {
-  std::unique_ptr<StreamServer> s(new StreamServer(loop, std::move(settings), std::move(handler)));
-  if (!s->acceptor_.start(listen_fd)) return nullptr;  // errno set; the caller keeps the fd
+  std::unique_ptr<StreamServer> s(
+      new StreamServer(loop, listen_fd, std::move(settings), std::move(handler)));
+  if (!loop.add_fd(listen_fd, Interest::Read, [p = s.get()](FdEvents) { p->on_accept(); })) {
+    const int err = errno;
+    s->fd_ = -1;  // the caller still owns the fd on failure
+    errno = err;
+    return nullptr;
+  }
+  s->accepting_ = true;
   return s;
 }
 
-StreamServer::StreamServer(EventLoop& loop, StreamServerSettings settings, Handler handler)
-    : loop_(loop),
-      settings_(std::move(settings)),
-      handler_(std::move(handler)),
-      acceptor_(loop, admission(settings_), *this) {}
+StreamServer::StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler)
+    : loop_(loop), fd_(fd), settings_(std::move(settings)), handler_(std::move(handler)) {}
 
 StreamServer::~StreamServer() {
-  std::vector<int> fds;
-  fds.reserve(conns_.size());
-  for (const auto& [fd, c] : conns_)
-    fds.push_back(fd);
-  for (const int fd : fds)
-    close_conn(fd);
+  for (auto& [fd, c] : conns_) {
+    loop_.remove_fd(fd);
+    if (c->idle_timer) loop_.cancel_timer(c->idle_timer);
+    ::close(fd);
+    if (settings_.counters != nullptr)
+      settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  conns_.clear();
+  if (resume_timer_) loop_.cancel_timer(resume_timer_);
+  if (fd_ >= 0) {
+    if (accepting_) loop_.remove_fd(fd_);
+    ::close(fd_);
+  }
 }
 
-bool StreamServer::open_connection(int fd, const sockaddr*, socklen_t, uint64_t serial) {
+void StreamServer::on_accept() {
+  for (int i = 0; i < kAcceptsPerWakeup; ++i) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int fd =
+        ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        // accept() fails so whether or not a connection waits: only one that does counts.
+        if (!connection_pending(fd_)) return;
+        count(&ConnCounters::fd_limit);
+        if (settings_.evict_idle && make_room(nullptr)) continue;
+      }
+      // Out of descriptors the connection stays in the backlog, and the level-triggered
+      // listener would wake the loop at once, forever: stop accepting for a moment instead.
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) pause_accepting();
+      return;
+    }
+    admit(fd, reinterpret_cast<const sockaddr*>(&ss));
+  }
+}
+
+void StreamServer::pause_accepting() {
+  if (!accepting_) return;
+  loop_.remove_fd(fd_);
+  accepting_ = false;
+  resume_timer_ = loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
+}
+
+void StreamServer::resume_accepting() {
+  resume_timer_ = {};
+  if (accepting_) return;
+  accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
+}
+
+void StreamServer::admit(int fd, const sockaddr* sa) {
+  if (!peer_allowed(settings_.allow, sa)) {
+    close_with_reset(fd);  // nothing read, no slot held
+    count(&ConnCounters::not_allowed);
+    return;
+  }
+  const SourceKey key = source_key(sa);
+  if (settings_.max_per_source > 0 && sources_.count(key) >= settings_.max_per_source) {
+    count(&ConnCounters::per_source_limit);
+    if (!settings_.evict_idle || !make_room(&key)) {
+      close_with_reset(fd);
+      count(&ConnCounters::no_room);
+      return;
+    }
+  }
+  if (conns_.size() >= settings_.max_connections &&
+      (!settings_.evict_idle || !make_room(nullptr))) {
+    close_with_reset(fd);  // over the limit: refuse at once rather than queue
+    count(&ConnCounters::no_room);
+    return;
+  }
   auto c = std::make_unique<Conn>();
   c->fd = fd;
-  c->serial = serial;
+  c->serial = next_serial_++;
   c->last_activity = loop_.now();
   c->waiting_since = c->last_activity;
+  c->source = key;
   if (!loop_.add_fd(fd, Interest::Read, [this, fd](FdEvents ev) { on_events(fd, ev); })) {
     ::close(fd);
-    return false;
+    return;
   }
   Conn& ref = *c;
   conns_.emplace(fd, std::move(c));
+  sources_.add(key);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
   arm_idle_timer(ref);
   // A request that came with the handshake is handled now, before the next accept of this
   // wakeup could close the connection to make room.
   on_events(fd, FdEvents{.readable = true});
+}
+
+bool StreamServer::make_room(const SourceKey* only) {
+  // A linear scan of at most max_connections, only when a limit is reached.
+  Conn* victim = nullptr;
+  for (const auto& [fd, c] : conns_) {
+    if (!c->waiting || c->close_after || (only != nullptr && !(c->source == *only))) continue;
+    if (victim == nullptr || c->last_activity < victim->last_activity ||
+        (c->last_activity == victim->last_activity && c->serial < victim->serial))
+      victim = c.get();
+  }
+  if (victim == nullptr) return false;
+  close_conn(victim->fd);
+  count(&ConnCounters::evicted_idle);
   return true;
-}
-
-std::optional<MonoTime> StreamServer::idle_since(int fd) const {
-  const auto it = conns_.find(fd);
-  if (it == conns_.end() || !it->second->waiting || it->second->close_after) return std::nullopt;
-  return it->second->last_activity;
-}
-
-void StreamServer::evict(int fd) {
-  close_conn(fd);
 }
 
 void StreamServer::on_events(int fd, FdEvents ev) {
@@ -235,8 +300,10 @@ void StreamServer::close_conn(int fd) {
   loop_.remove_fd(fd);
   if (it->second->idle_timer) loop_.cancel_timer(it->second->idle_timer);
   ::close(fd);
+  sources_.remove(it->second->source);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
   conns_.erase(it);
-  acceptor_.release(fd);
 }
 
 }  // namespace hg::resolver

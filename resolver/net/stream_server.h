@@ -14,8 +14,7 @@
 // more than high_water bytes of reply wait to be sent. A long reply is produced in chunks, so
 // the loop goes back to serving queries between them.
 //
-// Admission (resolver/net/conn_admission.h, the Acceptor shared with TcpListener), for a server
-// reachable over the network: an allow
+// Admission (resolver/net/conn_admission.h), for a server reachable over the network: an allow
 // list checked at accept (others are reset, nothing read), a per-source limit, and — with
 // evict_idle — the oldest idle connection closed to make room when the table or a source's
 // share is full, plus a request timeout, so idle connections cannot lock a client out. Out of
@@ -30,7 +29,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,7 +61,7 @@ struct StreamServerSettings {
   ConnCounters* counters = nullptr;
 };
 
-class StreamServer final : private AcceptorHost {
+class StreamServer {
  public:
   /// What the handler made of the input.
   struct Reply {
@@ -107,15 +105,23 @@ class StreamServer final : private AcceptorHost {
     MonoTime timer_at{};  ///< when idle_timer fires
     MonoTime last_activity{};
     MonoTime waiting_since{};  ///< when it last began waiting for a request
-    bool waiting = true;       ///< nothing to send: waiting for (the rest of) a request
+    SourceKey source{};
+    bool waiting = true;  ///< nothing to send: waiting for (the rest of) a request
     bool close_after = false;
     bool peer_closed = false;
   };
 
-  StreamServer(EventLoop& loop, StreamServerSettings settings, Handler handler);
-  bool open_connection(int fd, const sockaddr* peer, socklen_t len, uint64_t serial) override;
-  std::optional<MonoTime> idle_since(int fd) const override;
-  void evict(int fd) override;
+  StreamServer(EventLoop& loop, int fd, StreamServerSettings settings, Handler handler);
+  void on_accept();
+  void admit(int fd, const sockaddr* sa);
+  /// Closes the oldest idle connection (of `only`'s source when given): false if none is.
+  bool make_room(const SourceKey* only);
+  void pause_accepting();
+  void resume_accepting();
+  using Counter = std::atomic<uint64_t> ConnCounters::*;
+  void count(Counter which) noexcept {
+    if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
+  }
   void on_events(int fd, FdEvents ev);
   void read_some(Conn& c);
   void handle_input(Conn& c);
@@ -128,10 +134,14 @@ class StreamServer final : private AcceptorHost {
   void close_conn(int fd);
 
   EventLoop& loop_;
+  int fd_;
   StreamServerSettings settings_;
   Handler handler_;
+  uint64_t next_serial_ = 1;
+  bool accepting_ = false;
+  TimerId resume_timer_{};  ///< accepting paused for lack of descriptors
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
-  Acceptor acceptor_;
+  SourceCounts sources_;
 };
 
 }  // namespace hg::resolver

@@ -15,19 +15,8 @@
 namespace hg::resolver {
 
 namespace {
-
 constexpr std::size_t kReadChunk = 4096;
-
-AcceptorSettings admission(const TcpListener::Settings& s) {
-  return AcceptorSettings{.max_connections = s.max_connections,
-                          .max_per_source = s.max_per_source,
-                          .evict_idle = true,
-                          .allow = s.allow,
-                          .counters = s.counters,
-                          .accepts_per_wakeup = 64};
 }
-
-}  // namespace
 
 Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const Endpoint& addr,
                                                         bool reuse_port, Settings settings,
@@ -35,31 +24,36 @@ Checked<std::unique_ptr<TcpListener>> TcpListener::open(EventLoop& loop, const E
   using R = Checked<std::unique_ptr<TcpListener>>;
   auto sock = open_bound_socket(SOCK_STREAM, addr, reuse_port);
   if (!sock) return R::failure(sock.error());
+  const int fd = sock->fd;
+  const Endpoint local = sock->local;
   std::unique_ptr<TcpListener> l(
-      new TcpListener(loop, sock->local, std::move(settings), std::move(handler)));
-  if (!l->acceptor_.start(sock->fd)) {
-    const int err = errno;
-    ::close(sock->fd);
-    return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(err));
-  }
+      new TcpListener(loop, fd, local, std::move(settings), std::move(handler)));
+  if (!loop.add_fd(fd, Interest::Read, [p = l.get()](FdEvents) { p->on_accept(); }))
+    return R::failure("cannot watch TCP socket " + addr.to_string() + ": " + std::strerror(errno));
+  l->accepting_ = true;
   return l;
 }
 
-TcpListener::TcpListener(EventLoop& loop, Endpoint local, Settings settings, Handler handler)
+TcpListener::TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings,
+                         Handler handler)
     : loop_(loop),
+      fd_(fd),
       local_(local),
       settings_(std::move(settings)),
       handler_(std::move(handler)),
-      loop_thread_(std::this_thread::get_id()),
-      acceptor_(loop, admission(settings_), *this) {}
+      loop_thread_(std::this_thread::get_id()) {}
 
 TcpListener::~TcpListener() {
   close_all();
   pause();
+  if (resume_timer_) loop_.cancel_timer(resume_timer_);
+  ::close(fd_);
 }
 
 void TcpListener::pause() {
-  acceptor_.stop();
+  if (accepting_) loop_.remove_fd(fd_);
+  accepting_ = false;
+  paused_ = true;
 }
 
 void TcpListener::close_all() {
@@ -69,14 +63,75 @@ void TcpListener::close_all() {
     c->close();
 }
 
-void TcpListener::forget(int fd) {
-  acceptor_.release(fd);
+void TcpListener::forget(int fd, TcpConnection& c) {
+  if (c.counted_) {
+    c.counted_ = false;
+    sources_.remove(c.source_);
+    if (settings_.counters != nullptr)
+      settings_.counters->open.fetch_sub(1, std::memory_order_relaxed);
+  }
   conns_.erase(fd);
 }
 
-bool TcpListener::open_connection(int fd, const sockaddr* sa, socklen_t len, uint64_t) {
+void TcpListener::resume_accepting() {
+  resume_timer_ = {};
+  if (accepting_ || paused_) return;
+  accepting_ = loop_.add_fd(fd_, Interest::Read, [this](FdEvents) { on_accept(); });
+}
+
+void TcpListener::pause_accepting() {
+  // The pending connection stays in the kernel's backlog, and a level-triggered listener
+  // would wake us at once, forever. Stop accepting for a moment instead.
+  if (!accepting_) return;
+  loop_.remove_fd(fd_);
+  accepting_ = false;
+  resume_timer_ = loop_.add_timer(Millis{100}, [this] { resume_accepting(); });
+}
+
+void TcpListener::on_accept() {
   // run() may be on another thread than open(); answer() reads this from other workers.
   loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        // accept() fails so whether or not a connection waits: only one that does counts.
+        if (!connection_pending(fd_)) return;
+        count(&ConnCounters::fd_limit);
+        // Out of descriptors: one held by an idle connection is better spent on the new one
+        // (which may be the only client that wants an answer).
+        if (make_room(nullptr)) continue;
+      }
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) pause_accepting();
+      return;
+    }
+    admit(fd, reinterpret_cast<const sockaddr*>(&ss), len);
+  }
+}
+
+void TcpListener::admit(int fd, const sockaddr* sa, socklen_t len) {
+  if (!peer_allowed(settings_.allow, sa)) {
+    close_with_reset(fd);  // nothing read, no slot held: REFUSED is for UDP (query/admission.h)
+    count(&ConnCounters::not_allowed);
+    return;
+  }
+  const SourceKey key = source_key(sa);
+  if (settings_.max_per_source > 0 && sources_.count(key) >= settings_.max_per_source) {
+    count(&ConnCounters::per_source_limit);
+    if (!make_room(&key)) {
+      close_with_reset(fd);
+      count(&ConnCounters::no_room);
+      return;
+    }
+  }
+  if (conns_.size() >= settings_.max_connections && !make_room(nullptr)) {
+    close_with_reset(fd);  // full of busy connections: refuse rather than queue
+    count(&ConnCounters::no_room);
+    return;
+  }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto peer = Endpoint::from_sockaddr(sa, len).value_or(Endpoint());
@@ -84,25 +139,36 @@ bool TcpListener::open_connection(int fd, const sockaddr* sa, socklen_t len, uin
   if (!loop_.add_fd(fd, Interest::Read, [w = std::weak_ptr<TcpConnection>(c)](FdEvents ev) {
         if (auto s = w.lock()) s->on_events(ev);
       })) {
-    return false;  // the connection's destructor closes fd
+    return;  // the connection's destructor closes fd
   }
+  c->source_ = key;
+  c->serial_ = next_serial_++;
+  c->counted_ = true;
+  sources_.add(key);
+  if (settings_.counters != nullptr)
+    settings_.counters->open.fetch_add(1, std::memory_order_relaxed);
   c->last_activity_ = loop_.now();
   c->arm_idle_timer();
   conns_.emplace(fd, c);
   // A query that came with the handshake is read now: from then on the connection is busy,
   // and the next accepts of this same wakeup cannot close it to make room.
   c->read_some();
+}
+
+bool TcpListener::make_room(const SourceKey* only) {
+  // A linear scan: the table holds at most max_connections (256), and this runs only when a
+  // limit is reached.
+  TcpConnection* victim = nullptr;
+  for (const auto& [fd, c] : conns_) {
+    if (!c->idle() || (only != nullptr && !(c->source_ == *only))) continue;
+    if (victim == nullptr || c->last_activity_ < victim->last_activity_ ||
+        (c->last_activity_ == victim->last_activity_ && c->serial_ < victim->serial_))
+      victim = c.get();
+  }
+  if (victim == nullptr) return false;
+  victim->close();
+  count(&ConnCounters::evicted_idle);
   return true;
-}
-
-std::optional<MonoTime> TcpListener::idle_since(int fd) const {
-  const auto it = conns_.find(fd);
-  if (it == conns_.end() || !it->second->idle()) return std::nullopt;
-  return it->second->last_activity_;
-}
-
-void TcpListener::evict(int fd) {
-  if (const auto it = conns_.find(fd); it != conns_.end()) it->second->close();
 }
 
 TcpConnection::TcpConnection(TcpListener& owner, int fd, Endpoint peer)
@@ -123,7 +189,7 @@ void TcpConnection::close() {
   ::close(fd_);
   const int fd = fd_;
   fd_ = -1;
-  owner_.forget(fd);
+  owner_.forget(fd, *this);
 }
 
 void TcpConnection::arm_idle_timer() {
@@ -167,21 +233,22 @@ void TcpConnection::read_some() {
   const auto& s = owner_.settings_;
   for (int rounds = 0; rounds < 16 && !closed() && !peer_closed_; ++rounds) {
     if (outstanding_ >= s.max_outstanding || out_.size() - out_sent_ >= s.max_queued_bytes) break;
-    // Full means a whole message is buffered (the framer's cap is one message of the largest
-    // size): we are only waiting for the outstanding limit to clear.
-    const bool was_empty = in_.empty();
-    const std::span<uint8_t> area = in_.write_area(kReadChunk);
-    if (area.empty()) break;
-    ssize_t n = ::recv(fd_, area.data(), area.size(), MSG_DONTWAIT);
+    // A message is at most 2 + 65535 bytes; more buffered than that means we are only
+    // waiting for the outstanding limit to clear.
+    if (in_.size() > 2 + 65535) break;
+    const std::size_t old = in_.size();
+    in_.resize(old + kReadChunk);
+    ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, MSG_DONTWAIT);
     if (n <= 0) {
+      in_.resize(old);
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         peer_closed_ = true;
       }
       break;
     }
-    in_.commit(static_cast<std::size_t>(n));
+    in_.resize(old + static_cast<std::size_t>(n));
     last_activity_ = owner_.loop_.now();
-    if (was_empty) partial_since_ = last_activity_;
+    if (old == 0) partial_since_ = last_activity_;
     dispatch_buffered();
   }
   finish_or_update();
@@ -191,19 +258,20 @@ void TcpConnection::dispatch_buffered() {
   if (dispatching_) return;  // an immediate answer inside the handler re-enters via flush()
   dispatching_ = true;
   const auto& s = owner_.settings_;
-  bool took = false;
+  std::size_t pos = 0;
   // Cache hits are answered inside the handler, so outstanding_ does not grow for them: the
   // bytes queued for a client that does not read are what bounds a pipelined burst.
-  while (!closed() && outstanding_ < s.max_outstanding &&
+  while (!closed() && in_.size() - pos >= 2 && outstanding_ < s.max_outstanding &&
          out_.size() - out_sent_ < s.max_queued_bytes) {
-    const auto query = in_.next();
-    if (!query) break;
-    took = true;
+    const std::size_t len = static_cast<std::size_t>(base::load_u16(&in_[pos]));
+    if (in_.size() - pos - 2 < len) break;
     ++outstanding_;
     auto self = shared_from_this();
-    owner_.handler_(*query, self);
+    owner_.handler_({in_.data() + pos + 2, len}, self);
+    pos += 2 + len;
   }
-  if (took && !in_.empty()) partial_since_ = owner_.loop_.now();  // the next message began
+  in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(pos));
+  if (pos > 0 && !in_.empty()) partial_since_ = owner_.loop_.now();  // the next message began
   dispatching_ = false;
 }
 
@@ -241,8 +309,12 @@ void TcpConnection::answer(std::span<const uint8_t> message) {
 void TcpConnection::answer_on_loop(std::span<const uint8_t> message) {
   if (outstanding_ > 0) --outstanding_;
   if (closed()) return;
-  // An answer too long for its length prefix is dropped (StreamFramer::append_framed).
-  if (!message.empty()) StreamFramer::append_framed(out_, message);
+  if (message.size() > 65535) message = message.first(0);
+  if (!message.empty()) {
+    out_.push_back(static_cast<uint8_t>(message.size() >> 8));
+    out_.push_back(static_cast<uint8_t>(message.size()));
+    out_.insert(out_.end(), message.begin(), message.end());
+  }
   last_activity_ = owner_.loop_.now();
   flush();
 }

@@ -1,7 +1,8 @@
 // TcpListener: DNS over TCP (RFC 7766, RFC 1035 §4.2.2) on the event loop.
 //
-// Framing: every message is preceded by its length as a 2-byte big-endian integer
-// (StreamFramer, stream_framer.h, shared with DNS over TLS).
+// Framing: every message is preceded by its length as a 2-byte big-endian integer.
+//
+//   | len (2) | message (len bytes) | len (2) | message | ...
 //
 // A connection may carry many queries; each is handed to the handler as soon as it is
 // complete, and answers are written as they become ready, in any order (RFC 7766 §6.2.1.1
@@ -10,11 +11,10 @@
 // outstanding per connection (reading pauses at the limit), bytes queued for writing
 // (reading pauses while a slow reader's answers pile up).
 //
-// Admission at accept (resolver/net/conn_admission.h, the Acceptor shared with StreamServer):
-// a peer outside `allow` is reset at once; a source at `max_per_source`, or a full table,
-// makes room by closing the oldest idle connection (RFC 7766 §6.2.3), else the new one is
-// refused; EMFILE does the same before pausing accepts for a moment. So one host cannot keep
-// the listener from a new client.
+// Admission at accept (resolver/net/conn_admission.h): a peer outside `allow` is reset at once;
+// a source at `max_per_source`, or a full table, makes room by closing the oldest idle
+// connection (RFC 7766 §6.2.3), else the new one is refused; EMFILE does the same before
+// pausing accepts for a moment. So one host cannot keep the listener from a new client.
 #pragma once
 
 #include <atomic>
@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <thread>
 #include <unordered_map>
@@ -31,7 +30,6 @@
 #include "resolver/net/conn_admission.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/net/stream_framer.h"
 
 namespace hg::resolver {
 
@@ -71,7 +69,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpListener& owner_;
   int fd_;
   Endpoint peer_;
-  StreamFramer in_;  ///< at most one whole message (2 + 65535 bytes) buffered
+  SourceKey source_{};
+  uint64_t serial_ = 0;   ///< accept order: breaks ties between equally old idle connections
+  bool counted_ = false;  ///< registered in the listener's source counts
+  std::vector<uint8_t> in_;
   std::vector<uint8_t> out_;
   std::size_t out_sent_ = 0;
   unsigned outstanding_ = 0;
@@ -82,7 +83,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool dispatching_ = false;
 };
 
-class TcpListener final : private AcceptorHost {
+class TcpListener {
  public:
   struct Settings {
     std::chrono::milliseconds idle_timeout{10000};
@@ -119,19 +120,32 @@ class TcpListener final : private AcceptorHost {
 
  private:
   friend class TcpConnection;
-  TcpListener(EventLoop& loop, Endpoint local, Settings settings, Handler handler);
-  bool open_connection(int fd, const sockaddr* peer, socklen_t len, uint64_t serial) override;
-  std::optional<MonoTime> idle_since(int fd) const override;
-  void evict(int fd) override;
-  void forget(int fd);
+  TcpListener(EventLoop& loop, int fd, Endpoint local, Settings settings, Handler handler);
+  void on_accept();
+  /// Admits or refuses one accepted connection (conn_admission.h).
+  void admit(int fd, const sockaddr* sa, socklen_t len);
+  /// Closes the oldest idle connection (of `only`'s source when given): false if none is idle.
+  bool make_room(const SourceKey* only);
+  void pause_accepting();
+  void forget(int fd, TcpConnection& c);
+  void resume_accepting();
+  using Counter = std::atomic<uint64_t> ConnCounters::*;
+  void count(Counter which) noexcept {
+    if (settings_.counters != nullptr) settings_.counters->add(settings_.counters->*which);
+  }
 
   EventLoop& loop_;
+  int fd_;
   Endpoint local_;
   Settings settings_;
   Handler handler_;
   std::atomic<std::thread::id> loop_thread_;
+  bool paused_ = false;  ///< pause() was called: never accept again
+  bool accepting_ = false;
+  TimerId resume_timer_{};  ///< accepting paused for lack of descriptors
   std::unordered_map<int, std::shared_ptr<TcpConnection>> conns_;
-  Acceptor acceptor_;
+  SourceCounts sources_;
+  uint64_t next_serial_ = 1;
 };
 
 }  // namespace hg::resolver

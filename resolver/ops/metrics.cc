@@ -1,8 +1,7 @@
 #include "resolver/ops/metrics.h"
 
-#include "resolver/net/bound_socket.h"
-
 #include <fmt/core.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -266,11 +265,25 @@ Checked<std::unique_ptr<Metrics>> Metrics::open(EventLoop& loop, Shared& shared,
                                                 const Endpoint& addr) {
   using R = Checked<std::unique_ptr<Metrics>>;
   const std::string what = "--metrics " + addr.to_string();
-  auto sock = open_bound_socket(SOCK_STREAM, addr, /*reuse_port=*/false, /*first_of_port=*/false,
-                                "--metrics");
-  if (!sock) return R::failure(what + ": " + sock.error());
-  const int fd = sock->fd;
-  const Endpoint local = sock->local;
+  const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return R::failure(what + ": cannot create a TCP socket: " + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (addr.family() == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0 || ::listen(fd, 16) != 0) {
+    const int err = errno;
+    ::close(fd);
+    const std::string hint = err == EADDRINUSE ? " (another program uses it: pick another port)"
+                             : err == EACCES
+                                 ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+                             : err == EADDRNOTAVAIL ? " (not an address of this host)"
+                                                    : "";
+    return R::failure(what + ": cannot listen: " + std::strerror(err) + hint);
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  const auto local = Endpoint::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).value_or(addr);
   std::unique_ptr<Metrics> m(new Metrics(local));
   Shared* sh = &shared;
   m->server_ = StreamServer::start(

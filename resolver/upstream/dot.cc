@@ -153,8 +153,37 @@ bool DotSettings::trusts_ad(const Endpoint& e) const noexcept {
 
 namespace dot {
 
-StreamFramer stream_reader() {
-  return StreamFramer(StreamFramer::Limits{.min_length = kHeader});
+void StreamReader::feed(std::span<const uint8_t> bytes) {
+  if (broken_) return;
+  if (start_ > 0 && start_ == buf_.size()) {
+    buf_.clear();
+    start_ = 0;
+  } else if (start_ > 65536) {
+    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(start_));
+    start_ = 0;
+  }
+  buf_.insert(buf_.end(), bytes.begin(), bytes.end());
+}
+
+std::optional<std::span<uint8_t>> StreamReader::next() {
+  if (broken_) return std::nullopt;
+  const std::size_t avail = buf_.size() - start_;
+  if (avail < 2) return std::nullopt;
+  const std::size_t len = base::load_u16(buf_.data() + start_);
+  if (len < kHeader) {
+    broken_ = true;
+    return std::nullopt;
+  }
+  if (avail < 2 + len) return std::nullopt;
+  const std::span<uint8_t> m(buf_.data() + start_ + 2, len);
+  start_ += 2 + len;
+  return m;
+}
+
+void StreamReader::reset() noexcept {
+  buf_.clear();
+  start_ = 0;
+  broken_ = false;
 }
 
 std::size_t pad_query(std::span<uint8_t> buf, std::size_t len, std::size_t block) {
@@ -179,8 +208,9 @@ bool Pending::add(uint16_t id, std::span<const uint8_t> message, MonoTime deadli
   auto [it, fresh] = entries_.try_emplace(id);
   if (!fresh) return false;
   Entry& e = it->second;
-  e.framed.reserve(message.size() + 2);
-  StreamFramer::append_framed(e.framed, message);
+  e.framed.resize(message.size() + 2);
+  base::store_u16(e.framed.data(), static_cast<uint16_t>(message.size()));
+  std::copy(message.begin(), message.end(), e.framed.begin() + 2);
   e.deadline = deadline;
   e.seq = ++seq_;
   by_deadline_.emplace_back(e.seq, id);
@@ -353,7 +383,8 @@ DotChannel::DotChannel(EventLoop& loop, std::shared_ptr<void> ctx, const DotSett
       target_(std::move(target)),
       stats_(std::move(stats)),
       lifetime_(lifetime),
-      sink_(std::move(sink)) {
+      sink_(std::move(sink)),
+      rbuf_(kReadChunk) {
   stats_->tls.store(true, std::memory_order_relaxed);
 }
 
@@ -611,11 +642,7 @@ void DotChannel::read_all() {
   bool answered = false;
   for (int i = 0; i < kReadsPerWake && state_ == State::Open; ++i) {
     ERR_clear_error();
-    // Straight into the framer: it holds at most one message, so a server cannot make us
-    // buffer more, and after the loop below has taken the whole ones there is always room.
-    const std::span<uint8_t> area = reader_.write_area(kReadChunk);
-    if (area.empty()) break;
-    const int n = SSL_read(ssl, area.data(), static_cast<int>(area.size()));
+    const int n = SSL_read(ssl, rbuf_.data(), static_cast<int>(rbuf_.size()));
     if (n <= 0) {
       const int err = SSL_get_error(ssl, n);
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) break;
@@ -629,7 +656,7 @@ void DotChannel::read_all() {
       }
       return;
     }
-    reader_.commit(static_cast<std::size_t>(n));
+    reader_.feed(std::span<const uint8_t>(rbuf_.data(), static_cast<std::size_t>(n)));
     last_read_ = loop_.now();
     while (auto m = reader_.next()) {
       const uint16_t id = base::load_u16(m->data());

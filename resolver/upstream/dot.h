@@ -3,6 +3,8 @@
 // What is here:
 //  - TlsTarget and the `tls://ADDR[:PORT][#AUTH-NAME]` syntax of --upstream and --forward,
 //    and the `sha256/BASE64` SPKI pins of --tls-pin (RFC 7858 §4.2, RFC 7469's pin form).
+//  - dot::StreamReader: the 2-byte length-prefixed framing of a DNS stream (RFC 1035 §4.2.2,
+//    RFC 7766), reassembling messages from whatever chunks TLS records hand over.
 //  - dot::pad_query: EDNS(0) Padding (RFC 7830) of a query to 128-octet blocks (RFC 8467).
 //  - dot::Pending: the queries of one server by ID, with their deadlines and send order.
 //  - DotChannel: one server's TLS connection over an EventLoop (OpenSSL, non-blocking),
@@ -33,7 +35,6 @@
 #include "resolver/checked.h"
 #include "resolver/net/endpoint.h"
 #include "resolver/net/event_loop.h"
-#include "resolver/net/stream_framer.h"
 
 namespace hg::resolver {
 
@@ -79,9 +80,25 @@ struct DotSettings {
 
 namespace dot {
 
-/// The framing of what a DoT server sends (RFC 7858 §3.3): StreamFramer with a length under
-/// 12 (no DNS header fits) a protocol error that leaves the stream unusable.
-StreamFramer stream_reader();
+/// Reassembles length-prefixed DNS messages from a byte stream. A length under 12 (no DNS
+/// header fits) is a protocol error: the stream is unusable from then on.
+class StreamReader {
+ public:
+  /// Appends bytes read from the stream.
+  void feed(std::span<const uint8_t> bytes);
+  /// The next complete message (valid until the next feed()/next()), or nullopt when more
+  /// bytes are needed or the stream is broken.
+  std::optional<std::span<uint8_t>> next();
+  bool broken() const noexcept { return broken_; }
+  /// Bytes held: at most one partial message plus what the last feed() brought.
+  std::size_t buffered() const noexcept { return buf_.size() - start_; }
+  void reset() noexcept;
+
+ private:
+  std::vector<uint8_t> buf_;
+  std::size_t start_ = 0;
+  bool broken_ = false;
+};
 
 /// Adds an EDNS(0) Padding option (RFC 7830) to the query in buf[0, len) so that its length
 /// is a multiple of `block` (RFC 8467 §4.1: 128 for queries). The query must end with its
@@ -216,7 +233,8 @@ class DotChannel {
   std::size_t wstart_ = 0;
   std::size_t msg_end_ = 0;    // end in wbuf_ of the message being written (one record each)
   std::size_t retry_len_ = 0;  // SSL_write must be retried with the same length
-  StreamFramer reader_ = dot::stream_reader();
+  std::vector<uint8_t> rbuf_;
+  dot::StreamReader reader_;
   dot::Pending pending_;
   uint64_t written_on_connection_ = 0;
   TimerId timer_{};

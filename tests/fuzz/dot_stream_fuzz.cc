@@ -1,57 +1,44 @@
-// Fuzz target: a length-prefixed DNS stream as a TCP client or a DoT server sends it
-// (resolver/net/stream_framer.h, dot::stream_reader() in resolver/upstream/dot.h). The first
-// byte picks the chunk size the stream is cut into (1..64) and, by its top bit, DoT's limits
-// (a length under 12 breaks the stream) or TCP's (none); the rest is the stream, read through
-// write_area()/commit() as the listeners read a socket. Every message the framer yields must
-// be within the limits, the messages framed again must be exactly the stream's start, at most
-// one message's worth is ever held, and a stream it calls broken must hold a length out of
-// range right where it stopped. The same bytes as a query go through dot::pad_query, whose
-// result must be unchanged or a multiple of 128 that still ends in the padding option it
-// wrote.
-#include <algorithm>
+// Fuzz target: what a DoT server sends us (resolver/upstream/dot.h). The bytes after the first are
+// a TLS stream's plaintext, cut into chunks whose sizes the first byte picks, fed through
+// dot::StreamReader: every message it yields must be at least a DNS header long and the
+// messages, framed again, must be exactly the stream's start; a stream it calls broken must
+// hold a length under 12 right where it stopped. The same bytes as a query go through
+// dot::pad_query, whose result must be unchanged or a multiple of 128 that still ends in the
+// padding option it wrote.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <vector>
 
 #include "base/bytes.h"
-#include "resolver/net/stream_framer.h"
 #include "resolver/upstream/dot.h"
-#include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hg::resolver;
-  using hg::fuzz::check;
   if (size < 1) return 0;
   const std::size_t chunk = 1 + data[0] % 64;
-  const bool dot = (data[0] & 0x80) != 0;
-  const std::size_t min_length = dot ? 12 : 0;
   const std::span<const uint8_t> stream(data + 1, size - 1);
 
-  StreamFramer r = dot ? dot::stream_reader() : StreamFramer();
+  dot::StreamReader r;
   std::vector<uint8_t> again;
-  std::size_t at = 0;
-  while (at < stream.size()) {
-    const std::span<uint8_t> area = r.write_area(std::min(chunk, stream.size() - at));
-    if (area.empty()) break;
-    std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(at), area.size(), area.begin());
-    r.commit(area.size());
-    at += area.size();
+  for (std::size_t at = 0; at < stream.size(); at += chunk) {
+    r.feed(stream.subspan(at, std::min(chunk, stream.size() - at)));
     while (auto m = r.next()) {
-      check(m->size() >= min_length && m->size() <= 65535, "a message within the limits");
-      check(StreamFramer::append_framed(again, *m), "a message a prefix can say");
+      if (m->size() < 12 || m->size() > 65535) std::abort();
+      again.push_back(static_cast<uint8_t>(m->size() >> 8));
+      again.push_back(static_cast<uint8_t>(m->size()));
+      again.insert(again.end(), m->begin(), m->end());
     }
-    check(r.buffered() <= 2 + 65535, "one message held at most");
+    if (r.buffered() > 65537 + chunk) std::abort();  // one partial message at most
   }
-  check(again.size() <= stream.size() && std::equal(again.begin(), again.end(), stream.begin()),
-        "the messages are the stream's start, in order");
+  if (again.size() > stream.size() || !std::equal(again.begin(), again.end(), stream.begin()))
+    std::abort();
   if (r.broken()) {
-    const std::size_t p = again.size();
-    check(p + 2 <= stream.size() && hg::base::load_u16(&stream[p]) < min_length,
-          "a broken stream stopped at a length out of range");
-  } else {
-    check(at == stream.size(), "an unbroken stream is read to its end");
-    check(stream.size() - again.size() == r.buffered(), "the rest is held");
+    const std::size_t at = again.size();
+    if (at + 2 > stream.size() || (hg::base::load_u16(&stream[at])) >= 12) std::abort();
+  } else if (stream.size() - again.size() != r.buffered()) {
+    std::abort();
   }
 
   std::vector<uint8_t> q(stream.begin(), stream.end());
@@ -59,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   q.resize(len + 4 + 127);
   const std::size_t out = dot::pad_query(q, len);
   if (out != len) {
-    check(out % 128 == 0 && out >= len + 4 && out < len + 4 + 128, "padded to a block");
-    check(hg::base::load_u16(&q[len]) == 12, "the Padding option's code");
-    check(hg::base::load_u16(&q[len + 2]) == out - len - 4, "the Padding option's length");
+    if (out % 128 != 0 || out < len + 4 || out >= len + 4 + 128) std::abort();
+    if ((hg::base::load_u16(&q[len])) != 12) std::abort();
+    if (static_cast<std::size_t>(hg::base::load_u16(&q[len + 2])) != out - len - 4) std::abort();
   }
   return 0;
 }

@@ -157,50 +157,6 @@ TEST_F(TcpListenerTest, AMessageTrickledByteByByteIsCutOffAfterThePartialTimeout
   EXPECT_EQ(listener_->connections(), 0u);
 }
 
-TEST_F(TcpListenerTest, DribbledAndPipelinedQueriesReachTheHandlerWholeAndInOrder) {
-  // The framing (StreamFramer) as the listener drives it: an empty message, one sent a byte at
-  // a time with its prefix split across reads, then 20 in one send; each answered by echo.
-  std::vector<std::size_t> seen;
-  open({}, [&](std::span<const uint8_t> q, const std::shared_ptr<TcpConnection>& c) {
-    seen.push_back(q.size());
-    c->answer(q);  // an empty one is "no answer"
-  });
-  const int fd = connect_client();
-  const auto empty = framed(0, 0);
-  ASSERT_EQ(::send(fd, empty.data(), empty.size(), 0), 2);
-  spin();
-  const auto dribbled = framed(300, 0x41);
-  for (const uint8_t b : dribbled) {
-    ASSERT_EQ(::send(fd, &b, 1, 0), 1);
-    spin(1);
-  }
-  spin();
-  std::vector<uint8_t> burst;
-  for (std::size_t i = 0; i < 20; ++i) {
-    const auto m = framed(12 + i, static_cast<uint8_t>(i));
-    burst.insert(burst.end(), m.begin(), m.end());
-  }
-  ASSERT_EQ(::send(fd, burst.data(), burst.size(), 0), static_cast<ssize_t>(burst.size()));
-  spin();
-  std::vector<std::size_t> want = {0, 300};
-  for (std::size_t i = 0; i < 20; ++i)
-    want.push_back(12 + i);
-  EXPECT_EQ(seen, want);
-  // The answers: the dribbled one, then the burst, each with its prefix.
-  std::vector<uint8_t> got(2 + 300 + burst.size());
-  std::size_t have = 0;
-  for (int i = 0; i < 100 && have < got.size(); ++i) {
-    const ssize_t n = ::recv(fd, got.data() + have, got.size() - have, MSG_DONTWAIT);
-    if (n > 0) have += static_cast<std::size_t>(n);
-    spin(1);
-  }
-  ASSERT_EQ(have, got.size());
-  std::vector<uint8_t> expected = dribbled;
-  expected.insert(expected.end(), burst.begin(), burst.end());
-  EXPECT_EQ(got, expected);
-  EXPECT_FALSE(closed_by_server(fd));
-}
-
 TEST_F(TcpListenerTest, AnIdleConnectionWithNothingPendingIsClosed) {
   open({},
        [](std::span<const uint8_t>, const std::shared_ptr<TcpConnection>& c) { c->no_answer(); });

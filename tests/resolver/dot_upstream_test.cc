@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <gtest/gtest.h>
 
@@ -210,6 +211,10 @@ struct Outcome {
 
 class DotUpstream : public ::testing::Test {
  protected:
+  // hourglassd ignores SIGPIPE before it opens a connection (server.cc): a TLS write to a peer
+  // that has just closed is an error to handle, not a signal that ends the process. The test
+  // process holds both ends, so it does the same.
+  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }
   std::unique_ptr<Upstream> make(const TlsServer& server,
                                  const std::function<void(DotSettings&)>& tune = {},
                                  Millis lifetime = Millis{3000}) {

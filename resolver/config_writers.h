@@ -103,7 +103,7 @@ inline std::optional<std::string> flag_value(std::string_view v, bool& out) {
   return std::nullopt;
 }
 // Some fleet settings mean nothing without --redis; to_toml writes them only with it.
-inline Shown if_redis(const Config& c, bool all, Shown value) {
+inline Shown if_redis(const Config& c, bool all, const Shown& value) {
   return all || c.redis.enabled() ? value : std::nullopt;
 }
 

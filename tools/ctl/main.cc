@@ -58,6 +58,7 @@ const std::vector<hg::clidoc::Command>& local_commands() {
 const std::vector<hg::clidoc::Command>& commands() {
   static const std::vector<hg::clidoc::Command> c = [] {
     std::vector<hg::clidoc::Command> out;
+    out.reserve(std::size(hg::resolver::kControlCommands) + local_commands().size());
     for (const auto& d : hg::resolver::kControlCommands)
       out.push_back({std::string(d.name), std::string(d.args), std::string(d.help)});
     out.insert(out.end(), local_commands().begin(), local_commands().end());

@@ -12,7 +12,7 @@ Over README.md, HACKING.md, SECURITY.md and docs/*.md:
   - README.md is at most 250 lines, and no page names the helpers' scratch folder outside
     the repository (FORBIDDEN below);
   - no page states a dated result: a bare date (2026-12-01, not an example timestamp such as
-    2026-12-03T10:00:00Z) or a clock time in UTC (13:10 UTC) outside code blocks; dated
+    YYYY-MM-DDTHH:MM:SSZ) or a clock time in UTC (HH:MM UTC) outside code blocks; dated
     measurements go in commit messages.
 Code blocks are skipped: what they show is program output and commands, not links.
 

@@ -11,7 +11,7 @@ Over README.md, HACKING.md, SECURITY.md and docs/*.md:
   - docs/README.md, the index, links every page of docs/;
   - README.md is at most 250 lines, and no page names the helpers' scratch folder outside
     the repository (FORBIDDEN below);
-  - no page states a dated result: a bare date (2026-12-01, not an example timestamp such as
+  - no page states a dated result: a bare date (YYYY-MM-DD, not an example timestamp such as
     YYYY-MM-DDTHH:MM:SSZ) or a clock time in UTC (HH:MM UTC) outside code blocks; dated
     measurements go in commit messages.
 Code blocks are skipped: what they show is program output and commands, not links.

@@ -28,7 +28,10 @@ using SteadyClock = std::chrono::steady_clock;
 class NotifySocket {
  public:
   struct Message {
-    SteadyClock::time_point at;
+    SteadyClock::time_point at;  ///< when this test read it (late if the test was descheduled)
+    /// When the daemon sent it: the kernel's receive timestamp (SO_TIMESTAMPNS), taken as the
+    /// datagram is queued, so a test process that runs late does not bunch two messages up.
+    std::chrono::nanoseconds sent{0};
     std::string text;
   };
   NotifySocket() {
@@ -38,7 +41,9 @@ class NotifySocket {
     sockaddr_un sun{};
     sun.sun_family = AF_UNIX;
     std::memcpy(sun.sun_path, path_.c_str(), path_.size() + 1);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+    const int one = 1;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0 ||
+        ::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0) {
       ::close(fd_);
       fd_ = -1;
     }
@@ -54,9 +59,22 @@ class NotifySocket {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
     char buf[4096];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    iovec iov{buf, sizeof buf};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd_, &h, 0);
     if (n < 0) return std::nullopt;
-    Message m{SteadyClock::now(), std::string(buf, static_cast<std::size_t>(n))};
+    Message m{SteadyClock::now(), {}, std::string(buf, static_cast<std::size_t>(n))};
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS) continue;
+      timespec ts{};
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      m.sent = std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec};
+    }
     log_.push_back(m);
     return m;
   }
@@ -135,15 +153,17 @@ TEST_F(SystemdNotify, WatchdogPingsAtHalfTheIntervalWhileTheLoopsRun) {
   auto d = spawn({"--threads", "2"}, {"WATCHDOG_USEC=300000"}, /*watchdog_pid=*/true);
   ASSERT_TRUE(notify_.wait_for("READY=1", Millis{15000})) << d->output();
   const auto ms = notify_.collect(Millis{1200});
-  std::vector<SteadyClock::time_point> pings;
+  // Gaps by send time: the test reading two pings late must not make them look close.
+  std::vector<std::chrono::nanoseconds> pings;
   for (const auto& m : ms)
-    if (m.text == "WATCHDOG=1") pings.push_back(m.at);
+    if (m.text == "WATCHDOG=1") pings.push_back(m.sent);
   // Every 150 ms: 8 in 1.2 s. A loaded machine may delay ticks, never add them.
   EXPECT_GE(pings.size(), 4u) << d->output();
   EXPECT_LE(pings.size(), 10u);
   for (std::size_t i = 1; i < pings.size(); ++i) {
     const auto gap = std::chrono::duration_cast<Millis>(pings[i] - pings[i - 1]);
     EXPECT_GE(gap, Millis{90}) << "ping " << i;  // not faster than half the interval
+    EXPECT_GT(pings[i - 1].count(), 0) << "no send timestamp on ping " << i;
   }
   // SIGSTOP freezes every loop: the pings stop (systemd would restart the service).
   ASSERT_TRUE(d->signal(SIGSTOP));

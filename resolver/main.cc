@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "resolver/config.h"
+#include "resolver/config_keys.h"
 #include "resolver/log.h"
 #include "resolver/ops/privileges.h"
 #include "resolver/routing_settings.h"
@@ -25,7 +26,7 @@ hourglassd is a caching DNS forwarder meant to be the machine's own resolver. It
 Every flag is also a key of the --config file (see hourglass.toml(5)); a flag given on the command line overrides the file.
 
 # SIGNALS
-SIGHUP re-reads the --upstream-file and the hosts files, and from the --config file the keys upstream-file, forward, hosts-file, shadow-ttl, dnstap and dnstap-identity (those not given on the command line); it reopens a rotated dnstap file, and probes the upstreams' DNSSEC support again when they changed. Every other setting takes a restart. The cache and the links set with hourglass-ctl link are kept. SIGTERM and SIGINT stop gracefully: no new queries, the ones in flight are answered, and the cache is written to --cache-file.
+SIGHUP re-reads the --upstream-file and the hosts files, and from the --config file the keys {reload_keys} (those not given on the command line); it reopens a rotated dnstap file, and probes the upstreams' DNSSEC support again when they changed. Every other setting takes a restart. The cache and the links set with hourglass-ctl link are kept. SIGTERM and SIGINT stop gracefully: no new queries, the ones in flight are answered, and the cache is written to --cache-file.
 
 # LOGGING
 Messages go to standard error, one per line. Under systemd (standard error connected to the journal, as JOURNAL_STREAM says) each line starts with its syslog priority, <3> for errors to <6> for information, so that journalctl -p warning shows warnings and errors only; on a terminal the lines are plain. --log-queries=json writes the query log as JSON lines.
@@ -83,7 +84,18 @@ int run(int argc, char** argv) {
     hg::clidoc::Extra extra;
     extra.section = 8;
     extra.synopsis = "[OPTIONS]";
-    extra.manual = kManual;
+    // The keys SIGHUP re-reads come from the settings table, so the page cannot drift.
+    std::string reload_keys;
+    std::vector<std::string_view> names;
+    for (const auto& k : hg::resolver::settings::keys())
+      if (k.reload() == hg::resolver::settings::Reload::Key) names.push_back(k.name);
+    for (std::size_t i = 0; i < names.size(); ++i)
+      reload_keys += fmt::format("{}{}",
+                                 i == 0                  ? ""
+                                 : i + 1 == names.size() ? " and "
+                                                         : ", ",
+                                 names[i]);
+    extra.manual = fmt::format(fmt::runtime(kManual), fmt::arg("reload_keys", reload_keys));
     extra.toml_manual = kTomlManual;
     std::fputs(config_doc_json(std::move(extra)).c_str(), stdout);
     return 0;
@@ -131,7 +143,13 @@ int run(int argc, char** argv) {
                  errors.size() == 1 ? "" : "s");
       return 1;
     }
-    fmt::print("hourglassd: configuration OK{}\n",
+    // The settings in force, as a file --config reads back to the same settings (unset paths
+    // and options left out); the verdict is a comment of that file.
+    fmt::print(
+        "# the settings in force (hourglassd --check-config)\n"
+        "{}",
+        to_toml(config));
+    fmt::print("# hourglassd: configuration OK{}\n",
                config.warnings.empty()
                    ? std::string()
                    : fmt::format(" ({} warning{} above)", config.warnings.size(),

@@ -186,6 +186,27 @@ TEST_F(Hardening, CheckConfigListsEveryMistakeOfTheFileWithItsLine) {
   EXPECT_EQ(out.find("configuration OK"), std::string::npos) << out;
 }
 
+// --check-config prints the settings in force as a file: given back with --config, it checks
+// out to the very same settings (the verdict is a comment of that file).
+TEST_F(Hardening, CheckConfigPrintsTheSettingsAsAFileThatReadsBackTheSame) {
+  auto first = Daemon::start_with(
+      {"--check-config", "--upstream", upstream_.address(), "--cache-size", "32MiB", "--ttl-cap",
+       "shop.example.com=60", "--forward", "corp.example=" + upstream_.address()},
+      StartOptions{.wait_ready = false});
+  ASSERT_EQ(first->wait_exit(Millis{5000}), 0) << first->output();
+  const std::string printed = first->output();
+  EXPECT_EQ(first->lines_with("cache-size = \"32MiB\"").size(), 1u) << printed;
+  EXPECT_EQ(first->lines_with("ttl-cap = [\"shop.example.com=60\"]").size(), 1u) << printed;
+  EXPECT_EQ(first->lines_with("corp.example=").size(), 1u) << printed;
+  ASSERT_EQ(first->lines_with("# hourglassd: configuration OK").size(), 1u) << printed;
+
+  TempFile toml(printed);
+  auto again = Daemon::start_with({"--check-config", "--config", toml.path()},
+                                  StartOptions{.wait_ready = false});
+  ASSERT_EQ(again->wait_exit(Millis{5000}), 0) << again->output();
+  EXPECT_EQ(again->output(), printed);
+}
+
 // A hosts file --check-config cannot use is an error (start-up would run without its names),
 // not "configuration OK"; a malformed line in one it can read is a warning.
 TEST_F(Hardening, CheckConfigRefusesAMissingOrOversizedHostsFile) {

@@ -152,6 +152,12 @@ class Upstream {
   /// UDP sockets this Upstream has opened for attempts so far (each is reused, with a new
   /// port, once its attempt is over).
   uint64_t sockets_opened() const noexcept { return sockets_opened_; }
+  /// Attempt sockets an attempt still holds: a query that was answered may leave an earlier
+  /// or later copy outstanding (a retransmission), which keeps its port until it is answered
+  /// or expires. The other sockets are idle, kept for the next attempt.
+  std::size_t sockets_in_use() const noexcept {
+    return ports_.size() - idle_ports_[0].size() - idle_ports_[1].size();
+  }
   const std::vector<Endpoint>& servers() const noexcept { return options_.servers; }
   /// Whether there are servers and every one is reached over TLS (for dnstap's protocol).
   bool all_servers_tls() const noexcept;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/decimal.h"
 
@@ -50,6 +51,16 @@ inline std::string shown(std::string_view s) {
 inline std::optional<uint64_t> parse_digits(std::string_view s) {
   if (s.size() > 15) return std::nullopt;
   return base::parse_decimal<uint64_t>(s);
+}
+
+/// The words as an English list: "a", "a and b", "a, b and c" (for help and man pages).
+inline std::string join_and(const std::vector<std::string_view>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " and " : ", ";
+    out += words[i];
+  }
+  return out;
 }
 
 }  // namespace hg::base::text

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/text.h"
 #include "resolver/config.h"
 #include "resolver/config_keys.h"
 #include "resolver/log.h"
@@ -85,17 +86,11 @@ int run(int argc, char** argv) {
     extra.section = 8;
     extra.synopsis = "[OPTIONS]";
     // The keys SIGHUP re-reads come from the settings table, so the page cannot drift.
-    std::string reload_keys;
-    std::vector<std::string_view> names;
+    std::vector<std::string_view> reload_keys;
     for (const auto& k : hg::resolver::settings::keys())
-      if (k.reload() == hg::resolver::settings::Reload::Key) names.push_back(k.name);
-    for (std::size_t i = 0; i < names.size(); ++i)
-      reload_keys += fmt::format("{}{}",
-                                 i == 0                  ? ""
-                                 : i + 1 == names.size() ? " and "
-                                                         : ", ",
-                                 names[i]);
-    extra.manual = fmt::format(fmt::runtime(kManual), fmt::arg("reload_keys", reload_keys));
+      if (k.reload() == hg::resolver::settings::Reload::Key) reload_keys.push_back(k.name);
+    extra.manual = fmt::format(fmt::runtime(kManual),
+                               fmt::arg("reload_keys", hg::base::text::join_and(reload_keys)));
     extra.toml_manual = kTomlManual;
     std::fputs(config_doc_json(std::move(extra)).c_str(), stdout);
     return 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/duration.h"
+#include "base/text.h"
 #include "resolver/ops/control_commands.h"
 #include "resolver/ops/shadow_control.h"
 #include "resolver/ops/warm_restart.h"
@@ -33,10 +34,7 @@ std::string fleet_commands() {
   std::vector<std::string_view> names;
   for (const ControlCommand& c : kControlCommands)
     if (c.fleet) names.push_back(c.name);
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " and " : ", ", names[i]);
-  return out;
+  return base::text::join_and(names);
 }
 
 /// The `help` reply: per command of kControlCommands "NAME ARGS" in a 24-column field (on a
